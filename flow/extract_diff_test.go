@@ -43,15 +43,25 @@ func fields(groups ...[]string) []string {
 var genKinds = []genKind{
 	{"tcp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolTCP) }},
 	{"udp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolUDP) }},
-	{"sctp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolSCTP) }},
-	{"icmp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolICMPv4) }},
+	{"sctp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+		return ip4Packet(r, layers.IPProtocolSCTP)
+	}},
+	{"icmp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+		return ip4Packet(r, layers.IPProtocolICMPv4)
+	}},
 	{"tcp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolTCP) }},
 	{"udp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolUDP) }},
-	{"sctp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolSCTP) }},
-	{"icmp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolICMPv6) }},
+	{"sctp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+		return ip6Packet(r, layers.IPProtocolSCTP)
+	}},
+	{"icmp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+		return ip6Packet(r, layers.IPProtocolICMPv6)
+	}},
 	{"nd6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, ndProto) }},
 	{"esp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolESP) }},
-	{"nonext6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolNoNextHeader) }},
+	{"nonext6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+		return ip6Packet(r, layers.IPProtocolNoNextHeader)
+	}},
 	{"arp", arpPacket},
 	{"llc", llcPacket},
 	{"mpls", mplsPacket},
