@@ -27,7 +27,7 @@ type genPacket struct {
 
 type genKind struct {
 	name string
-	gen  func(r *rand.Rand) ([]gopacket.SerializableLayer, []string)
+	gen  genFunc
 }
 
 var l2Fields = []string{"EthDst", "EthSrc", "VLANs", "EthType"}
@@ -40,36 +40,39 @@ func fields(groups ...[]string) []string {
 	return out
 }
 
+type genFunc = func(r *rand.Rand) ([]gopacket.SerializableLayer, []string)
+
+func ip4Kind(proto layers.IPProtocol) genFunc {
+	return func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, proto) }
+}
+
+func ip6Kind(proto layers.IPProtocol) genFunc {
+	return func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, proto) }
+}
+
 var genKinds = []genKind{
-	{"tcp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolTCP) }},
-	{"udp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip4Packet(r, layers.IPProtocolUDP) }},
-	{"sctp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		return ip4Packet(r, layers.IPProtocolSCTP)
-	}},
-	{"icmp4", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		return ip4Packet(r, layers.IPProtocolICMPv4)
-	}},
-	{"tcp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolTCP) }},
-	{"udp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolUDP) }},
-	{"sctp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		return ip6Packet(r, layers.IPProtocolSCTP)
-	}},
-	{"icmp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		return ip6Packet(r, layers.IPProtocolICMPv6)
-	}},
-	{"nd6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, ndProto) }},
-	{"esp6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) { return ip6Packet(r, layers.IPProtocolESP) }},
-	{"nonext6", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		return ip6Packet(r, layers.IPProtocolNoNextHeader)
-	}},
+	{"tcp4", ip4Kind(layers.IPProtocolTCP)},
+	{"udp4", ip4Kind(layers.IPProtocolUDP)},
+	{"sctp4", ip4Kind(layers.IPProtocolSCTP)},
+	{"icmp4", ip4Kind(layers.IPProtocolICMPv4)},
+	{"tcp6", ip6Kind(layers.IPProtocolTCP)},
+	{"udp6", ip6Kind(layers.IPProtocolUDP)},
+	{"sctp6", ip6Kind(layers.IPProtocolSCTP)},
+	{"icmp6", ip6Kind(layers.IPProtocolICMPv6)},
+	{"nd6", ip6Kind(ndProto)},
+	{"esp6", ip6Kind(layers.IPProtocolESP)},
+	{"nonext6", ip6Kind(layers.IPProtocolNoNextHeader)},
 	{"arp", arpPacket},
 	{"llc", llcPacket},
 	{"mpls", mplsPacket},
-	{"qinq3", func(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-		ls := l2(r, layers.EthernetTypeIPv4, 3, 3)
-		ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), udp(r), payload(r))
-		return ls, l2Fields
-	}},
+	{"qinq3", qinq3Packet},
+}
+
+// qinq3Packet has three VLAN tags, one more than the kernel parses.
+func qinq3Packet(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
+	ls := l2(r, layers.EthernetTypeIPv4, 3, 3)
+	ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), udp(r), payload(r))
+	return ls, l2Fields
 }
 
 // ndProto asks ip6Packet for a Neighbor Solicitation or Advertisement.
