@@ -123,9 +123,20 @@ func testFrame(src net.HardwareAddr, tag byte) []byte {
 	return f
 }
 
+// openFDs counts the process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
 func TestIntegrationVethRaw(t *testing.T) {
 	Require(t)
 	const hostIf, nsIf = "gvstb0", "eth0"
+	fdsBefore := openFDs(t)
 	t.Run("pair", func(t *testing.T) {
 		ns := NewNetns(t)
 		peerMAC := Veth(t, hostIf, ns, nsIf, "10.99.0.1/24")
@@ -208,6 +219,9 @@ func TestIntegrationVethRaw(t *testing.T) {
 	})
 	if _, err := netlink.LinkByName(hostIf); err == nil {
 		t.Errorf("veth %s still there after cleanup", hostIf)
+	}
+	if after := openFDs(t); after != fdsBefore {
+		t.Errorf("%d file descriptors open after cleanup, %d before: the helpers leak", after, fdsBefore)
 	}
 }
 
