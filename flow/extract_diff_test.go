@@ -30,9 +30,9 @@ type genKind struct {
 	gen  genFunc
 }
 
-var l2Fields = []string{"EthDst", "EthSrc", "VLANs", "EthType"}
+var genL2Fields = []string{"EthDst", "EthSrc", "VLANs", "EthType"}
 
-func fields(groups ...[]string) []string {
+func genFields(groups ...[]string) []string {
 	var out []string
 	for _, g := range groups {
 		out = append(out, g...)
@@ -70,9 +70,9 @@ var genKinds = []genKind{
 
 // qinq3Packet has three VLAN tags, one more than the kernel parses.
 func qinq3Packet(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
-	ls := l2(r, layers.EthernetTypeIPv4, 3, 3)
-	ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), udp(r), payload(r))
-	return ls, l2Fields
+	ls := genL2(r, layers.EthernetTypeIPv4, 3, 3)
+	ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), genUDP(r), genPayload(r))
+	return ls, genL2Fields
 }
 
 // ndProto asks ip6Packet for a Neighbor Solicitation or Advertisement.
@@ -98,7 +98,7 @@ func genPackets(tb testing.TB, n int) []genPacket {
 	return out
 }
 
-func randBytes(r *rand.Rand, n int) []byte {
+func genRandBytes(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = byte(r.Uint32())
@@ -106,12 +106,12 @@ func randBytes(r *rand.Rand, n int) []byte {
 	return b
 }
 
-func payload(r *rand.Rand) gopacket.Payload { return randBytes(r, r.IntN(40)) }
+func genPayload(r *rand.Rand) gopacket.Payload { return genRandBytes(r, r.IntN(40)) }
 
 // l2 returns an Ethernet header and between minTags and maxTags VLAN tags
 // of random TPIDs, ending in typ.
-func l2(r *rand.Rand, typ layers.EthernetType, minTags, maxTags int) []gopacket.SerializableLayer {
-	eth := &layers.Ethernet{SrcMAC: randBytes(r, 6), DstMAC: randBytes(r, 6)}
+func genL2(r *rand.Rand, typ layers.EthernetType, minTags, maxTags int) []gopacket.SerializableLayer {
+	eth := &layers.Ethernet{SrcMAC: genRandBytes(r, 6), DstMAC: genRandBytes(r, 6)}
 	ls := []gopacket.SerializableLayer{eth}
 	prev := &eth.EthernetType
 	for range minTags + r.IntN(maxTags-minTags+1) {
@@ -130,14 +130,14 @@ func l2(r *rand.Rand, typ layers.EthernetType, minTags, maxTags int) []gopacket.
 func ip4Header(r *rand.Rand, proto layers.IPProtocol, frag bool) *layers.IPv4 {
 	ip := &layers.IPv4{
 		Version: 4, TOS: uint8(r.Uint32()), TTL: uint8(r.Uint32()), Id: uint16(r.Uint32()),
-		Protocol: proto, SrcIP: randBytes(r, 4), DstIP: randBytes(r, 4),
+		Protocol: proto, SrcIP: genRandBytes(r, 4), DstIP: genRandBytes(r, 4),
 	}
 	switch r.IntN(4) {
 	case 1:
-		ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 0x94, OptionLength: 4, OptionData: randBytes(r, 2)}, {OptionType: 0}}
+		ip.Options = []layers.IPv4Option{{OptionType: 1}, {OptionType: 0x94, OptionLength: 4, OptionData: genRandBytes(r, 2)}, {OptionType: 0}}
 	case 2:
 		n := 1 + r.IntN(9)
-		ip.Options = []layers.IPv4Option{{OptionType: 7, OptionLength: uint8(3 + 4*n), OptionData: randBytes(r, 1+4*n)}}
+		ip.Options = []layers.IPv4Option{{OptionType: 7, OptionLength: uint8(3 + 4*n), OptionData: genRandBytes(r, 1+4*n)}}
 	}
 	if r.IntN(2) == 0 {
 		ip.Flags = layers.IPv4DontFragment
@@ -156,7 +156,7 @@ func ip4Header(r *rand.Rand, proto layers.IPProtocol, frag bool) *layers.IPv4 {
 	return ip
 }
 
-func tcp(r *rand.Rand) *layers.TCP {
+func genTCP(r *rand.Rand) *layers.TCP {
 	t := &layers.TCP{
 		SrcPort: layers.TCPPort(r.Uint32()), DstPort: layers.TCPPort(r.Uint32()),
 		Seq: r.Uint32(), Ack: r.Uint32(), Window: uint16(r.Uint32()),
@@ -165,44 +165,44 @@ func tcp(r *rand.Rand) *layers.TCP {
 	}
 	if r.IntN(2) == 0 {
 		t.Options = []layers.TCPOption{
-			{OptionType: layers.TCPOptionKindMSS, OptionLength: 4, OptionData: randBytes(r, 2)},
+			{OptionType: layers.TCPOptionKindMSS, OptionLength: 4, OptionData: genRandBytes(r, 2)},
 			{OptionType: layers.TCPOptionKindNop},
-			{OptionType: layers.TCPOptionKindWindowScale, OptionLength: 3, OptionData: randBytes(r, 1)},
+			{OptionType: layers.TCPOptionKindWindowScale, OptionLength: 3, OptionData: genRandBytes(r, 1)},
 		}
 	}
 	return t
 }
 
-func udp(r *rand.Rand) *layers.UDP {
+func genUDP(r *rand.Rand) *layers.UDP {
 	return &layers.UDP{SrcPort: layers.UDPPort(r.Uint32()), DstPort: layers.UDPPort(r.Uint32())}
 }
 
 // transport returns the layers of an L4 header of proto and the fields
 // it fills.
-func transport(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.SerializableLayer, []string) {
+func genTransport(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.SerializableLayer, []string) {
 	l4 := []string{"TpSrc", "TpDst", "TCPFlags"}
 	switch proto {
 	case layers.IPProtocolTCP:
-		return []gopacket.SerializableLayer{tcp(r), payload(r)}, l4
+		return []gopacket.SerializableLayer{genTCP(r), genPayload(r)}, l4
 	case layers.IPProtocolUDP:
-		return []gopacket.SerializableLayer{udp(r), payload(r)}, l4
+		return []gopacket.SerializableLayer{genUDP(r), genPayload(r)}, l4
 	case layers.IPProtocolSCTP:
 		s := &layers.SCTP{SrcPort: layers.SCTPPort(r.Uint32()), DstPort: layers.SCTPPort(r.Uint32()), VerificationTag: r.Uint32()}
 		return []gopacket.SerializableLayer{s}, l4
 	case layers.IPProtocolICMPv4:
 		c := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(uint8(r.Uint32()), uint8(r.Uint32())), Id: uint16(r.Uint32())}
-		return []gopacket.SerializableLayer{c, payload(r)}, l4
+		return []gopacket.SerializableLayer{c, genPayload(r)}, l4
 	case layers.IPProtocolICMPv6:
 		typ := uint8(r.Uint32())
 		if typ == ndSolicit || typ == ndAdvert {
 			typ = 128 // echo request; ND has its own kind
 		}
 		c := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(typ, uint8(r.Uint32()))}
-		return []gopacket.SerializableLayer{c, gopacket.Payload(randBytes(r, 4+r.IntN(40)))}, fields(l4, []string{"NDTarget", "NDSLL", "NDTLL"})
+		return []gopacket.SerializableLayer{c, gopacket.Payload(genRandBytes(r, 4+r.IntN(40)))}, genFields(l4, []string{"NDTarget", "NDSLL", "NDTLL"})
 	case ndProto:
 		return ndMessage(r)
 	}
-	return []gopacket.SerializableLayer{payload(r)}, nil
+	return []gopacket.SerializableLayer{genPayload(r)}, nil
 }
 
 // ndMessage returns an NS or NA with random options, including the ones
@@ -213,22 +213,22 @@ func ndMessage(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 	for range r.IntN(5) {
 		switch r.IntN(5) {
 		case 0:
-			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: randBytes(r, 6)})
+			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: genRandBytes(r, 6)})
 		case 1:
-			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptTargetAddress, Data: randBytes(r, 6)})
+			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptTargetAddress, Data: genRandBytes(r, 6)})
 		case 2:
-			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: randBytes(r, 14)})
+			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptSourceAddress, Data: genRandBytes(r, 14)})
 		case 3:
-			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptMTU, Data: randBytes(r, 6)})
+			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptMTU, Data: genRandBytes(r, 6)})
 		case 4:
-			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptPrefixInfo, Data: randBytes(r, 30)})
+			opts = append(opts, layers.ICMPv6Option{Type: layers.ICMPv6OptPrefixInfo, Data: genRandBytes(r, 30)})
 		}
 	}
 	code := uint8(0)
 	if r.IntN(8) == 0 {
 		code = uint8(1 + r.IntN(255))
 	}
-	target := randBytes(r, 16)
+	target := genRandBytes(r, 16)
 	var msg gopacket.SerializableLayer
 	typ := uint8(ndSolicit)
 	if r.IntN(2) == 0 {
@@ -242,13 +242,13 @@ func ndMessage(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 }
 
 func ip4Packet(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.SerializableLayer, []string) {
-	ls := l2(r, layers.EthernetTypeIPv4, 0, 2)
+	ls := genL2(r, layers.EthernetTypeIPv4, 0, 2)
 	ip := ip4Header(r, proto, true)
 	ls = append(ls, ip)
 	l3 := []string{"IPv4Src", "IPv4Dst", "NwProto", "NwTos", "NwTTL", "NwFrag"}
-	l4, must := transport(r, proto)
+	l4, must := genTransport(r, proto)
 	ls = append(ls, l4...)
-	return ls, fields(l2Fields, l3, must)
+	return ls, genFields(genL2Fields, l3, must)
 }
 
 // rawExt is an IPv6 extension header gopacket cannot serialize the way the
@@ -279,7 +279,7 @@ func (e rawExt) SerializeTo(b gopacket.SerializeBuffer, _ gopacket.SerializeOpti
 }
 
 // extHeader returns one extension header of type typ carrying next.
-func extHeader(r *rand.Rand, typ, next layers.IPProtocol, fragMode int) gopacket.SerializableLayer {
+func genExtHeader(r *rand.Rand, typ, next layers.IPProtocol, fragMode int) gopacket.SerializableLayer {
 	switch typ {
 	case ipv6HopByHop, ipv6DestOpts:
 		n := 8 * (1 + r.IntN(3))
@@ -288,11 +288,11 @@ func extHeader(r *rand.Rand, typ, next layers.IPProtocol, fragMode int) gopacket
 		return rawExt{next: next, body: body}
 	case ipv6AH:
 		n := 12 + 4*r.IntN(4)
-		return rawExt{next: next, ah: true, body: randBytes(r, n-2)}
+		return rawExt{next: next, ah: true, body: genRandBytes(r, n-2)}
 	case ipv6Routing:
 		rt := &layers.IPv6Routing{
 			RoutingType: uint8(r.IntN(5)), SegmentsLeft: uint8(r.IntN(3)),
-			Reserved: []byte{0, 0, 0, 0}, Data: randBytes(r, 8*r.IntN(3)),
+			Reserved: []byte{0, 0, 0, 0}, Data: genRandBytes(r, 8*r.IntN(3)),
 		}
 		rt.NextHeader = next
 		return rt
@@ -311,10 +311,10 @@ func extHeader(r *rand.Rand, typ, next layers.IPProtocol, fragMode int) gopacket
 }
 
 func ip6Packet(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.SerializableLayer, []string) {
-	ls := l2(r, layers.EthernetTypeIPv6, 0, 2)
+	ls := genL2(r, layers.EthernetTypeIPv6, 0, 2)
 	ip := &layers.IPv6{
 		Version: 6, TrafficClass: uint8(r.Uint32()), FlowLabel: r.Uint32() & 0xfffff,
-		HopLimit: uint8(r.Uint32()), SrcIP: randBytes(r, 16), DstIP: randBytes(r, 16),
+		HopLimit: uint8(r.Uint32()), SrcIP: genRandBytes(r, 16), DstIP: genRandBytes(r, 16),
 	}
 	// A random chain of extension headers, Hop-by-Hop only first.
 	var chain []layers.IPProtocol
@@ -342,19 +342,19 @@ func ip6Packet(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.SerializableLa
 		if j+1 < len(chain) {
 			next = chain[j+1]
 		}
-		ls = append(ls, extHeader(r, typ, next, fragMode))
+		ls = append(ls, genExtHeader(r, typ, next, fragMode))
 		if typ == ipv6Fragment && fragMode == 2 {
 			later = true
 		}
 	}
-	l4, must := transport(r, proto)
+	l4, must := genTransport(r, proto)
 	ls = append(ls, l4...)
 	if later {
 		// The kernel reads no L4 fields of a later fragment, and gopacket
 		// cannot be asked about what follows.
 		must = nil
 	}
-	return ls, fields(l2Fields, l3, must)
+	return ls, genFields(genL2Fields, l3, must)
 }
 
 func arpPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
@@ -362,7 +362,7 @@ func arpPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 	if r.IntN(4) == 0 {
 		typ = layers.EthernetType(EthTypeRARP)
 	}
-	ls := l2(r, typ, 0, 2)
+	ls := genL2(r, typ, 0, 2)
 	a := &layers.ARP{
 		AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4,
 		HwAddressSize: 6, ProtAddressSize: 4, Operation: uint16(1 + r.IntN(2)),
@@ -381,9 +381,9 @@ func arpPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 		a.Operation = uint16(r.IntN(0x100))
 	}
 	h, p := int(a.HwAddressSize), int(a.ProtAddressSize)
-	a.SourceHwAddress, a.DstHwAddress = randBytes(r, h), randBytes(r, h)
-	a.SourceProtAddress, a.DstProtAddress = randBytes(r, p), randBytes(r, p)
-	return append(ls, a), fields(l2Fields, []string{"NwProto", "IPv4Src", "IPv4Dst", "ArpSHA", "ArpTHA"})
+	a.SourceHwAddress, a.DstHwAddress = genRandBytes(r, h), genRandBytes(r, h)
+	a.SourceProtAddress, a.DstProtAddress = genRandBytes(r, p), genRandBytes(r, p)
+	return append(ls, a), genFields(genL2Fields, []string{"NwProto", "IPv4Src", "IPv4Dst", "ArpSHA", "ArpTHA"})
 }
 
 // llcPacket returns an 802.3 frame, tagged or not. gopacket fills in the
@@ -392,23 +392,23 @@ func arpPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 func llcPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 	llc := &layers.LLC{DSAP: 0xaa, SSAP: 0xaa, Control: 3}
 	snap := &layers.SNAP{OrganizationalCode: []byte{0, 0, 0}, Type: layers.EthernetTypeIPv4}
-	must := fields(l2Fields, []string{"IPv4Src", "NwProto", "TpSrc"})
-	body := []gopacket.SerializableLayer{llc, snap, ip4Header(r, layers.IPProtocolUDP, false), udp(r), payload(r)}
+	must := genFields(genL2Fields, []string{"IPv4Src", "NwProto", "TpSrc"})
+	body := []gopacket.SerializableLayer{llc, snap, ip4Header(r, layers.IPProtocolUDP, false), genUDP(r), genPayload(r)}
 	switch r.IntN(4) {
 	case 1: // a non-zero OUI: not an encapsulated ethertype
 		snap.OrganizationalCode = []byte{0, 0x0c, byte(1 + r.IntN(255))}
-		must = l2Fields
+		must = genL2Fields
 	case 2: // not SNAP at all
 		llc.DSAP, llc.SSAP = 0x42, 0x42
-		body = []gopacket.SerializableLayer{llc, payload(r)}
-		must = l2Fields
+		body = []gopacket.SerializableLayer{llc, genPayload(r)}
+		must = genL2Fields
 	}
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true}, body...); err != nil {
 		panic(err)
 	}
 	b := append([]byte(nil), buf.Bytes()...)
-	return append(l2(r, layers.EthernetType(len(b)), 0, 1), gopacket.Payload(b)), must
+	return append(genL2(r, layers.EthernetType(len(b)), 0, 1), gopacket.Payload(b)), must
 }
 
 func mplsPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
@@ -416,7 +416,7 @@ func mplsPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 	if r.IntN(2) == 0 {
 		typ = layers.EthernetTypeMPLSMulticast
 	}
-	ls := l2(r, typ, 0, 1)
+	ls := genL2(r, typ, 0, 1)
 	n := 1 + r.IntN(3)
 	for j := range n {
 		ls = append(ls, &layers.MPLS{
@@ -424,8 +424,8 @@ func mplsPacket(r *rand.Rand) ([]gopacket.SerializableLayer, []string) {
 			StackBottom: j == n-1, TTL: uint8(r.Uint32()),
 		})
 	}
-	ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), udp(r), payload(r))
-	return ls, fields(l2Fields, []string{"MPLSLSE"})
+	ls = append(ls, ip4Header(r, layers.IPProtocolUDP, false), genUDP(r), genPayload(r))
+	return ls, genFields(genL2Fields, []string{"MPLSLSE"})
 }
 
 func TestExtractMatchesGopacket(t *testing.T) {
@@ -435,7 +435,7 @@ func TestExtractMatchesGopacket(t *testing.T) {
 		got := Extract(p.data, Metadata{})
 		want, mask := gopacketKey(p.data)
 		if !got.EqualMasked(&want, &mask) {
-			t.Errorf("packet %d (%s) %x:\n%s", i, p.kind, p.data, diffKeys(&got, &want, &mask))
+			t.Errorf("packet %d (%s) %x:\n%s", i, p.kind, p.data, extractDiffKeys(&got, &want, &mask))
 			continue
 		}
 		for _, f := range p.must {
@@ -480,7 +480,7 @@ func TestExtractTruncated(t *testing.T) {
 				stable = n
 			case !same && stable >= 0:
 				t.Fatalf("packet %d (%s) %x: prefix %d gave the full key but %d does not: %s",
-					i, p.kind, p.data, stable, n, diffKeys(&k, &full, &m))
+					i, p.kind, p.data, stable, n, extractDiffKeys(&k, &full, &m))
 			}
 		}
 		if stable < 0 {
@@ -533,7 +533,7 @@ func prefixConsistent(k, full *Key) string {
 				continue
 			}
 		}
-		return name + ": " + fmtField(a) + " is neither zero nor the full packet's " + fmtField(b)
+		return name + ": " + extractFmtField(a) + " is neither zero nor the full packet's " + extractFmtField(b)
 	}
 	return ""
 }

@@ -38,39 +38,39 @@ import (
 //     not trusted and nothing after it is claimed.
 func gopacketKey(pkt []byte) (want Key, mask Mask) {
 	p := gopacket.NewPacket(pkt, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true})
-	o := oracle{pkt: pkt, want: &want, mask: mask.Key()}
+	o := gpOracle{pkt: pkt, want: &want, mask: mask.Key()}
 	o.walk(p.Layers())
 	return want, mask
 }
 
-type oracle struct {
+type gpOracle struct {
 	pkt  []byte
 	want *Key
 	mask *Key // fields set to all ones are claimed
 }
 
 // claim marks the named fields of o.want as vouched for.
-func (o *oracle) claim(fields ...string) {
+func (o *gpOracle) claim(fields ...string) {
 	m := reflect.ValueOf(o.mask).Elem()
 	for _, f := range fields {
 		v := m.FieldByName(f)
 		if !v.IsValid() {
 			panic("no Key field " + f)
 		}
-		setOnes(v)
+		oracleSetOnes(v)
 	}
 }
 
-func setOnes(v reflect.Value) {
+func oracleSetOnes(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Array:
 		for i := 0; i < v.Len(); i++ {
-			setOnes(v.Index(i))
+			oracleSetOnes(v.Index(i))
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).Name != "_" {
-				setOnes(v.Field(i))
+				oracleSetOnes(v.Field(i))
 			}
 		}
 	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -82,7 +82,7 @@ func setOnes(v reflect.Value) {
 // decoded without error. Many gopacket decoders add their layer before they
 // know whether it decoded; a failure right after a layer is that layer's
 // own when it holds the layer's input rather than the layer's payload.
-func trusted[T gopacket.Layer](o *oracle, ls []gopacket.Layer, i int) (T, bool) {
+func oracleTrusted[T gopacket.Layer](o *gpOracle, ls []gopacket.Layer, i int) (T, bool) {
 	var zero T
 	if i >= len(ls) {
 		return zero, false
@@ -94,7 +94,7 @@ func trusted[T gopacket.Layer](o *oracle, ls []gopacket.Layer, i int) (T, bool) 
 	if i+1 < len(ls) {
 		if f, bad := ls[i+1].(*gopacket.DecodeFailure); bad {
 			pl := l.LayerPayload()
-			if pl == nil || offsetIn(o.pkt, f.LayerContents()) != offsetIn(o.pkt, pl) {
+			if pl == nil || oracleOffsetIn(o.pkt, f.LayerContents()) != oracleOffsetIn(o.pkt, pl) {
 				return zero, false
 			}
 		}
@@ -102,9 +102,9 @@ func trusted[T gopacket.Layer](o *oracle, ls []gopacket.Layer, i int) (T, bool) 
 	return l, true
 }
 
-func (o *oracle) walk(ls []gopacket.Layer) {
+func (o *gpOracle) walk(ls []gopacket.Layer) {
 	k := o.want
-	eth, ok := trusted[*layers.Ethernet](o, ls, 0)
+	eth, ok := oracleTrusted[*layers.Ethernet](o, ls, 0)
 	if !ok {
 		return
 	}
@@ -127,7 +127,7 @@ func (o *oracle) walk(ls []gopacket.Layer) {
 			o.claim("VLANs", "EthType")
 			return
 		}
-		d, ok := trusted[*layers.Dot1Q](o, ls, i)
+		d, ok := oracleTrusted[*layers.Dot1Q](o, ls, i)
 		if !ok {
 			return
 		}
@@ -141,7 +141,7 @@ func (o *oracle) walk(ls []gopacket.Layer) {
 	o.claim("VLANs")
 
 	if typ < 0x600 {
-		llc, ok := trusted[*layers.LLC](o, ls, i)
+		llc, ok := oracleTrusted[*layers.LLC](o, ls, i)
 		if !ok {
 			return
 		}
@@ -154,7 +154,7 @@ func (o *oracle) walk(ls []gopacket.Layer) {
 		if llc.Control > 0xff {
 			return // a 2-byte control field: the SNAP header is elsewhere for the kernel
 		}
-		snap, ok := trusted[*layers.SNAP](o, ls, i+1)
+		snap, ok := oracleTrusted[*layers.SNAP](o, ls, i+1)
 		if !ok {
 			return
 		}
@@ -175,27 +175,27 @@ func (o *oracle) walk(ls []gopacket.Layer) {
 	case EthTypeIPv6:
 		o.ipv6(ls, i)
 	case EthTypeARP, EthTypeRARP:
-		arp, ok := trusted[*layers.ARP](o, ls, i)
+		arp, ok := oracleTrusted[*layers.ARP](o, ls, i)
 		if !ok && typ == EthTypeRARP {
 			// gopacket does not decode RARP; its body is an ARP body.
 			q := gopacket.NewPacket(ls[i-1].LayerPayload(), layers.LayerTypeARP, gopacket.DecodeOptions{NoCopy: true})
-			arp, ok = trusted[*layers.ARP](o, q.Layers(), 0)
+			arp, ok = oracleTrusted[*layers.ARP](o, q.Layers(), 0)
 		}
 		if ok {
 			o.arp(arp)
 		}
 	case EthTypeMPLS, EthTypeMPLSM:
-		top, ok := trusted[*layers.MPLS](o, ls, i)
+		top, ok := oracleTrusted[*layers.MPLS](o, ls, i)
 		if !ok {
 			return
 		}
 		for j := i; j < len(ls); j++ {
-			m, ok := trusted[*layers.MPLS](o, ls, j)
+			m, ok := oracleTrusted[*layers.MPLS](o, ls, j)
 			if !ok {
 				return
 			}
 			if m.StackBottom {
-				k.MPLSLSE = top.Label<<12 | uint32(top.TrafficClass)<<9 | b2u32(top.StackBottom)<<8 | uint32(top.TTL)
+				k.MPLSLSE = top.Label<<12 | uint32(top.TrafficClass)<<9 | oracleBit(top.StackBottom)<<8 | uint32(top.TTL)
 				o.claim("MPLSLSE")
 				return
 			}
@@ -203,14 +203,14 @@ func (o *oracle) walk(ls []gopacket.Layer) {
 	}
 }
 
-func b2u32(b bool) uint32 {
+func oracleBit(b bool) uint32 {
 	if b {
 		return 1
 	}
 	return 0
 }
 
-func (o *oracle) arp(a *layers.ARP) {
+func (o *gpOracle) arp(a *layers.ARP) {
 	k := o.want
 	o.claim("NwProto", "IPv4Src", "IPv4Dst", "ArpSHA", "ArpTHA")
 	if a.AddrType != layers.LinkTypeEthernet || a.Protocol != layers.EthernetTypeIPv4 ||
@@ -226,9 +226,9 @@ func (o *oracle) arp(a *layers.ARP) {
 	copy(k.IPv4Dst[:], a.DstProtAddress)
 }
 
-func (o *oracle) ipv4(ls []gopacket.Layer, i int) {
+func (o *gpOracle) ipv4(ls []gopacket.Layer, i int) {
 	k := o.want
-	ip, ok := trusted[*layers.IPv4](o, ls, i)
+	ip, ok := oracleTrusted[*layers.IPv4](o, ls, i)
 	if !ok {
 		return
 	}
@@ -253,8 +253,8 @@ func (o *oracle) ipv4(ls []gopacket.Layer, i int) {
 
 // firstFragment decodes the payload of a first fragment, which gopacket
 // leaves as a Fragment, as the protocol next.
-func (o *oracle) firstFragment(ls []gopacket.Layer, i int, next layers.IPProtocol) {
-	frag, ok := trusted[*gopacket.Fragment](o, ls, i)
+func (o *gpOracle) firstFragment(ls []gopacket.Layer, i int, next layers.IPProtocol) {
+	frag, ok := oracleTrusted[*gopacket.Fragment](o, ls, i)
 	if !ok {
 		return
 	}
@@ -262,7 +262,7 @@ func (o *oracle) firstFragment(ls []gopacket.Layer, i int, next layers.IPProtoco
 	o.l4(q.Layers(), 0, next, IPProtoICMP)
 }
 
-func (o *oracle) ipv6(ls []gopacket.Layer, i int) {
+func (o *gpOracle) ipv6(ls []gopacket.Layer, i int) {
 	k := o.want
 	if i >= len(ls) {
 		return
@@ -277,7 +277,7 @@ func (o *oracle) ipv6(ls []gopacket.Layer, i int) {
 	k.IPv6Label = ip.FlowLabel
 	k.NwTTL = ip.HopLimit
 	o.claim("IPv6Src", "IPv6Dst", "NwTos", "IPv6Label", "NwTTL")
-	if _, ok := trusted[*layers.IPv6](o, ls, i); !ok {
+	if _, ok := oracleTrusted[*layers.IPv6](o, ls, i); !ok {
 		return
 	}
 	o.ipv6Chain(ls, i+1, ip.NextHeader)
@@ -285,37 +285,37 @@ func (o *oracle) ipv6(ls []gopacket.Layer, i int) {
 
 // ipv6Chain follows the extension headers from ls[i], whose protocol is
 // next, as the kernel's ipv6_find_hdr does, then the transport header.
-func (o *oracle) ipv6Chain(ls []gopacket.Layer, i int, next layers.IPProtocol) {
+func (o *gpOracle) ipv6Chain(ls []gopacket.Layer, i int, next layers.IPProtocol) {
 	k := o.want
 	for ; isIPv6Ext(uint8(next)) && next != ipv6NoNext; i++ {
 		var after layers.IPProtocol
 		switch next {
 		case ipv6HopByHop:
-			h, ok := trusted[*layers.IPv6HopByHop](o, ls, i)
+			h, ok := oracleTrusted[*layers.IPv6HopByHop](o, ls, i)
 			if !ok {
 				return
 			}
 			after = h.NextHeader
 		case ipv6Routing:
-			h, ok := trusted[*layers.IPv6Routing](o, ls, i)
+			h, ok := oracleTrusted[*layers.IPv6Routing](o, ls, i)
 			if !ok {
 				return
 			}
 			after = h.NextHeader
 		case ipv6DestOpts:
-			h, ok := trusted[*layers.IPv6Destination](o, ls, i)
+			h, ok := oracleTrusted[*layers.IPv6Destination](o, ls, i)
 			if !ok {
 				return
 			}
 			after = h.NextHeader
 		case ipv6AH:
-			h, ok := trusted[*layers.IPSecAH](o, ls, i)
+			h, ok := oracleTrusted[*layers.IPSecAH](o, ls, i)
 			if !ok {
 				return
 			}
 			after = h.NextHeader
 		case ipv6Fragment:
-			h, ok := trusted[*layers.IPv6Fragment](o, ls, i)
+			h, ok := oracleTrusted[*layers.IPv6Fragment](o, ls, i)
 			if !ok {
 				return
 			}
@@ -347,14 +347,14 @@ func (o *oracle) ipv6Chain(ls []gopacket.Layer, i int, next layers.IPProtocol) {
 
 // l4 reads the transport layer ls[i] of protocol proto; icmp is the ICMP
 // protocol of the IP version, the only one the kernel reads there.
-func (o *oracle) l4(ls []gopacket.Layer, i int, proto layers.IPProtocol, icmp uint8) {
+func (o *gpOracle) l4(ls []gopacket.Layer, i int, proto layers.IPProtocol, icmp uint8) {
 	k := o.want
 	if (proto == layers.IPProtocolICMPv4 || proto == layers.IPProtocolICMPv6) && uint8(proto) != icmp {
 		return
 	}
 	switch proto {
 	case layers.IPProtocolTCP:
-		t, ok := trusted[*layers.TCP](o, ls, i)
+		t, ok := oracleTrusted[*layers.TCP](o, ls, i)
 		if !ok {
 			return
 		}
@@ -367,7 +367,7 @@ func (o *oracle) l4(ls []gopacket.Layer, i int, proto layers.IPProtocol, icmp ui
 		o.claim("TpSrc", "TpDst")
 		o.mask.TCPFlags = 0x01ff
 	case layers.IPProtocolUDP:
-		u, ok := trusted[*layers.UDP](o, ls, i)
+		u, ok := oracleTrusted[*layers.UDP](o, ls, i)
 		if !ok {
 			return
 		}
@@ -386,7 +386,7 @@ func (o *oracle) l4(ls []gopacket.Layer, i int, proto layers.IPProtocol, icmp ui
 		k.TpSrc, k.TpDst = uint16(s.SrcPort), uint16(s.DstPort)
 		o.claim("TpSrc", "TpDst", "TCPFlags")
 	case layers.IPProtocolICMPv4:
-		c, ok := trusted[*layers.ICMPv4](o, ls, i)
+		c, ok := oracleTrusted[*layers.ICMPv4](o, ls, i)
 		if !ok {
 			return
 		}
@@ -397,9 +397,9 @@ func (o *oracle) l4(ls []gopacket.Layer, i int, proto layers.IPProtocol, icmp ui
 	}
 }
 
-func (o *oracle) icmpv6(ls []gopacket.Layer, i int) {
+func (o *gpOracle) icmpv6(ls []gopacket.Layer, i int) {
 	k := o.want
-	c, ok := trusted[*layers.ICMPv6](o, ls, i)
+	c, ok := oracleTrusted[*layers.ICMPv6](o, ls, i)
 	if !ok || len(c.Contents)+len(c.Payload) < icmpLen {
 		return // the kernel needs 8 bytes, gopacket 4
 	}
@@ -415,14 +415,14 @@ func (o *oracle) icmpv6(ls []gopacket.Layer, i int) {
 		opts   layers.ICMPv6Options
 		body   []byte
 	)
-	if ns, ok := trusted[*layers.ICMPv6NeighborSolicitation](o, ls, i+1); ok {
+	if ns, ok := oracleTrusted[*layers.ICMPv6NeighborSolicitation](o, ls, i+1); ok {
 		target, opts, body = ns.TargetAddress, ns.Options, ns.Contents
-	} else if na, ok := trusted[*layers.ICMPv6NeighborAdvertisement](o, ls, i+1); ok {
+	} else if na, ok := oracleTrusted[*layers.ICMPv6NeighborAdvertisement](o, ls, i+1); ok {
 		target, opts, body = na.TargetAddress, na.Options, na.Contents
 	} else {
 		return
 	}
-	if offsetIn(o.pkt, body)+len(body) != len(o.pkt) {
+	if oracleOffsetIn(o.pkt, body)+len(body) != len(o.pkt) {
 		return // the kernel would read options from bytes gopacket left out
 	}
 	copy(k.NDTarget[:], target)
@@ -450,10 +450,10 @@ func (o *oracle) icmpv6(ls []gopacket.Layer, i int) {
 
 // offsetIn returns where sub starts in pkt; sub must be a subslice of pkt
 // (they then share the end of their capacity).
-func offsetIn(pkt, sub []byte) int { return cap(pkt) - cap(sub) }
+func oracleOffsetIn(pkt, sub []byte) int { return cap(pkt) - cap(sub) }
 
 // diffKeys describes the fields, under m, where got and want differ.
-func diffKeys(got, want *Key, m *Mask) string {
+func extractDiffKeys(got, want *Key, m *Mask) string {
 	var b strings.Builder
 	gv, wv, mv := reflect.ValueOf(got).Elem(), reflect.ValueOf(want).Elem(), reflect.ValueOf(m.Key()).Elem()
 	for i := 0; i < gv.NumField(); i++ {
@@ -469,13 +469,13 @@ func diffKeys(got, want *Key, m *Mask) string {
 		reflect.ValueOf(&gk).Elem().Field(i).Set(g)
 		reflect.ValueOf(&wk).Elem().Field(i).Set(w)
 		if !gk.EqualMasked(&wk, m) {
-			fmt.Fprintf(&b, "%s: got %v, want %v (mask %v); ", name, fmtField(g), fmtField(w), fmtField(mm))
+			fmt.Fprintf(&b, "%s: got %v, want %v (mask %v); ", name, extractFmtField(g), extractFmtField(w), extractFmtField(mm))
 		}
 	}
 	return b.String()
 }
 
-func fmtField(v reflect.Value) string {
+func extractFmtField(v reflect.Value) string {
 	if v.Kind() == reflect.Array && v.Type().Elem().Kind() == reflect.Uint8 {
 		return fmt.Sprintf("%x", v.Slice(0, v.Len()).Interface())
 	}
