@@ -76,7 +76,8 @@ func NewNetns(tb testing.TB) *Netns {
 // run in n. Do returns fn's error, or an error if the thread could not
 // enter n. Should the thread fail to return to its namespace, Do leaves the
 // goroutine locked to it, so that the runtime discards the thread when the
-// goroutine ends instead of reusing it in the wrong namespace.
+// goroutine ends instead of reusing it in the wrong namespace. Do may be
+// called from several goroutines at once; each moves only its own thread.
 func (n *Netns) Do(fn func() error) error {
 	runtime.LockOSThread()
 	orig, err := netns.Get()

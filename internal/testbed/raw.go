@@ -139,9 +139,6 @@ func (c *RawConn) Recv(timeout time.Duration, match func(frame []byte) bool) ([]
 		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
 			continue
 		}
-		if n > len(c.buf) {
-			n = len(c.buf)
-		}
 		frame := c.buf[:n]
 		if match == nil || match(frame) {
 			return append([]byte(nil), frame...), nil
