@@ -1,0 +1,140 @@
+package openflow
+
+import (
+	"fmt"
+
+	"github.com/govswitch/govswitch/flow"
+)
+
+// ActionType says what an Action does and which of its fields are used.
+type ActionType uint8
+
+// Action types. The comment names the Action fields each one uses.
+const (
+	ActNone       ActionType = iota
+	ActOutput                // Port, MaxLen (bytes to send for PortController)
+	ActEnqueue               // Port, Queue (OpenFlow 1.0 enqueue)
+	ActSetVLANVID            // VLANVID: 1.0 set_vlan_vid, which adds a tag when there is none
+	ActSetVLANPCP            // VLANPCP: 1.0 set_vlan_pcp, likewise
+	ActStripVLAN             // 1.0 strip_vlan, 1.3 pop_vlan
+	ActSetField              // Field, Value: 1.3 set_field; 1.0 set_dl_*/set_nw_*/set_tp_*
+	ActPushVLAN              // EthType (0x8100 or 0x88a8)
+	ActPushMPLS              // EthType (0x8847 or 0x8848)
+	ActPopMPLS               // EthType of the payload
+	ActSetQueue              // Queue
+	ActGroup                 // Group
+	ActSetNwTTL              // TTL
+	ActDecNwTTL              //
+	ActSetMPLSTTL            // TTL
+	ActDecMPLSTTL            //
+	ActCopyTTLOut            //
+	ActCopyTTLIn             //
+	ActResubmit              // Port (PortInPort: keep in_port), Table (TableAll: the current table)
+	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
+	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
+)
+
+var actionNames = [...]string{
+	ActNone: "none", ActOutput: "output", ActEnqueue: "enqueue", ActSetVLANVID: "set_vlan_vid",
+	ActSetVLANPCP: "set_vlan_pcp", ActStripVLAN: "strip_vlan", ActSetField: "set_field",
+	ActPushVLAN: "push_vlan", ActPushMPLS: "push_mpls", ActPopMPLS: "pop_mpls", ActSetQueue: "set_queue",
+	ActGroup: "group", ActSetNwTTL: "set_nw_ttl", ActDecNwTTL: "dec_ttl", ActSetMPLSTTL: "set_mpls_ttl",
+	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
+	ActResubmit: "resubmit", ActRegLoad: "load", ActVendor: "vendor",
+}
+
+func (t ActionType) String() string {
+	if int(t) < len(actionNames) {
+		return actionNames[t]
+	}
+	return fmt.Sprintf("action(%d)", uint8(t))
+}
+
+// NXVendorID is the Nicira vendor/experimenter id used by OVS extensions.
+const NXVendorID uint32 = 0x00002320
+
+// Action is one OpenFlow action in a version-independent form. It is a
+// plain value (no pointers but Data) so action lists are flat slices.
+// Fields a Type does not use are zero.
+type Action struct {
+	Type    ActionType
+	VLANPCP uint8
+	Table   uint8
+	TTL     uint8
+	MaxLen  uint16
+	EthType uint16
+	VLANVID uint16
+	Ofs     uint16
+	NBits   uint16
+	Field   Field
+	Port    uint32
+	Queue   uint32
+	Group   uint32
+	Vendor  uint32
+	Load    uint64
+	// Value is the set_field value, big-endian, in its first Field.Size()
+	// bytes; the rest is zero.
+	Value [16]byte
+	// Data is the body of an ActVendor action after the vendor id. It
+	// aliases the decoded message.
+	Data []byte
+}
+
+// Output returns an output action to port. maxLen matters only for
+// PortController (0xffff: send the whole packet).
+func Output(port uint32, maxLen uint16) Action {
+	return Action{Type: ActOutput, Port: port, MaxLen: maxLen}
+}
+
+// SetField returns an action that sets field f to its value in k.
+func SetField(f Field, k *flow.Key) Action {
+	a := Action{Type: ActSetField, Field: f}
+	f.Value(a.Value[:0], k)
+	return a
+}
+
+// Resubmit returns an NXAST_RESUBMIT(_TABLE) action.
+func Resubmit(port uint32, table uint8) Action {
+	return Action{Type: ActResubmit, Port: port, Table: table}
+}
+
+// ApplySetField writes an ActSetField action's value into k. It reports
+// false for another action type or an out-of-range value.
+func (a *Action) ApplySetField(k *flow.Key) bool {
+	if a.Type != ActSetField {
+		return false
+	}
+	n := a.Field.Size()
+	if n == 0 {
+		return false
+	}
+	return a.Field.SetValue(k, a.Value[:n])
+}
+
+// setFieldKey returns a Key holding only the set_field value, for moving a
+// value between field forms (ip_dscp ↔ nw_tos).
+func (a *Action) setFieldKey() (flow.Key, bool) {
+	var k flow.Key
+	ok := a.ApplySetField(&k)
+	return k, ok
+}
+
+// Instructions is the OpenFlow 1.3 instruction set of a flow, and the
+// action list of an OpenFlow 1.0 flow (Apply alone). The zero value drops
+// the packet.
+type Instructions struct {
+	Meter         uint32   // OFPIT_METER when nonzero
+	Apply         []Action // OFPIT_APPLY_ACTIONS; the 1.0 action list
+	Clear         bool     // OFPIT_CLEAR_ACTIONS
+	Write         []Action // OFPIT_WRITE_ACTIONS when non-nil
+	WriteMetadata bool     // OFPIT_WRITE_METADATA with Metadata/MetadataMask
+	Metadata      uint64
+	MetadataMask  uint64
+	GotoTable     bool // OFPIT_GOTO_TABLE to Table
+	Table         uint8
+}
+
+// onlyApply reports whether in has nothing OpenFlow 1.0 cannot carry.
+func (in *Instructions) onlyApply() bool {
+	return in.Meter == 0 && !in.Clear && in.Write == nil && !in.WriteMetadata && !in.GotoTable
+}

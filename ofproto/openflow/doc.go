@@ -1,0 +1,28 @@
+// Package openflow is the OpenFlow wire codec of govswitch: framing and
+// stream reassembly, OpenFlow 1.0 and 1.3 messages, and the Nicira (NXM)
+// extensions that ovs-ofctl uses.
+//
+// Messages are typed structs that embed an Envelope (version and xid).
+// Decode turns one whole message into a Msg; (Msg).Append encodes one into a
+// caller's buffer and returns the extended buffer, so a connection can reuse
+// one buffer for every message it writes. The package does no I/O.
+//
+// One representation serves every version: matches are a flow.Key and a
+// flow.Mask (see Match), actions are a flat []Action, and OpenFlow 1.3
+// instructions are an Instructions value whose Apply list also carries the
+// OpenFlow 1.0 action list. The version-specific wire forms live at the
+// edges, in the Append and Decode functions.
+//
+// Port numbers are 32-bit everywhere in this package, in OpenFlow 1.3
+// numbering: the 1.0 reserved ports 0xff00..0xffff are widened to
+// 0xffffff00..0xffffffff on decode and narrowed on encode (see Port10To32).
+// Key.InPort in a Match holds such an OpenFlow port number; mapping it to a
+// datapath port is the ofproto layer's job.
+//
+// Decoding never panics, whatever the input: every length is checked
+// against the buffer it claims to describe. Decoded messages alias the input
+// buffer (packet data, echo payloads, vendor bodies); the caller must not
+// reuse that buffer while it still uses the message. Decode errors that the
+// peer should hear about are *Error values carrying the OFPT_ERROR type and
+// code to send back (see Error.Reply).
+package openflow

@@ -1,0 +1,123 @@
+package openflow
+
+// Nicira vendor message subtypes (NXT_*) this codec knows.
+const (
+	NXTRoleRequest       uint32 = 10
+	NXTRoleReply         uint32 = 11
+	NXTSetFlowFormat     uint32 = 12
+	NXTFlowMod           uint32 = 13
+	NXTFlowRemoved       uint32 = 14
+	NXTFlowModTableID    uint32 = 15
+	NXTSetPacketInFormat uint32 = 16
+	NXTPacketIn          uint32 = 17
+)
+
+// Nicira flow formats (NXFF_*) and packet-in formats (NXPIF_*).
+const (
+	NXFlowFormatOpenFlow10 uint32 = 0
+	NXFlowFormatNXM        uint32 = 2
+	NXPacketInOpenFlow10   uint32 = 0
+	NXPacketInNXM          uint32 = 1
+)
+
+// decodeVendor handles OFPT_VENDOR / OFPT_EXPERIMENTER. Anything it does
+// not model is an *Error with OFPBRC_BAD_VENDOR (unknown vendor) or
+// OFPBRC_BAD_SUBTYPE (unknown Nicira subtype): the replies on which
+// ovs-ofctl falls back to plain OpenFlow.
+func decodeVendor(env Envelope, body []byte) (Msg, error) {
+	v := env.Version
+	if len(body) < 8 {
+		return nil, badLen(v, "vendor message", len(body), 8)
+	}
+	vendor, sub := u32(body), u32(body[4:])
+	if vendor != NXVendorID {
+		return nil, errOf(v, kBadVendor, "vendor %#08x", vendor)
+	}
+	if v != Version10 {
+		return nil, errOf(v, kBadSubtype, "Nicira message %d in OpenFlow 1.3", sub)
+	}
+	rest := body[8:]
+	switch sub {
+	case NXTSetFlowFormat, NXTSetPacketInFormat:
+		if len(rest) != 4 {
+			return nil, badLen(v, "Nicira format message", len(rest), 4)
+		}
+		if sub == NXTSetFlowFormat {
+			return &NXSetFlowFormat{Envelope: env, Format: u32(rest)}, nil
+		}
+		return &NXSetPacketInFormat{Envelope: env, Format: u32(rest)}, nil
+	case NXTFlowModTableID:
+		if len(rest) != 8 {
+			return nil, badLen(v, "NXT_FLOW_MOD_TABLE_ID", len(rest), 8)
+		}
+		return &NXFlowModTableID{Envelope: env, Enable: rest[0] != 0}, nil
+	case NXTFlowMod:
+		return decodeNXFlowMod(env, rest)
+	case NXTPacketIn:
+		return decodeNXPacketIn(env, rest)
+	case NXTFlowRemoved:
+		return decodeNXFlowRemoved(env, rest)
+	}
+	return nil, errOf(v, kBadSubtype, "Nicira message subtype %d", sub)
+}
+
+func appendNXHeader(b []byte, e *Envelope, sub uint32) ([]byte, int, error) {
+	if e.Version != Version10 {
+		return b, 0, checkVersionNX(e.Version)
+	}
+	b, start := begin(b, e.Version, TypeVendor, e.Xid)
+	return be32(be32(b, NXVendorID), sub), start, nil
+}
+
+func checkVersionNX(v uint8) error {
+	return &Error{Version: v, Type: ErrTypeBadRequest, Code: BadRequestBadSubtype, Err: ErrUnsupported,
+		Detail: "Nicira messages are encoded in OpenFlow 1.0 only"}
+}
+
+// NXSetFlowFormat is NXT_SET_FLOW_FORMAT: Format NXFlowFormatNXM asks for
+// NXM flow mods, flow removeds and flow stats on this connection.
+type NXSetFlowFormat struct {
+	Envelope
+	Format uint32
+}
+
+func (m *NXSetFlowFormat) Append(b []byte) ([]byte, error) {
+	b, start, err := appendNXHeader(b, &m.Envelope, NXTSetFlowFormat)
+	if err != nil {
+		return b, err
+	}
+	return finish(be32(b, m.Format), start)
+}
+
+// NXSetPacketInFormat is NXT_SET_PACKET_IN_FORMAT.
+type NXSetPacketInFormat struct {
+	Envelope
+	Format uint32
+}
+
+func (m *NXSetPacketInFormat) Append(b []byte) ([]byte, error) {
+	b, start, err := appendNXHeader(b, &m.Envelope, NXTSetPacketInFormat)
+	if err != nil {
+		return b, err
+	}
+	return finish(be32(b, m.Format), start)
+}
+
+// NXFlowModTableID is NXT_FLOW_MOD_TABLE_ID: when enabled, the high byte of
+// a 1.0 flow mod's command is a table id (FlowMod.TableID).
+type NXFlowModTableID struct {
+	Envelope
+	Enable bool
+}
+
+func (m *NXFlowModTableID) Append(b []byte) ([]byte, error) {
+	b, start, err := appendNXHeader(b, &m.Envelope, NXTFlowModTableID)
+	if err != nil {
+		return b, err
+	}
+	var on byte
+	if m.Enable {
+		on = 1
+	}
+	return finish(zeros(append(b, on), 7), start)
+}

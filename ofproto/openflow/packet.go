@@ -1,0 +1,307 @@
+package openflow
+
+import "fmt"
+
+// Packet-in reasons (OFPR_*).
+const (
+	PacketInNoMatch    uint8 = 0
+	PacketInAction     uint8 = 1
+	PacketInInvalidTTL uint8 = 2
+)
+
+// PacketIn is OFPT_PACKET_IN, and NXT_PACKET_IN when NXM is set (1.0 only).
+//
+// In 1.0 the input port is InPort. In 1.3 and NXT_PACKET_IN the pipeline
+// fields travel in Match (put in_port there, Key.InPort with a full mask);
+// decoding copies Match's in_port into InPort for convenience and encoding
+// ignores InPort. TableID and Cookie do not exist in plain 1.0.
+type PacketIn struct {
+	Envelope
+	NXM      bool
+	BufferID uint32
+	TotalLen uint16
+	InPort   uint32
+	Reason   uint8
+	TableID  uint8
+	Cookie   uint64
+	Match    Match
+	Data     []byte
+}
+
+func decodePacketIn10(env Envelope, body []byte) (Msg, error) {
+	if len(body) < 10 {
+		return nil, badLen(env.Version, "packet in", len(body), 10)
+	}
+	return &PacketIn{Envelope: env, BufferID: u32(body), TotalLen: u16(body[4:]),
+		InPort: Port10To32(u16(body[6:])), Reason: body[8], Data: body[10:]}, nil
+}
+
+func decodePacketIn13(env Envelope, body []byte) (Msg, error) {
+	if len(body) < 16 {
+		return nil, badLen(env.Version, "packet in", len(body), 16)
+	}
+	m := &PacketIn{Envelope: env, BufferID: u32(body), TotalLen: u16(body[4:]), Reason: body[6],
+		TableID: body[7], Cookie: u64(body[8:])}
+	n, err := DecodeOXM(body[16:], &m.Match)
+	if err != nil {
+		return nil, err
+	}
+	rest := body[16+n:]
+	if len(rest) < 2 {
+		return nil, badLen(env.Version, "packet in padding", len(rest), 2)
+	}
+	m.Data = rest[2:]
+	m.InPort = m.Match.Key.InPort
+	return m, nil
+}
+
+func decodeNXPacketIn(env Envelope, body []byte) (Msg, error) {
+	if len(body) < 24 {
+		return nil, badLen(env.Version, "NXT_PACKET_IN", len(body), 24)
+	}
+	m := &PacketIn{Envelope: env, NXM: true, BufferID: u32(body), TotalLen: u16(body[4:]), Reason: body[6],
+		TableID: body[7], Cookie: u64(body[8:])}
+	rest, err := nxmAt(env.Version, body[24:], int(u16(body[16:])), &m.Match)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) < 2 {
+		return nil, badLen(env.Version, "packet in padding", len(rest), 2)
+	}
+	m.Data = rest[2:]
+	m.InPort = m.Match.Key.InPort
+	return m, nil
+}
+
+func (m *PacketIn) Append(b []byte) ([]byte, error) {
+	if err := checkVersion(m.Version); err != nil {
+		return b, err
+	}
+	var err error
+	switch {
+	case m.Version == Version13:
+		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
+		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
+		b = be64(b, m.Cookie)
+		if b, err = AppendOXM(b, &m.Match); err != nil {
+			return b[:start], err
+		}
+		b = append(append(b, 0, 0), m.Data...)
+		return finish(b, start)
+	case m.NXM:
+		b, start, _ := appendNXHeader(b, &m.Envelope, NXTPacketIn)
+		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
+		b = be64(b, m.Cookie)
+		lenAt := len(b)
+		b = zeros(b, 8)
+		var n int
+		if b, n, err = appendNXMPadded(b, &m.Match); err != nil {
+			return b[:start], err
+		}
+		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+		b = append(append(b, 0, 0), m.Data...)
+		return finish(b, start)
+	}
+	p, ok := Port32To10(m.InPort)
+	if !ok {
+		return b, fmt.Errorf("openflow: in_port %d in OpenFlow 1.0: %w", m.InPort, ErrUnsupported)
+	}
+	b, start := begin(b, m.Version, TypePacketIn, m.Xid)
+	b = be16(be16(be32(b, m.BufferID), m.TotalLen), p)
+	b = append(append(b, m.Reason, 0), m.Data...)
+	return finish(b, start)
+}
+
+// PacketOut is OFPT_PACKET_OUT. Data is the packet when BufferID is
+// NoBuffer. InPort uses 32-bit numbering (PortController, PortLocal or
+// PortAny for "none" are common).
+type PacketOut struct {
+	Envelope
+	BufferID uint32
+	InPort   uint32
+	Actions  []Action
+	Data     []byte
+}
+
+func decodePacketOut(env Envelope, body []byte) (Msg, error) {
+	v := env.Version
+	m := &PacketOut{Envelope: env}
+	var alen, fixed int
+	if v == Version13 {
+		if len(body) < 16 {
+			return nil, badLen(v, "packet out", len(body), 16)
+		}
+		m.BufferID, m.InPort, alen, fixed = u32(body), u32(body[4:]), int(u16(body[8:])), 16
+	} else {
+		if len(body) < 8 {
+			return nil, badLen(v, "packet out", len(body), 8)
+		}
+		m.BufferID, m.InPort, alen, fixed = u32(body), Port10To32(u16(body[4:])), int(u16(body[6:])), 8
+	}
+	if fixed+alen > len(body) {
+		return nil, errOf(v, kBadLen, "packet out actions_len %d in %d bytes", alen, len(body)-fixed)
+	}
+	acts := body[fixed : fixed+alen]
+	var err error
+	if v == Version13 {
+		m.Actions, err = DecodeActions13(make([]Action, 0, alen/8), acts)
+	} else {
+		m.Actions, err = DecodeActions10(make([]Action, 0, alen/8), acts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.Data = body[fixed+alen:]
+	return m, nil
+}
+
+func (m *PacketOut) Append(b []byte) ([]byte, error) {
+	if err := checkVersion(m.Version); err != nil {
+		return b, err
+	}
+	b, start := begin(b, m.Version, TypePacketOut, m.Xid)
+	b = be32(b, m.BufferID)
+	var lenAt int
+	var err error
+	if m.Version == Version13 {
+		b = be32(b, m.InPort)
+		lenAt = len(b)
+		b = zeros(b, 8)
+	} else {
+		p, ok := Port32To10(m.InPort)
+		if !ok {
+			return b[:start], fmt.Errorf("openflow: in_port %d in OpenFlow 1.0: %w", m.InPort, ErrUnsupported)
+		}
+		b = be16(b, p)
+		lenAt = len(b)
+		b = zeros(b, 2)
+	}
+	at := len(b)
+	if m.Version == Version13 {
+		b, err = AppendActions13(b, m.Actions)
+	} else {
+		b, err = AppendActions10(b, m.Actions)
+	}
+	if err != nil {
+		return b[:start], err
+	}
+	n := len(b) - at
+	if n > 0xffff {
+		return b[:start], ErrTooLong
+	}
+	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+	return finish(append(b, m.Data...), start)
+}
+
+// Flow removed reasons (OFPRR_*).
+const (
+	FlowRemovedIdleTimeout uint8 = 0
+	FlowRemovedHardTimeout uint8 = 1
+	FlowRemovedDelete      uint8 = 2
+	FlowRemovedGroupDelete uint8 = 3
+)
+
+// FlowRemoved is OFPT_FLOW_REMOVED, and NXT_FLOW_REMOVED when NXM is set
+// (1.0 only). HardTimeout and TableID do not exist in plain 1.0.
+type FlowRemoved struct {
+	Envelope
+	NXM          bool
+	Match        Match
+	Cookie       uint64
+	Priority     uint16
+	Reason       uint8
+	TableID      uint8
+	DurationSec  uint32
+	DurationNsec uint32
+	IdleTimeout  uint16
+	HardTimeout  uint16
+	PacketCount  uint64
+	ByteCount    uint64
+}
+
+func decodeFlowRemoved10(env Envelope, body []byte) (Msg, error) {
+	if len(body) != 80 {
+		return nil, badLen(env.Version, "flow removed", len(body), 80)
+	}
+	m := &FlowRemoved{Envelope: env}
+	decodeMatch10(body, &m.Match)
+	m.Cookie, m.Priority, m.Reason = u64(body[40:]), u16(body[48:]), body[50]
+	m.DurationSec, m.DurationNsec, m.IdleTimeout = u32(body[52:]), u32(body[56:]), u16(body[60:])
+	m.PacketCount, m.ByteCount = u64(body[64:]), u64(body[72:])
+	return m, nil
+}
+
+func decodeFlowRemoved13(env Envelope, body []byte) (Msg, error) {
+	if len(body) < 40 {
+		return nil, badLen(env.Version, "flow removed", len(body), 40)
+	}
+	m := &FlowRemoved{Envelope: env}
+	m.Cookie, m.Priority, m.Reason, m.TableID = u64(body), u16(body[8:]), body[10], body[11]
+	m.DurationSec, m.DurationNsec = u32(body[12:]), u32(body[16:])
+	m.IdleTimeout, m.HardTimeout = u16(body[20:]), u16(body[22:])
+	m.PacketCount, m.ByteCount = u64(body[24:]), u64(body[32:])
+	n, err := DecodeOXM(body[40:], &m.Match)
+	if err != nil {
+		return nil, err
+	}
+	if 40+n != len(body) {
+		return nil, badLen(env.Version, "flow removed", len(body), 40+n)
+	}
+	return m, nil
+}
+
+func (m *FlowRemoved) Append(b []byte) ([]byte, error) {
+	if err := checkVersion(m.Version); err != nil {
+		return b, err
+	}
+	var err error
+	switch {
+	case m.Version == Version13:
+		b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
+		b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, m.TableID)
+		b = be16(be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout), m.HardTimeout)
+		b = be64(be64(b, m.PacketCount), m.ByteCount)
+		if b, err = AppendOXM(b, &m.Match); err != nil {
+			return b[:start], err
+		}
+		return finish(b, start)
+	case m.NXM:
+		b, start, _ := appendNXHeader(b, &m.Envelope, NXTFlowRemoved)
+		b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, m.TableID)
+		b = be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout)
+		lenAt := len(b)
+		b = be64(be64(zeros(b, 2), m.PacketCount), m.ByteCount)
+		var n int
+		if b, n, err = appendNXMPadded(b, &m.Match); err != nil {
+			return b[:start], err
+		}
+		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+		return finish(b, start)
+	}
+	b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
+	if b, err = appendMatch10(b, &m.Match); err != nil {
+		return b[:start], err
+	}
+	b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, 0)
+	b = zeros(be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout), 2)
+	return finish(be64(be64(b, m.PacketCount), m.ByteCount), start)
+}
+
+// decodeNXFlowRemoved parses NXT_FLOW_REMOVED after the subtype.
+func decodeNXFlowRemoved(env Envelope, body []byte) (Msg, error) {
+	if len(body) < 40 {
+		return nil, badLen(env.Version, "NXT_FLOW_REMOVED", len(body), 40)
+	}
+	m := &FlowRemoved{Envelope: env, NXM: true}
+	m.Cookie, m.Priority, m.Reason, m.TableID = u64(body), u16(body[8:]), body[10], body[11]
+	m.DurationSec, m.DurationNsec, m.IdleTimeout = u32(body[12:]), u32(body[16:]), u16(body[20:])
+	m.PacketCount, m.ByteCount = u64(body[24:]), u64(body[32:])
+	rest, err := nxmAt(env.Version, body[40:], int(u16(body[22:])), &m.Match)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, badLen(env.Version, "NXT_FLOW_REMOVED", len(body), len(body)-len(rest))
+	}
+	return m, nil
+}
