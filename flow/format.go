@@ -307,12 +307,12 @@ func (f *formatter) metadata(v *Key, m *Mask) {
 	}
 	f.single("skb_mark", uint64(v.Mark), uint64(m.Mark), 0xffffffff)
 	if m.CtState == 0xffffffff || m.CtState&ctStateShown != 0 {
-		f.attr("ct_state")
-		if m.CtState == 0xffffffff {
-			f.flags(&ctStateNames, v.CtState, m.CtState, 0xffffffff)
-		} else {
-			f.flags(&ctStateNames, v.CtState, m.CtState&ctStateShown, 0xffffffff)
+		mask := m.CtState
+		if mask != 0xffffffff {
+			mask &= ctStateShown
 		}
+		f.attr("ct_state")
+		f.flags(&ctStateNames, v.CtState, mask, 0xffffffff)
 		f.end()
 	}
 	f.single("ct_zone", uint64(v.CtZone), uint64(m.CtZone), 0xffff)

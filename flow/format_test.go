@@ -8,7 +8,7 @@ import (
 
 // Helpers that spell addresses the way the golden strings do.
 
-func mac(t testing.TB, s string) [6]byte {
+func txtMAC(t testing.TB, s string) [6]byte {
 	t.Helper()
 	var a [6]byte
 	if !parseMAC(s, &a) {
@@ -17,13 +17,13 @@ func mac(t testing.TB, s string) [6]byte {
 	return a
 }
 
-func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
+func txtIP4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
-func ip6(s string) [16]byte { return netip.MustParseAddr(s).As16() }
+func txtIP6(s string) [16]byte { return netip.MustParseAddr(s).As16() }
 
 // untagged marks both VLAN levels as "no tag", which the kernel (and Parse)
 // implies for every flow with eth(...).
-func untagged(m *Mask) {
+func txtUntagged(m *Mask) {
 	m.VLANs[0].TCI, m.VLANs[1].TCI = 0xffff, 0xffff
 }
 
@@ -88,7 +88,7 @@ func TestFormat(t *testing.T) {
 		},
 		{
 			name: "tunnel ipv4 with flags",
-			k: Key{Tunnel: Tunnel{ID: 0x2a, IPv4Src: ip4("192.168.1.1"), IPv4Dst: ip4("192.168.1.2"),
+			k: Key{Tunnel: Tunnel{ID: 0x2a, IPv4Src: txtIP4("192.168.1.1"), IPv4Dst: txtIP4("192.168.1.2"),
 				TTL: 64, TpDst: 4789, Flags: TunnelKey}},
 			m: Mask{Tunnel: Tunnel{ID: ^uint64(0), IPv4Src: allOnes4, IPv4Dst: [4]byte{255, 255, 255, 0},
 				TTL: 0xff, TpDst: 0xffff, Flags: TunnelDontFragment | TunnelCsum | TunnelKey}},
@@ -96,7 +96,7 @@ func TestFormat(t *testing.T) {
 		},
 		{
 			name: "tunnel ipv6 exact flags and tos",
-			k: Key{Tunnel: Tunnel{IPv6Src: ip6("2001:db8::1"), IPv6Dst: ip6("2001:db8::2"), TOS: 0x10,
+			k: Key{Tunnel: Tunnel{IPv6Src: txtIP6("2001:db8::1"), IPv6Dst: txtIP6("2001:db8::2"), TOS: 0x10,
 				Flags: TunnelCsum | TunnelKey}},
 			m: Mask{Tunnel: Tunnel{ID: ^uint64(0), IPv6Src: allOnes16, IPv6Dst: allOnes16, TOS: 0xff,
 				Flags: tunnelFlagsWidth}},
@@ -142,7 +142,7 @@ func TestFormat(t *testing.T) {
 		},
 		{
 			name: "ipv4 partial masks",
-			k: Key{EthType: EthTypeIPv4, IPv4Src: ip4("10.1.2.3"), NwProto: 6, NwTos: 0xb8, NwTTL: 64,
+			k: Key{EthType: EthTypeIPv4, IPv4Src: txtIP4("10.1.2.3"), NwProto: 6, NwTos: 0xb8, NwTTL: 64,
 				NwFrag: FragAny},
 			m: Mask{EthType: 0xffff, IPv4Src: [4]byte{255, 255, 0, 255}, NwProto: 0xff, NwTos: 0xfc,
 				NwTTL: 0x80, NwFrag: FragAny | FragLater},
@@ -186,28 +186,28 @@ func TestFormat(t *testing.T) {
 		},
 		{
 			name: "ipv6 label and prefix",
-			k: Key{EthType: EthTypeIPv6, IPv6Src: ip6("2001:db8:1::"), IPv6Label: 0x12345, NwProto: 17,
+			k: Key{EthType: EthTypeIPv6, IPv6Src: txtIP6("2001:db8:1::"), IPv6Label: 0x12345, NwProto: 17,
 				NwTos: 0, NwTTL: 255},
-			m: Mask{EthType: 0xffff, IPv6Src: prefix16(64), IPv6Label: 0xf0000, NwProto: 0xff, NwTos: 0xff,
+			m: Mask{EthType: 0xffff, IPv6Src: txtPrefix16(64), IPv6Label: 0xf0000, NwProto: 0xff, NwTos: 0xff,
 				NwTTL: 0xff},
 			want: "eth(),eth_type(0x86dd),ipv6(src=2001:db8:1::/ffff:ffff:ffff:ffff::,label=0x10000/0xf0000,proto=17,tclass=0,hlimit=255)",
 		},
 		{
 			name: "nd only for solicit and advert",
-			k: Key{EthType: EthTypeIPv6, NwProto: 58, TpSrc: 136, NDTarget: ip6("fe80::2"),
+			k: Key{EthType: EthTypeIPv6, NwProto: 58, TpSrc: 136, NDTarget: txtIP6("fe80::2"),
 				NDTLL: [6]byte{0x52, 0x54, 0, 0, 0, 2}},
-			m: Mask{EthType: 0xffff, NwProto: 0xff, TpSrc: 0xff, NDTarget: allOnes16, NDTLL: allOnes6},
+			m:    Mask{EthType: 0xffff, NwProto: 0xff, TpSrc: 0xff, NDTarget: allOnes16, NDTLL: allOnes6},
 			want: "eth(),eth_type(0x86dd),ipv6(proto=58),icmpv6(type=136),nd(target=fe80::2,tll=52:54:00:00:00:02)",
 		},
 		{
 			name: "no nd for echo",
-			k:    Key{EthType: EthTypeIPv6, NwProto: 58, TpSrc: 128, NDTarget: ip6("fe80::2")},
+			k:    Key{EthType: EthTypeIPv6, NwProto: 58, TpSrc: 128, NDTarget: txtIP6("fe80::2")},
 			m:    Mask{EthType: 0xffff, NwProto: 0xff, TpSrc: 0xff, NDTarget: allOnes16},
 			want: "eth(),eth_type(0x86dd),ipv6(proto=58),icmpv6(type=128)",
 		},
 		{
 			name: "arp op masked",
-			k:    Key{EthType: EthTypeARP, IPv4Src: ip4("10.0.0.1"), NwProto: 2},
+			k:    Key{EthType: EthTypeARP, IPv4Src: txtIP4("10.0.0.1"), NwProto: 2},
 			m:    Mask{EthType: 0xffff, IPv4Src: allOnes4, NwProto: 0x0f},
 			want: "eth(),eth_type(0x0806),arp(sip=10.0.0.1,op=2/0xf)",
 		},
@@ -239,7 +239,7 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-func prefix16(n int) [16]byte {
+func txtPrefix16(n int) [16]byte {
 	var m [16]byte
 	for i := 0; i < n; i++ {
 		m[i/8] |= 0x80 >> (i % 8)
@@ -252,7 +252,7 @@ func TestKeyString(t *testing.T) {
 		InPort: 1,
 		EthSrc: [6]byte{0x52, 0x54, 0, 0, 0, 1}, EthDst: [6]byte{0x52, 0x54, 0, 0, 0, 2},
 		EthType: EthTypeIPv4,
-		IPv4Src: ip4("10.0.0.1"), IPv4Dst: ip4("10.0.0.2"),
+		IPv4Src: txtIP4("10.0.0.1"), IPv4Dst: txtIP4("10.0.0.2"),
 		NwProto: IPProtoTCP, NwTTL: 64,
 		TpSrc: 40000, TpDst: 80, TCPFlags: 0x002,
 	}
@@ -260,9 +260,9 @@ func TestKeyString(t *testing.T) {
 	tagged.VLANs[0] = VLAN{TPID: EthTypeVLAN, TCI: VLANPresent | 3<<13 | 100}
 	nd := Key{
 		InPort: 2, Mark: 9, CtState: CtTracked | CtNew, RecircID: 1,
-		EthType: EthTypeIPv6, IPv6Src: ip6("fe80::1"), IPv6Dst: ip6("ff02::1:ff00:2"),
+		EthType: EthTypeIPv6, IPv6Src: txtIP6("fe80::1"), IPv6Dst: txtIP6("ff02::1:ff00:2"),
 		NwProto: IPProtoICMPv6, NwTTL: 255, TpSrc: 135,
-		NDTarget: ip6("fe80::2"), NDSLL: [6]byte{0x52, 0x54, 0, 0, 0, 1},
+		NDTarget: txtIP6("fe80::2"), NDSLL: [6]byte{0x52, 0x54, 0, 0, 0, 1},
 	}
 	tests := []struct {
 		name string
@@ -290,9 +290,9 @@ func TestKeyString(t *testing.T) {
 		},
 		{
 			name: "tunnelled arp",
-			k: Key{Tunnel: Tunnel{ID: 7, IPv4Src: ip4("1.1.1.1"), IPv4Dst: ip4("2.2.2.2"), TTL: 64,
+			k: Key{Tunnel: Tunnel{ID: 7, IPv4Src: txtIP4("1.1.1.1"), IPv4Dst: txtIP4("2.2.2.2"), TTL: 64,
 				Flags: TunnelKey | TunnelDontFragment}, InPort: 4, EthType: EthTypeARP, NwProto: 1,
-				IPv4Src: ip4("10.0.0.1"), IPv4Dst: ip4("10.0.0.2")},
+				IPv4Src: txtIP4("10.0.0.1"), IPv4Dst: txtIP4("10.0.0.2")},
 			want: "tunnel(tun_id=0x7,src=1.1.1.1,dst=2.2.2.2,ttl=64,flags(df|key)),in_port(4)," +
 				"eth(src=00:00:00:00:00:00,dst=00:00:00:00:00:00),eth_type(0x0806)," +
 				"arp(sip=10.0.0.1,tip=10.0.0.2,op=1,sha=00:00:00:00:00:00,tha=00:00:00:00:00:00)",
@@ -334,7 +334,7 @@ func TestAppendIPv6LikeInetNtop(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := ip6(tc.in)
+			a := txtIP6(tc.in)
 			if got := string(appendIPv6(nil, &a)); got != tc.want {
 				t.Errorf("appendIPv6(%s) = %s, want %s", tc.in, got, tc.want)
 			}
@@ -344,14 +344,14 @@ func TestAppendIPv6LikeInetNtop(t *testing.T) {
 
 func TestAppendFormatAllocs(t *testing.T) {
 	k := Key{
-		Tunnel: Tunnel{ID: 1, IPv4Src: ip4("1.1.1.1"), IPv4Dst: ip4("2.2.2.2"), TTL: 64, Flags: TunnelKey},
+		Tunnel: Tunnel{ID: 1, IPv4Src: txtIP4("1.1.1.1"), IPv4Dst: txtIP4("2.2.2.2"), TTL: 64, Flags: TunnelKey},
 		InPort: 1, CtState: CtTracked | CtEstablished, CtLabels: [16]byte{1},
 		VLANs:   [2]VLAN{{TPID: EthTypeQinQ, TCI: VLANPresent | 10}, {TPID: EthTypeVLAN, TCI: VLANPresent | 20}},
-		EthType: EthTypeIPv6, IPv6Src: ip6("2001:db8::1"), IPv6Dst: ip6("::ffff:10.0.0.1"),
+		EthType: EthTypeIPv6, IPv6Src: txtIP6("2001:db8::1"), IPv6Dst: txtIP6("::ffff:10.0.0.1"),
 		NwProto: IPProtoTCP, NwTTL: 64, TpSrc: 1, TpDst: 2, TCPFlags: 0x12,
 	}
 	m := stackMask(&k)
-	m.IPv6Src = prefix16(64)
+	m.IPv6Src = txtPrefix16(64)
 	m.CtState = 0x3f
 	buf := make([]byte, 0, 1024)
 	out := AppendFormat(buf, &k, &m)
@@ -369,7 +369,7 @@ func TestAppendFormatAllocs(t *testing.T) {
 func BenchmarkAppendFormat(b *testing.B) {
 	k := Key{
 		InPort: 1, EthSrc: [6]byte{1, 2, 3, 4, 5, 6}, EthDst: [6]byte{6, 5, 4, 3, 2, 1},
-		EthType: EthTypeIPv4, IPv4Src: ip4("10.0.0.1"), IPv4Dst: ip4("10.0.0.2"),
+		EthType: EthTypeIPv4, IPv4Src: txtIP4("10.0.0.1"), IPv4Dst: txtIP4("10.0.0.2"),
 		NwProto: IPProtoTCP, NwTTL: 64, TpSrc: 40000, TpDst: 80, TCPFlags: 0x10,
 	}
 	m := stackMask(&k)

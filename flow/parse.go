@@ -1100,6 +1100,7 @@ func ParseDumpLine(line string, ports map[string]uint32) (DumpFlow, error) {
 	}
 	d.Key, d.Mask = k, m
 	pos += i + 2
+	stats := pos
 	for pos < end {
 		rest := line[pos:end]
 		if a, ok := strings.CutPrefix(rest, "actions:"); ok {
@@ -1147,7 +1148,7 @@ func ParseDumpLine(line string, ports map[string]uint32) (DumpFlow, error) {
 		}
 		pos += len(item) + 2
 	}
-	return DumpFlow{}, &ParseError{Offset: end, Token: truncate(line), Msg: "no actions: field"}
+	return DumpFlow{}, &ParseError{Offset: stats, Token: truncate(line[stats:end]), Msg: "no actions: field"}
 }
 
 func truncate(s string) string {
