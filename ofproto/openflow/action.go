@@ -1,6 +1,7 @@
 package openflow
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/govswitch/govswitch/flow"
@@ -108,7 +109,15 @@ func (a *Action) ApplySetField(k *flow.Key) bool {
 	if n == 0 {
 		return false
 	}
-	return a.Field.SetValue(k, a.Value[:n])
+	if !a.Field.SetValue(k, a.Value[:n]) {
+		return false
+	}
+	// Setting a VLAN's VID or PCP rewrites a tag, never removes one: OVS
+	// sends set_field:vlan_vid without OFPVID_PRESENT.
+	if a.Field == FieldVLANVID || a.Field == FieldVLANPCP {
+		k.VLANs[0].TCI |= flow.VLANPresent
+	}
+	return true
 }
 
 // setFieldKey returns a Key holding only the set_field value, for moving a
@@ -137,4 +146,14 @@ type Instructions struct {
 // onlyApply reports whether in has nothing OpenFlow 1.0 cannot carry.
 func (in *Instructions) onlyApply() bool {
 	return in.Meter == 0 && !in.Clear && in.Write == nil && !in.WriteMetadata && !in.GotoTable
+}
+
+// Equal reports whether a and b are the same action (Data compared by
+// content).
+func (a Action) Equal(b Action) bool {
+	return a.Type == b.Type && a.VLANPCP == b.VLANPCP && a.Table == b.Table && a.TTL == b.TTL &&
+		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
+		a.NBits == b.NBits && a.Field == b.Field && a.Port == b.Port && a.Queue == b.Queue &&
+		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
+		bytes.Equal(a.Data, b.Data)
 }

@@ -179,7 +179,7 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return zeros(act13(b, Act13DecNwTTL, 8), 4), nil
 	case ActSetVLANVID:
 		sf := Action{Type: ActSetField, Field: FieldVLANVID}
-		v := a.VLANVID&flow.VLANVIDMask | flow.VLANPresent
+		v := a.VLANVID & flow.VLANVIDMask // no OFPVID_PRESENT, as ovs-ofctl sends it
 		sf.Value[0], sf.Value[1] = byte(v>>8), byte(v)
 		return appendSetField13(b, &sf)
 	case ActSetVLANPCP:

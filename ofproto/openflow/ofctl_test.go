@@ -1,0 +1,357 @@
+package openflow
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/flow"
+)
+
+// fakeSwitch is the smallest OpenFlow switch that keeps ovs-ofctl happy,
+// built only from this package: it answers handshakes, barriers and stats
+// with canned replies and records every message it received, raw and
+// decoded. It exists to hold the codec against the real ovs-ofctl.
+type fakeSwitch struct {
+	ln    net.Listener
+	flows []FlowStats // returned by flow stats requests
+
+	mu   sync.Mutex
+	got  [][]byte // raw messages, in arrival order over all connections
+	msgs []Msg
+	errs []error
+	wg   sync.WaitGroup
+}
+
+func newFakeSwitch(t *testing.T) *fakeSwitch {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &fakeSwitch{ln: ln}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				s.serve(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+func (s *fakeSwitch) addr() string { return "tcp:" + s.ln.Addr().String() }
+
+func (s *fakeSwitch) serve(c net.Conn) {
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	out, _ := (&Hello{Envelope: Envelope{Version: Version13}, Versions: VersionBitmap(Version10, Version13)}).Append(nil)
+	if _, err := c.Write(out); err != nil {
+		return
+	}
+	f := NewFramer(0)
+	var buf []byte
+	for {
+		raw, err := f.ReadMsg(c)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				s.record(nil, nil, err)
+			}
+			return
+		}
+		m, err := Decode(raw)
+		s.record(raw, m, err)
+		var reply Msg
+		var perr *Error
+		switch {
+		case errors.As(err, &perr):
+			reply = perr.Reply(raw)
+		case err != nil:
+			return
+		default:
+			reply = s.answer(m)
+		}
+		if reply == nil {
+			continue
+		}
+		if buf, err = reply.Append(buf[:0]); err != nil {
+			s.record(nil, nil, fmt.Errorf("encoding reply %T: %w", reply, err))
+			return
+		}
+		if _, err := c.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+func (s *fakeSwitch) record(raw []byte, m Msg, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if raw != nil {
+		s.got = append(s.got, append([]byte(nil), raw...))
+		s.msgs = append(s.msgs, m)
+	}
+	if err != nil {
+		s.errs = append(s.errs, err)
+	}
+}
+
+func testPorts() []Port {
+	return []Port{
+		{PortNo: 1, HWAddr: [6]byte{0x02, 0, 0, 0, 0, 1}, Name: "p1", Curr: 0x20, CurrSpeed: 1000000, MaxSpeed: 1000000},
+		{PortNo: 2, HWAddr: [6]byte{0x02, 0, 0, 0, 0, 2}, Name: "p2", Curr: 0x20, CurrSpeed: 1000000, MaxSpeed: 1000000},
+		{PortNo: PortLocal, HWAddr: [6]byte{0x02, 0, 0, 0, 0, 0xfe}, Name: "br0", Config: PortConfigDown},
+	}
+}
+
+func (s *fakeSwitch) answer(m Msg) Msg {
+	env := *m.Env()
+	switch m := m.(type) {
+	case *Hello:
+		return nil
+	case *EchoRequest:
+		return &EchoReply{Envelope: env, Data: m.Data}
+	case *FeaturesRequest:
+		r := &FeaturesReply{Envelope: env, DatapathID: 0x0000aabbccddeeff, NBuffers: 0, NTables: 254,
+			Capabilities: CapFlowStats | CapTableStats | CapPortStats}
+		if env.Version == Version10 {
+			r.Actions, r.Ports = 0xfff, testPorts()
+		}
+		return r
+	case *GetConfigRequest:
+		return &GetConfigReply{Envelope: env, MissSendLen: 128}
+	case *BarrierRequest:
+		return &BarrierReply{Envelope: env}
+	case *TableStatsRequest:
+		r := &TableStatsReply{Envelope: env}
+		for i := 0; i < 2; i++ {
+			r.Stats = append(r.Stats, TableStats{TableID: uint8(i), Name: fmt.Sprintf("table%d", i),
+				Wildcards: Wildcard10All, MaxEntries: 1000000, ActiveCount: 1, LookupCount: 10, MatchedCount: 5})
+		}
+		return r
+	case *PortDescRequest:
+		return &PortDescReply{Envelope: env, Ports: testPorts()}
+	case *TableFeaturesRequest:
+		r := &TableFeaturesReply{Envelope: env}
+		// Instruction and action ids are (type, length 4) pairs.
+		insts := []byte{0, 1, 0, 4, 0, 2, 0, 4, 0, 3, 0, 4, 0, 4, 0, 4, 0, 5, 0, 4}
+		acts := []byte{0, 0, 0, 4, 0, 17, 0, 4, 0, 18, 0, 4, 0, 25, 0, 4}
+		fieldHdrs := AppendOXMHeaders(nil, FieldInPort, FieldEthType, FieldVLANVID, FieldIPv6Src, FieldIPv6Dst)
+		for i := 0; i < 2; i++ {
+			r.Tables = append(r.Tables, TableFeatures{TableID: uint8(i), Name: fmt.Sprintf("table%d", i),
+				MetadataMatch: ^uint64(0), MetadataWrite: ^uint64(0), MaxEntries: 1000000,
+				Properties: []TableFeatureProp{
+					{Type: TFPInstructions, Data: insts},
+					{Type: TFPNextTables, Data: []byte{1}},
+					{Type: TFPWriteActions, Data: acts},
+					{Type: TFPApplyActions, Data: acts},
+					{Type: TFPMatch, Data: fieldHdrs},
+					{Type: TFPWildcards, Data: fieldHdrs},
+					{Type: TFPWriteSetField, Data: fieldHdrs},
+					{Type: TFPApplySetField, Data: fieldHdrs},
+				}})
+		}
+		return r
+	case *FlowStatsRequest:
+		return &FlowStatsReply{Envelope: env, NXM: m.NXM, Stats: s.flows}
+	case *AggregateStatsRequest:
+		return &AggregateStatsReply{Envelope: env, NXM: m.NXM, PacketCount: 7, ByteCount: 700, FlowCount: uint32(len(s.flows))}
+	case *PortStatsRequest:
+		return &PortStatsReply{Envelope: env, Stats: []PortStats{{PortNo: 1, RxPackets: 11, TxPackets: 22, RxBytes: 1100, TxBytes: 2200}}}
+	}
+	return nil // flow mods, packet outs, NX settings: accepted silently
+}
+
+// ofctl runs ovs-ofctl against s and returns its stdout.
+func (s *fakeSwitch) ofctl(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var full []string
+	for _, a := range args {
+		full = append(full, strings.ReplaceAll(a, "SW", s.addr()))
+	}
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", full...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("ovs-ofctl %s: %v\n%s%s", strings.Join(full, " "), err, out, stderr)
+	}
+	return string(out)
+}
+
+// take returns and forgets the messages recorded so far, failing the test
+// on any decode error.
+func (s *fakeSwitch) take(t *testing.T) ([][]byte, []Msg) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, err := range s.errs {
+		t.Errorf("fake switch: %v", err)
+	}
+	got, msgs := s.got, s.msgs
+	s.got, s.msgs, s.errs = nil, nil, nil
+	return got, msgs
+}
+
+func findMsg[T Msg](msgs []Msg) (T, int) {
+	var zero T
+	n := 0
+	for _, m := range msgs {
+		if x, ok := m.(T); ok {
+			if n == 0 {
+				zero = x
+			}
+			n++
+		}
+	}
+	return zero, n
+}
+
+// capture is one recorded ovs-ofctl session, checked in under
+// testdata/ovs-ofctl so that TestOvsOfctlCaptures runs without ovs-ofctl.
+type capture struct {
+	name string
+	args []string
+}
+
+var ofctlCaptures = []capture{
+	{"add-flow-of10", []string{"add-flow", "SW", "tcp,tp_dst=80,actions=output:2"}},
+	{"add-flow-ipv6-nxm", []string{"add-flow", "SW", "ipv6,ipv6_src=2001:db8::1,actions=output:1"}},
+	{"add-flow-table-resubmit", []string{"add-flow", "SW", "table=1,reg0=5,actions=resubmit(,2),load:0x7->NXM_NX_REG1[]"}},
+	{"add-flow-of10-actions", []string{"add-flow", "SW",
+		"priority=100,in_port=1,dl_vlan=10,dl_src=00:11:22:33:44:55,ip,nw_src=10.0.0.0/8,nw_tos=16," +
+			"actions=mod_vlan_vid:20,mod_vlan_pcp:3,strip_vlan,mod_dl_src:00:00:00:00:00:01," +
+			"mod_dl_dst:00:00:00:00:00:02,mod_nw_src:1.2.3.4,mod_nw_dst:5.6.7.8,mod_nw_tos:8," +
+			"enqueue:3:7,output:NORMAL,FLOOD,ALL,CONTROLLER:64,LOCAL,IN_PORT"}},
+	{"mod-flows-strict", []string{"mod-flows", "--strict", "SW", "priority=5,udp,tp_src=53,actions=drop"}},
+	{"del-flows", []string{"del-flows", "SW", "arp,arp_tpa=10.0.0.1"}},
+	{"del-flows-strict", []string{"del-flows", "--strict", "SW", "priority=5,icmp,icmp_type=8"}},
+	{"dump-flows-nxm", []string{"dump-flows", "SW"}},
+	{"dump-aggregate", []string{"dump-aggregate", "SW"}},
+	{"dump-ports", []string{"dump-ports", "SW", "1"}},
+	{"show-of10", []string{"show", "SW"}},
+	{"packet-out-of10", []string{"packet-out", "SW", "1", "output:2", "ffffffffffff00000000000108060001080006040001000000000001c0a80001000000000000c0a80002"}},
+	{"of13-add-flow", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"table=0,priority=10,ipv6,ipv6_dst=2001:db8::/32,dl_vlan=7,actions=push_vlan:0x8100,set_field:5->vlan_vid,write_metadata:0x1/0xff,goto_table:1"}},
+	{"of13-dump-flows", []string{"-O", "OpenFlow13", "dump-flows", "SW"}},
+	{"of13-show", []string{"-O", "OpenFlow13", "show", "SW"}},
+	{"of13-dump-ports-desc", []string{"-O", "OpenFlow13", "dump-ports-desc", "SW"}},
+}
+
+func dumpFlows() []FlowStats {
+	var tcp, v6 FlowStats
+	tcp.TableID, tcp.Priority, tcp.DurationSec, tcp.PacketCount, tcp.ByteCount = 0, 300, 4, 10, 600
+	tcp.Cookie = 0x1234
+	tcp.Match.Key.EthType, tcp.Match.Mask.EthType = flow.EthTypeIPv4, 0xffff
+	tcp.Match.Key.NwProto, tcp.Match.Mask.NwProto = flow.IPProtoTCP, 0xff
+	tcp.Match.Key.TpDst, tcp.Match.Mask.TpDst = 80, 0xffff
+	tcp.Instructions.Apply = []Action{Output(2, 0)}
+	v6.TableID, v6.Priority = 1, 32768
+	v6.Match.Key.EthType, v6.Match.Mask.EthType = flow.EthTypeIPv6, 0xffff
+	v6.Match.Key.IPv6Src = [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 1}
+	v6.Match.Mask.IPv6Src = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	v6.Match.Key.Regs[0], v6.Match.Mask.Regs[0] = 5, 0xffffffff
+	v6.Instructions.Apply = []Action{Resubmit(PortInPort, 2), Output(PortController, 0xffff)}
+	return []FlowStats{tcp, v6}
+}
+
+// TestOvsOfctl drives the real ovs-ofctl against a fake switch built from
+// this codec: everything ovs-ofctl sends must decode, and what it prints
+// from our replies must be what we encoded. With OFCTL_RECORD=1 it also
+// rewrites the captures under testdata/ovs-ofctl.
+func TestOvsOfctl(t *testing.T) {
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Skip("ovs-ofctl not installed")
+	}
+	s := newFakeSwitch(t)
+	s.flows = dumpFlows()
+	outputs := map[string]string{}
+	for _, c := range ofctlCaptures {
+		outputs[c.name] = s.ofctl(t, c.args...)
+		raw, _ := s.take(t)
+		if os.Getenv("OFCTL_RECORD") == "1" {
+			writeCapture(t, c, raw)
+		}
+	}
+	// What ovs-ofctl printed from our replies.
+	for _, tc := range []struct{ name, want string }{
+		{"dump-flows-nxm", "cookie=0x1234, duration=4s, table=0, n_packets=10, n_bytes=600, priority=300,tcp,tp_dst=80 actions=output:2"},
+		{"dump-flows-nxm", "table=1, n_packets=0, n_bytes=0, ipv6,reg0=0x5,ipv6_src=2001:db8::1 actions=resubmit(,2),CONTROLLER:65535"},
+		{"of13-dump-flows", "priority=300,tcp,tp_dst=80 actions=output:2"},
+		{"of13-dump-flows", "ipv6,reg0=0x5,ipv6_src=2001:db8::1 actions=resubmit(,2),CONTROLLER:65535"},
+		{"dump-aggregate", "packet_count=7 byte_count=700 flow_count=2"},
+		{"dump-ports", "port  1: rx pkts=11, bytes=1100"},
+		{"show-of10", "dpid:0000aabbccddeeff"},
+		{"show-of10", "1(p1): addr:02:00:00:00:00:01"},
+		{"show-of10", "LOCAL(br0): addr:02:00:00:00:00:fe"},
+		{"of13-show", "dpid:0000aabbccddeeff"},
+		{"of13-show", "2(p2): addr:02:00:00:00:00:02"},
+		{"of13-dump-ports-desc", "speed: 1000 Mbps now, 1000 Mbps max"},
+	} {
+		if !strings.Contains(outputs[tc.name], tc.want) {
+			t.Errorf("%s: output lacks %q:\n%s", tc.name, tc.want, outputs[tc.name])
+		}
+	}
+}
+
+func writeCapture(t *testing.T, c capture, raw [][]byte) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# ovs-ofctl %s\n# recorded by TestOvsOfctl (OFCTL_RECORD=1) from ovs-ofctl 3.1; one message per line\n",
+		strings.Join(c.args, " "))
+	for _, m := range raw {
+		sb.WriteString(hex.EncodeToString(m))
+		sb.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "ovs-ofctl", c.name+".hex"), []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readCapture loads a checked-in capture.
+func readCapture(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "ovs-ofctl", name+".hex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		b, err := hex.DecodeString(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
