@@ -85,8 +85,8 @@ func checkGolden(t *testing.T, cases []golden) {
 func env10(xid uint32) Envelope { return Envelope{Version: Version10, Xid: xid} }
 func env13(xid uint32) Envelope { return Envelope{Version: Version13, Xid: xid} }
 
-func exactMAC() [6]byte   { return [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} }
-func exactIPv4() [4]byte  { return [4]byte{0xff, 0xff, 0xff, 0xff} }
+func exactMAC() [6]byte  { return [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} }
+func exactIPv4() [4]byte { return [4]byte{0xff, 0xff, 0xff, 0xff} }
 func setfield(f Field, v ...byte) Action {
 	a := Action{Type: ActSetField, Field: f}
 	copy(a.Value[:], v)
