@@ -202,7 +202,8 @@ func genTransport(r *rand.Rand, proto layers.IPProtocol) ([]gopacket.Serializabl
 	case ndProto:
 		return ndMessage(r)
 	}
-	return []gopacket.SerializableLayer{genPayload(r)}, nil
+	// At least one byte: gopacket rejects an IPv6 payload length of 0.
+	return []gopacket.SerializableLayer{gopacket.Payload(genRandBytes(r, 1+r.IntN(40)))}, nil
 }
 
 // ndMessage returns an NS or NA with random options, including the ones

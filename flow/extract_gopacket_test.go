@@ -37,16 +37,25 @@ import (
 //     layer gopacket could not decode (one followed by a DecodeFailure) is
 //     not trusted and nothing after it is claimed.
 func gopacketKey(pkt []byte) (want Key, mask Mask) {
-	p := gopacket.NewPacket(pkt, layers.LayerTypeEthernet, gopacket.DecodeOptions{NoCopy: true})
-	o := gpOracle{pkt: pkt, want: &want, mask: mask.Key()}
-	o.walk(p.Layers())
+	o := gpOracle{pkt: pkt, want: &want, mask: mask.Key(), inputs: map[gopacket.Layer][]byte{}}
+	o.walk(o.decode(pkt, layers.LayerTypeEthernet))
 	return want, mask
 }
 
 type gpOracle struct {
-	pkt  []byte
-	want *Key
-	mask *Key // fields set to all ones are claimed
+	pkt    []byte
+	want   *Key
+	mask   *Key                      // fields set to all ones are claimed
+	inputs map[gopacket.Layer][]byte // what each decode began with, by first layer
+}
+
+// decode decodes data, a part of o.pkt, as first and returns the layers.
+func (o *gpOracle) decode(data []byte, first gopacket.LayerType) []gopacket.Layer {
+	ls := gopacket.NewPacket(data, first, gopacket.DecodeOptions{NoCopy: true}).Layers()
+	if len(ls) > 0 {
+		o.inputs[ls[0]] = data
+	}
+	return ls
 }
 
 // claim marks the named fields of o.want as vouched for.
@@ -78,10 +87,11 @@ func oracleSetOnes(v reflect.Value) {
 	}
 }
 
-// trusted reports whether ls[i] exists, is of the wanted type, and was
-// decoded without error. Many gopacket decoders add their layer before they
-// know whether it decoded; a failure right after a layer is that layer's
-// own when it holds the layer's input rather than the layer's payload.
+// oracleTrusted reports whether ls[i] exists, is of the wanted type, and
+// was decoded without error. Many gopacket decoders add their layer before
+// they know whether it decoded, and the DecodeFailure that follows does not
+// say whose failure it is; so the layer before a failure is decoded again
+// from its input, and trusted only if that succeeds.
 func oracleTrusted[T gopacket.Layer](o *gpOracle, ls []gopacket.Layer, i int) (T, bool) {
 	var zero T
 	if i >= len(ls) {
@@ -92,14 +102,34 @@ func oracleTrusted[T gopacket.Layer](o *gpOracle, ls []gopacket.Layer, i int) (T
 		return zero, false
 	}
 	if i+1 < len(ls) {
-		if f, bad := ls[i+1].(*gopacket.DecodeFailure); bad {
-			pl := l.LayerPayload()
-			if pl == nil || oracleOffsetIn(o.pkt, f.LayerContents()) != oracleOffsetIn(o.pkt, pl) {
-				return zero, false
-			}
+		if _, bad := ls[i+1].(*gopacket.DecodeFailure); bad && !o.redecodes(ls, i) {
+			return zero, false
 		}
 	}
 	return l, true
+}
+
+// redecodes reports whether a fresh layer of ls[i]'s type decodes ls[i]'s
+// input without error.
+func (o *gpOracle) redecodes(ls []gopacket.Layer, i int) bool {
+	var input []byte
+	switch {
+	case i == 0:
+		input = o.inputs[ls[0]]
+	default:
+		if ip, ok := ls[i-1].(*layers.IPv6); ok && ip.HopByHop != nil && gopacket.Layer(ip.HopByHop) == ls[i] {
+			// Decoded inside the IPv6 layer, from its input.
+			return o.redecodes(ls, i-1)
+		}
+		input = ls[i-1].LayerPayload()
+	}
+	fresh, ok := reflect.New(reflect.TypeOf(ls[i]).Elem()).Interface().(gopacket.DecodingLayer)
+	if !ok {
+		// The layers used here that are not DecodingLayers (IPv6Routing,
+		// MPLS, Fragment) are added only once they have decoded.
+		return true
+	}
+	return input != nil && fresh.DecodeFromBytes(input, gopacket.NilDecodeFeedback) == nil
 }
 
 func (o *gpOracle) walk(ls []gopacket.Layer) {
@@ -151,7 +181,7 @@ func (o *gpOracle) walk(ls []gopacket.Layer) {
 			o.claim("EthType")
 			return
 		}
-		if llc.Control > 0xff {
+		if len(llc.Contents) != 3 {
 			return // a 2-byte control field: the SNAP header is elsewhere for the kernel
 		}
 		snap, ok := oracleTrusted[*layers.SNAP](o, ls, i+1)
@@ -178,8 +208,7 @@ func (o *gpOracle) walk(ls []gopacket.Layer) {
 		arp, ok := oracleTrusted[*layers.ARP](o, ls, i)
 		if !ok && typ == EthTypeRARP {
 			// gopacket does not decode RARP; its body is an ARP body.
-			q := gopacket.NewPacket(ls[i-1].LayerPayload(), layers.LayerTypeARP, gopacket.DecodeOptions{NoCopy: true})
-			arp, ok = oracleTrusted[*layers.ARP](o, q.Layers(), 0)
+			arp, ok = oracleTrusted[*layers.ARP](o, o.decode(ls[i-1].LayerPayload(), layers.LayerTypeARP), 0)
 		}
 		if ok {
 			o.arp(arp)
@@ -258,8 +287,7 @@ func (o *gpOracle) firstFragment(ls []gopacket.Layer, i int, next layers.IPProto
 	if !ok {
 		return
 	}
-	q := gopacket.NewPacket(*frag, next.LayerType(), gopacket.DecodeOptions{NoCopy: true})
-	o.l4(q.Layers(), 0, next, IPProtoICMP)
+	o.l4(o.decode(*frag, next.LayerType()), 0, next, IPProtoICMP)
 }
 
 func (o *gpOracle) ipv6(ls []gopacket.Layer, i int) {
@@ -334,8 +362,7 @@ func (o *gpOracle) ipv6Chain(ls []gopacket.Layer, i int, next layers.IPProtocol)
 			}
 			// gopacket stops at every fragment header, even an atomic
 			// one; the kernel carries on when the offset is zero.
-			q := gopacket.NewPacket(h.Payload, after.LayerType(), gopacket.DecodeOptions{NoCopy: true})
-			o.ipv6Chain(q.Layers(), 0, after)
+			o.ipv6Chain(o.decode(h.Payload, after.LayerType()), 0, after)
 			return
 		}
 		next = after
