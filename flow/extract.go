@@ -2,7 +2,46 @@ package flow
 
 import "encoding/binary"
 
-// Extraction of a Key from packet bytes.
+// Header sizes the kernel requires before it reads a header.
+const (
+	ethAddrsLen = 12 // destination and source MAC
+	vlanTagLen  = 4  // TPID and TCI
+	llcSnapLen  = 8  // DSAP, SSAP, control, OUI, type
+	arpLen      = 28 // Ethernet/IPv4 ARP
+	ipv4MinLen  = 20
+	ipv6Len     = 40
+	tcpMinLen   = 20
+	udpLen      = 8
+	sctpLen     = 12
+	icmpLen     = 8 // struct icmphdr and struct icmp6hdr
+	ndMsgLen    = 24
+	mplsLen     = 4
+)
+
+// IPv6 next-header values the extension walk knows.
+const (
+	ipv6HopByHop = 0
+	ipv6Routing  = 43
+	ipv6Fragment = 44
+	ipv6AH       = 51
+	ipv6NoNext   = 59
+	ipv6DestOpts = 60
+)
+
+// ICMPv6 Neighbor Discovery types and option types.
+const (
+	ndSolicit      = 135
+	ndAdvert       = 136
+	ndOptSourceLL  = 1
+	ndOptTargetLL  = 2
+	ndOptUnitBytes = 8
+)
+
+// Extract returns the Key of the Ethernet frame pkt, received with the
+// metadata md. It never fails and never panics: a truncated or malformed
+// packet yields the fields that could be read, exactly as the kernel
+// datapath would. The Key holds no reference to pkt. Extract copies a Key
+// on return; per-packet code should use ExtractInto.
 //
 // Extract follows the Linux openvswitch module's key_extract (kernel 6.1,
 // net/openvswitch/flow.c) field by field, because a packet that misses in
@@ -48,8 +87,11 @@ import "encoding/binary"
 // FragAny|FragLater for a non-zero fragment offset (and L4 fields are
 // zero), FragAny for MF with offset zero (and L4 fields are read).
 //
-// IPv6. Needs 40 bytes; otherwise every L3 and L4 field is zero. NwTos is
-// the traffic class, IPv6Label the 20-bit flow label, NwTTL the hop limit.
+// IPv6. Needs 40 bytes; otherwise every L3 and L4 field is zero (the
+// kernel leaves its flow label unset there; userspace then reads whatever
+// the stack held, and Extract says zero). NwTos is the traffic class,
+// IPv6Label the 20-bit flow label, NwTTL the hop limit. The payload length
+// is not checked: headers are read up to the end of the frame.
 // Extension headers are walked as ipv6_find_hdr does: Hop-by-Hop (0),
 // Routing (43), Fragment (44), AH (51) and Destination Options (60) are
 // followed; anything else (ESP, Mobility, No Next Header 59, transports)
@@ -80,48 +122,6 @@ import "encoding/binary"
 // Not extracted (no Key fields for them): NSH, IPv6 extension-header
 // presence bits (OVS_KEY_ATTR_IPV6_EXTHDRS), MPLS entries below the top,
 // GSO-derived fragment marking, and L3 packets without an Ethernet header.
-
-// Header sizes the kernel requires before it reads a header.
-const (
-	ethAddrsLen = 12 // destination and source MAC
-	vlanTagLen  = 4  // TPID and TCI
-	llcSnapLen  = 8  // DSAP, SSAP, control, OUI, type
-	arpLen      = 28 // Ethernet/IPv4 ARP
-	ipv4MinLen  = 20
-	ipv6Len     = 40
-	tcpMinLen   = 20
-	udpLen      = 8
-	sctpLen     = 12
-	icmpLen     = 8 // struct icmphdr and struct icmp6hdr
-	ndMsgLen    = 24
-	mplsLen     = 4
-)
-
-// IPv6 next-header values the extension walk knows.
-const (
-	ipv6HopByHop = 0
-	ipv6Routing  = 43
-	ipv6Fragment = 44
-	ipv6AH       = 51
-	ipv6NoNext   = 59
-	ipv6DestOpts = 60
-)
-
-// ICMPv6 Neighbor Discovery types and option types.
-const (
-	ndSolicit      = 135
-	ndAdvert       = 136
-	ndOptSourceLL  = 1
-	ndOptTargetLL  = 2
-	ndOptUnitBytes = 8
-)
-
-// Extract returns the Key of the Ethernet frame pkt, received with the
-// metadata md. It never fails and never panics: a truncated or malformed
-// packet yields the fields that could be read, exactly as the kernel
-// datapath would (see the mapping above). The Key holds no reference to
-// pkt. Extract copies a Key on return; per-packet code should use
-// ExtractInto.
 func Extract(pkt []byte, md Metadata) Key {
 	var k Key
 	ExtractInto(&k, pkt, &md)

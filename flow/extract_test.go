@@ -507,6 +507,14 @@ func TestExtractAllocs(t *testing.T) {
 			t.Errorf("%s: extracted no EthType", p.name)
 		}
 	}
+	for _, p := range genPackets(t, 1) {
+		if n := testing.AllocsPerRun(100, func() { ExtractInto(&k, p.data, md) }); n != 0 {
+			t.Errorf("ExtractInto(%s): %v allocations, want 0", p.kind, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { k = Extract(p.data, *md) }); n != 0 {
+			t.Errorf("Extract(%s): %v allocations, want 0", p.kind, n)
+		}
+	}
 }
 
 func BenchmarkExtractInto(b *testing.B) {
