@@ -41,7 +41,9 @@ package flow
 //
 // Some Key fields are wider than what the datapath carries; only these bits
 // are printed and Parse sets only these bits in a Mask: ICMP type and code
-// (TpSrc, TpDst) 8 bits; the ARP opcode (NwProto) 8 bits; TCPFlags 12 bits
+// (TpSrc, TpDst) 8 bits; the ARP opcode (NwProto) 8 bits, which the 16-bit
+// attribute always shows with its mask, "op=1/0xff", as the kernel reports
+// it; TCPFlags 12 bits
 // (0x0fff); IPv6Label 20 bits; Tunnel.Flags 4 bits; NwFrag 2 bits, where the
 // ODP text can only say "matched" (FragAny set in the mask, printed as
 // frag=no/first/later) or "wildcarded". CtState prints as flag names: with a
@@ -492,7 +494,10 @@ func (f *formatter) l3(v *Key, m *Mask) {
 			f.attr("arp")
 			f.ipv4("sip", &v.IPv4Src, &m.IPv4Src)
 			f.ipv4("tip", &v.IPv4Dst, &m.IPv4Dst)
-			f.num("op", uint64(v.NwProto), uint64(m.NwProto), 0xff, false)
+			// The attribute's opcode is 16 bits but the kernel keeps 8, so
+			// it reports a mask of at most 0x00ff and ovs-dpctl always
+			// prints it: "op=1/0xff".
+			f.num("op", uint64(v.NwProto), uint64(m.NwProto), 0xffff, false)
 			f.eth("sha", &v.ArpSHA, &m.ArpSHA)
 			f.eth("tha", &v.ArpTHA, &m.ArpTHA)
 			f.end()

@@ -215,7 +215,7 @@ func TestFormat(t *testing.T) {
 			name: "rarp uses arp()",
 			k:    Key{EthType: EthTypeRARP, NwProto: 3},
 			m:    Mask{EthType: 0xffff, NwProto: 0xff},
-			want: "eth(),eth_type(0x8035),arp(op=3)",
+			want: "eth(),eth_type(0x8035),arp(op=3/0xff)",
 		},
 		{
 			name: "mpls exact",
@@ -295,7 +295,7 @@ func TestKeyString(t *testing.T) {
 				IPv4Src: txtIP4("10.0.0.1"), IPv4Dst: txtIP4("10.0.0.2")},
 			want: "tunnel(tun_id=0x7,src=1.1.1.1,dst=2.2.2.2,ttl=64,flags(df|key)),in_port(4)," +
 				"eth(src=00:00:00:00:00:00,dst=00:00:00:00:00:00),eth_type(0x0806)," +
-				"arp(sip=10.0.0.1,tip=10.0.0.2,op=1,sha=00:00:00:00:00:00,tha=00:00:00:00:00:00)",
+				"arp(sip=10.0.0.1,tip=10.0.0.2,op=1/0xff,sha=00:00:00:00:00:00,tha=00:00:00:00:00:00)",
 		},
 	}
 	for _, tc := range tests {

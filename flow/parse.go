@@ -85,6 +85,8 @@ type parser struct {
 	l3At  int // level of the first L3/L4 attribute, or -1
 	l3Off int
 	seen  [3]uint64 // attributes read at each level, by index in attrNames
+	// generic records keyN(...) attributes read at each level, by N.
+	generic [3]uint64
 }
 
 // attrNames lists the attributes Parse knows, for duplicate detection.
@@ -166,6 +168,17 @@ func (p *parser) attrs(level int) error {
 
 // once rejects an attribute given twice at the same level.
 func (p *parser) once(level int, name string, off int) error {
+	if isGenericAttr(name) {
+		n, _ := strconv.Atoi(name[3:])
+		if n >= 64 {
+			return p.errAt(off, name, "attribute number out of range")
+		}
+		if p.generic[level]&(1<<n) != 0 {
+			return p.errAt(off, name, "attribute given twice")
+		}
+		p.generic[level] |= 1 << n
+		return nil
+	}
 	for i, n := range attrNames {
 		if n != name {
 			continue
@@ -344,6 +357,9 @@ func (p *parser) attr(level int, name string, off int) error {
 		return p.wildcardOnly(name, off)
 	case "nsh", "packet_type":
 		return p.unsupported(off, name, name+" matches")
+	}
+	if isGenericAttr(name) {
+		return p.genericAttr(name, off)
 	}
 	return p.errAt(off, name, "unknown attribute")
 }
@@ -980,6 +996,54 @@ func (p *parser) wildcardOnly(name string, off int) error {
 		}
 	}
 	return nil
+}
+
+// isGenericAttr reports whether name is OVS's name for an attribute type it
+// does not know, "key" and a decimal number: ovs-dpctl 3.1 prints the
+// kernel's OVS_KEY_ATTR_IPV6_EXTHDRS (32) as key32(...).
+func isGenericAttr(name string) bool {
+	if len(name) < 4 || len(name) > 5 || name[:3] != "key" {
+		return false
+	}
+	for i := 3; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// genericAttr accepts an attribute printed as raw bytes, "key32(00 00/00
+// 00)", when its mask is all zero; a Key has nowhere to keep a match on it.
+func (p *parser) genericAttr(name string, off int) error {
+	tok, toff, err := p.inner()
+	if err != nil {
+		return err
+	}
+	v, m, ok := strings.Cut(tok, "/")
+	if !hexBytes(v) || (ok && !hexBytes(m)) {
+		return p.errAt(toff, tok, "expected hex bytes like 00 00/00 00")
+	}
+	if !ok || strings.Trim(m, "0 ") != "" {
+		return p.unsupported(off, name+"("+tok+")", "a match on attribute "+name[3:])
+	}
+	return nil
+}
+
+// hexBytes reports whether s is space-separated pairs of hex digits.
+func hexBytes(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, f := range strings.Split(s, " ") {
+		if len(f) != 2 {
+			return false
+		}
+		if _, err := strconv.ParseUint(f, 16, 8); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // zeroMask reports whether s is an all-zero number or address.

@@ -50,7 +50,7 @@ func TestParseGolden(t *testing.T) {
 		tests = append(tests, tcase{
 			name: "arp",
 			line: "recirc_id(0),in_port(1),eth(src=52:54:00:12:34:01,dst=ff:ff:ff:ff:ff:ff),eth_type(0x0806)," +
-				"arp(sip=10.1.1.1,tip=10.1.1.2,op=1)",
+				"arp(sip=10.1.1.1,tip=10.1.1.2,op=1/0xff)",
 			k: k, m: m, canonical: true,
 		})
 	}
@@ -212,6 +212,18 @@ func TestParseGolden(t *testing.T) {
 			k:    Key{InPort: 1, CtState: 0x21}, m: m,
 		})
 	}
+	// Kernel 6.1 reports IPv6 extension headers (attribute 32), which
+	// ovs-dpctl 3.1 prints raw; wildcarded, it changes nothing.
+	{
+		k := Key{InPort: 1, EthType: EthTypeIPv6, NwProto: 17, TpDst: 53}
+		m := Mask{InPort: 0xffffffff, EthType: 0xffff, NwProto: 0xff, NwFrag: 3, TpDst: 0xffff}
+		txtUntagged(&m)
+		tests = append(tests, tcase{
+			name: "ipv6 with key32",
+			line: "in_port(1),eth(),eth_type(0x86dd),ipv6(proto=17,frag=no),key32(00 00/00 00),udp(dst=53)",
+			k:    k, m: m,
+		})
+	}
 	// Input forms OVS accepts that it does not print.
 	{
 		k := Key{InPort: 1, EthType: EthTypeIPv4, IPv4Src: txtIP4("10.0.0.0"), NwTTL: 8}
@@ -282,6 +294,10 @@ func TestParseErrors(t *testing.T) {
 		{"nsh", "nsh(np=1)", "nsh", true},
 		{"matched ct_tuple4", "ct_tuple4(src=10.0.0.1,dst=0.0.0.0/0.0.0.0)", "ct_tuple4(src=10.0.0.1,dst=0.0.0.0/0.0.0.0)", true},
 		{"second mpls label", "mpls(label=1,tc=0,ttl=64,bos=0,label=2)", "label", true},
+		{"matched generic attribute", "key32(00 01/00 ff)", "key32(00 01/00 ff)", true},
+		{"exact generic attribute", "key32(00 00)", "key32(00 00)", true},
+		{"generic attribute not hex", "key32(zz/00)", "zz/00", false},
+		{"generic attribute twice", "key32(00/00),key32(00/00)", "key32", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
