@@ -1,0 +1,131 @@
+package ofproto
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// Port is one port of the bridge as OpenFlow and the datapath know it.
+// A Port is immutable once added; a change replaces it.
+type Port struct {
+	OFPort  uint32 // OpenFlow port number; openflow.PortLocal for the bridge's internal port
+	DPPort  uint32 // datapath port number
+	Name    string
+	HWAddr  [6]byte
+	Type    string // "system", "internal", "vxlan", ...
+	NoFlood bool   // OFPPC_NO_FLOOD: FLOOD and NORMAL's flooding skip it
+	Down    bool   // administratively down (OFPPC_PORT_DOWN): nothing is sent to it
+}
+
+// PortSet is one immutable version of the bridge's ports.
+type PortSet struct {
+	byOF  map[uint32]*Port
+	byDP  map[uint32]*Port
+	list  []*Port  // by OpenFlow port number
+	flood []uint32 // datapath ports that take flooded packets
+}
+
+// ByOF returns the port with OpenFlow number p, or nil.
+func (s *PortSet) ByOF(p uint32) *Port { return s.byOF[p] }
+
+// ByDP returns the port with datapath number p, or nil.
+func (s *PortSet) ByDP(p uint32) *Port { return s.byDP[p] }
+
+// List returns the ports ordered by OpenFlow port number. The slice is
+// shared: do not modify it.
+func (s *PortSet) List() []*Port { return s.list }
+
+// Ports is the bridge's port table. Readers (translation, on every miss)
+// take a Snapshot without locking; changes publish a new PortSet.
+type Ports struct {
+	mu  sync.Mutex
+	cur atomic.Pointer[PortSet]
+}
+
+// NewPorts returns an empty port table.
+func NewPorts() *Ports {
+	p := &Ports{}
+	p.cur.Store(buildPortSet(nil))
+	return p
+}
+
+// Snapshot returns the current ports.
+func (p *Ports) Snapshot() *PortSet { return p.cur.Load() }
+
+func buildPortSet(list []*Port) *PortSet {
+	s := &PortSet{byOF: make(map[uint32]*Port, len(list)), byDP: make(map[uint32]*Port, len(list)), list: list}
+	sort.Slice(list, func(i, j int) bool { return list[i].OFPort < list[j].OFPort })
+	for _, pt := range list {
+		s.byOF[pt.OFPort] = pt
+		s.byDP[pt.DPPort] = pt
+		if !pt.NoFlood && !pt.Down {
+			s.flood = append(s.flood, pt.DPPort)
+		}
+	}
+	return s
+}
+
+// Add adds or replaces (by OpenFlow number) a port. It fails if another
+// port already has the datapath number, the OpenFlow number is reserved,
+// or the name is taken by another port.
+func (p *Ports) Add(pt Port) error {
+	if pt.OFPort == 0 || pt.OFPort >= openflow.PortMax && pt.OFPort != openflow.PortLocal {
+		return fmt.Errorf("port %s: OpenFlow port number %d is reserved", pt.Name, pt.OFPort)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.cur.Load()
+	list := make([]*Port, 0, len(old.list)+1)
+	for _, q := range old.list {
+		if q.OFPort == pt.OFPort {
+			continue
+		}
+		if q.DPPort == pt.DPPort {
+			return fmt.Errorf("port %s: datapath port %d is already %s", pt.Name, pt.DPPort, q.Name)
+		}
+		if q.Name == pt.Name {
+			return fmt.Errorf("port %s already exists as OpenFlow port %d", pt.Name, q.OFPort)
+		}
+		list = append(list, q)
+	}
+	np := pt
+	list = append(list, &np)
+	p.cur.Store(buildPortSet(list))
+	return nil
+}
+
+// Remove removes the port with OpenFlow number ofport and returns it, or
+// nil if there was none.
+func (p *Ports) Remove(ofport uint32) *Port {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.cur.Load()
+	var gone *Port
+	list := make([]*Port, 0, len(old.list))
+	for _, q := range old.list {
+		if q.OFPort == ofport {
+			gone = q
+			continue
+		}
+		list = append(list, q)
+	}
+	if gone != nil {
+		p.cur.Store(buildPortSet(list))
+	}
+	return gone
+}
+
+// NextOFPort returns the lowest free OpenFlow port number at or above 1,
+// for a port added without ofport_request.
+func (p *Ports) NextOFPort() uint32 {
+	s := p.Snapshot()
+	for n := uint32(1); ; n++ {
+		if s.byOF[n] == nil {
+			return n
+		}
+	}
+}

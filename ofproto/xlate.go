@@ -1,0 +1,571 @@
+package ofproto
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/maclearn"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// Translation limits, as OVS's: resubmit recursion depth, and resubmits in
+// all. Past them the packet is dropped.
+const (
+	MaxResubmitDepth = 64
+	MaxResubmits     = 4096
+	// MaxXlateRules is how many rules one translation remembers for stats
+	// crediting; more are still applied, and the last slot is reused.
+	MaxXlateRules = 16
+	maxActionSet  = 16
+)
+
+// Userdata of the userspace actions xlate emits, so the upcall that comes
+// back says what to do with the packet. Layout (16 bytes, a multiple of 4
+// as the kernel pads userdata):
+//
+//	[0]    UserdataController
+//	[1]    reason: ReasonNoMatch or ReasonAction
+//	[2]    table id
+//	[3]    0
+//	[4:6]  max_len (big-endian)
+//	[6:8]  0
+//	[8:16] cookie of the rule (big-endian), ^0 for a table miss
+const (
+	UserdataController = 1
+	UserdataLen        = 16
+
+	ReasonNoMatch uint8 = 0
+	ReasonAction  uint8 = 1
+)
+
+// ControllerUserdata is a decoded controller userdata.
+type ControllerUserdata struct {
+	Reason uint8
+	Table  uint8
+	MaxLen uint16
+	Cookie uint64
+}
+
+// ParseControllerUserdata decodes userdata written by xlate's controller
+// output. ok is false for anything else.
+func ParseControllerUserdata(b []byte) (u ControllerUserdata, ok bool) {
+	if len(b) < UserdataLen || b[0] != UserdataController {
+		return u, false
+	}
+	return ControllerUserdata{Reason: b[1], Table: b[2], MaxLen: binary.BigEndian.Uint16(b[4:]),
+		Cookie: binary.BigEndian.Uint64(b[8:])}, true
+}
+
+// Xlator translates packets through the OpenFlow tables into datapath
+// actions. It is safe for concurrent use: handlers and revalidators share
+// one.
+type Xlator struct {
+	Tables *Tables
+	Ports  *Ports
+	MAC    *maclearn.Table
+
+	// ControllerPID is the netlink port id that userspace actions (packets
+	// for the controller) are sent to; 0 means no controller path, and
+	// CONTROLLER outputs and table misses to the controller become drops.
+	ControllerPID atomic.Uint32
+	// MissToController makes a table miss send the packet to the
+	// controller (OpenFlow 1.0 behaviour). Otherwise a miss drops.
+	MissToController atomic.Bool
+}
+
+// Out is the result of one translation. The caller owns it and reuses it
+// from packet to packet; Translate resets everything but the capacity of
+// Actions.
+type Out struct {
+	// Actions are the datapath actions (OVS_ACTION_ATTR_*), appended to
+	// Actions[:0]. Empty means drop.
+	Actions []byte
+	// WC is the megaflow mask: every key bit the translation depended on.
+	WC flow.Mask
+	// Rules are the OpenFlow rules the packet matched, for crediting
+	// stats; NRules of them are valid.
+	Rules  [MaxXlateRules]*Rule
+	NRules int
+	// Controller is set when the actions send the packet to the
+	// controller (such flows are still cacheable).
+	Controller bool
+	// TablesVersion and MACVersion are the versions of the tables and of
+	// the MAC table that the translation read. A revalidator whose
+	// versions still match knows the translation still holds.
+	TablesVersion uint64
+	MACVersion    uint64
+	// Learned is set when NORMAL learned or moved an address.
+	Learned bool
+	// Dropped says why a translation ended in a drop it did not choose:
+	// "" normally.
+	Dropped string
+
+	// ctx is the translation's working state. It lives here, in memory
+	// the caller owns and reuses, so a translation allocates nothing even
+	// where the compiler cannot keep it on the stack.
+	ctx xctx
+}
+
+func (o *Out) reset() {
+	o.Actions = o.Actions[:0]
+	o.WC = flow.Mask{}
+	o.Rules = [MaxXlateRules]*Rule{}
+	o.NRules = 0
+	o.Controller = false
+	o.Learned = false
+	o.Dropped = ""
+}
+
+// xctx is the state of one translation.
+type xctx struct {
+	x     *Xlator
+	ports *PortSet
+	out   *Out
+	now   time.Time
+	learn bool
+
+	// flow is the packet as the actions so far have modified it, with
+	// InPort in OpenFlow numbering; base is the packet as the datapath
+	// actions emitted so far leave it.
+	flow, base flow.Key
+	inPort     *Port
+
+	depth, resubmits int
+	actionSet        [maxActionSet]openflow.Action
+	nActionSet       int
+	table            uint8
+	cookie           uint64
+	exit             bool
+}
+
+// Translate runs key (InPort in datapath numbering) through the tables
+// and writes the datapath actions and megaflow mask to out. learn says
+// whether NORMAL may update the MAC table (true on the miss path). It does
+// not allocate once out.Actions has grown to its working size.
+func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
+	out.reset()
+	out.TablesVersion = x.Tables.Version()
+	if x.MAC != nil {
+		out.MACVersion = x.MAC.Version()
+	}
+	c := &out.ctx
+	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
+	// The input port is always part of the megaflow: every decision below
+	// can depend on it.
+	out.WC.InPort = ^uint32(0)
+	out.WC.RecircID = ^uint32(0)
+	c.inPort = c.ports.ByDP(key.InPort)
+	if c.inPort == nil {
+		out.Dropped = "unknown input port"
+		return
+	}
+	c.flow.InPort = c.inPort.OFPort
+	c.pipeline(0)
+	if !c.exit {
+		c.runActionSet()
+	}
+}
+
+// pipeline looks the flow up in table id and runs the instructions found,
+// following goto_table.
+func (c *xctx) pipeline(id uint8) {
+	for !c.exit {
+		c.table = id
+		r := c.x.Tables.Lookup(id, &c.flow, &c.out.WC)
+		if r == nil {
+			c.miss(id)
+			return
+		}
+		c.note(r)
+		c.cookie = r.Value.Cookie
+		in := &r.Value.Instructions
+		c.doActions(in.Apply)
+		if in.Clear {
+			c.nActionSet = 0
+		}
+		for i := range in.Write {
+			c.writeAction(in.Write[i])
+		}
+		if in.WriteMetadata {
+			c.flow.OFMetadata = c.flow.OFMetadata&^in.MetadataMask | in.Metadata&in.MetadataMask
+		}
+		if !in.GotoTable {
+			return
+		}
+		id = in.Table
+	}
+}
+
+func (c *xctx) note(r *Rule) {
+	o := c.out
+	if o.NRules < MaxXlateRules {
+		o.Rules[o.NRules] = r
+		o.NRules++
+	} else {
+		o.Rules[MaxXlateRules-1] = r
+	}
+}
+
+func (c *xctx) miss(table uint8) {
+	if c.x.MissToController.Load() {
+		c.controller(ReasonNoMatch, table, 0xffff, ^uint64(0))
+	}
+}
+
+// writeAction adds a to the action set, which holds one action of each
+// kind (a later write of the same kind replaces an earlier one).
+func (c *xctx) writeAction(a openflow.Action) {
+	for i := 0; i < c.nActionSet; i++ {
+		if c.actionSet[i].Type == a.Type && (a.Type != openflow.ActSetField || c.actionSet[i].Field == a.Field) {
+			c.actionSet[i] = a
+			return
+		}
+	}
+	if c.nActionSet < maxActionSet {
+		c.actionSet[c.nActionSet] = a
+		c.nActionSet++
+	}
+}
+
+// runActionSet runs the action set at the end of the pipeline: every
+// action but output in the order written, then output.
+func (c *xctx) runActionSet() {
+	var output *openflow.Action
+	for i := 0; i < c.nActionSet; i++ {
+		a := &c.actionSet[i]
+		if a.Type == openflow.ActOutput {
+			output = a
+			continue
+		}
+		c.doAction(a)
+	}
+	if output != nil {
+		c.doAction(output)
+	}
+}
+
+func (c *xctx) doActions(list []openflow.Action) {
+	for i := range list {
+		if c.exit {
+			return
+		}
+		c.doAction(&list[i])
+	}
+}
+
+func (c *xctx) doAction(a *openflow.Action) {
+	switch a.Type {
+	case openflow.ActOutput, openflow.ActEnqueue:
+		c.output(a.Port, a.MaxLen)
+	case openflow.ActSetField:
+		a.ApplySetField(&c.flow)
+	case openflow.ActRegLoad:
+		c.regLoad(a)
+	case openflow.ActSetVLANVID:
+		c.flow.VLANs[0].TCI = c.flow.VLANs[0].TCI&^flow.VLANVIDMask | a.VLANVID&flow.VLANVIDMask | flow.VLANPresent
+		if c.flow.VLANs[0].TPID == 0 {
+			c.flow.VLANs[0].TPID = flow.EthTypeVLAN
+		}
+		c.out.WC.VLANs[0].TCI |= flow.VLANPresent
+	case openflow.ActSetVLANPCP:
+		c.flow.VLANs[0].TCI = c.flow.VLANs[0].TCI&^flow.VLANPCPMask | uint16(a.VLANPCP&7)<<13 | flow.VLANPresent
+		if c.flow.VLANs[0].TPID == 0 {
+			c.flow.VLANs[0].TPID = flow.EthTypeVLAN
+		}
+		c.out.WC.VLANs[0].TCI |= flow.VLANPresent
+	case openflow.ActStripVLAN:
+		c.out.WC.VLANs[0].TCI |= flow.VLANPresent
+		c.flow.VLANs[0] = c.flow.VLANs[1]
+		c.flow.VLANs[1] = flow.VLAN{}
+	case openflow.ActPushVLAN:
+		c.out.WC.VLANs[0].TCI |= flow.VLANPresent
+		c.flow.VLANs[1] = c.flow.VLANs[0]
+		c.flow.VLANs[0] = flow.VLAN{TPID: a.EthType, TCI: flow.VLANPresent}
+	case openflow.ActResubmit:
+		c.resubmit(a)
+	case openflow.ActDecNwTTL:
+		c.decTTL()
+	case openflow.ActSetNwTTL:
+		c.flow.NwTTL = a.TTL
+	default:
+		// Actions we do not translate (groups, MPLS, queues, meters,
+		// vendor actions) end the translation in a drop, like OVS does
+		// for an action it cannot carry out, rather than half-apply.
+		c.out.Actions = c.out.Actions[:0]
+		c.out.Dropped = "unsupported action " + a.Type.String()
+		c.exit = true
+	}
+}
+
+func (c *xctx) regLoad(a *openflow.Action) {
+	n := a.Field.Size()
+	if n == 0 || n > 8 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 {
+		return
+	}
+	var buf [16]byte
+	v, ok := a.Field.Value(buf[:0], &c.flow)
+	if !ok {
+		return
+	}
+	var cur uint64
+	for _, b := range v {
+		cur = cur<<8 | uint64(b)
+	}
+	mask := (^uint64(0) >> (64 - a.NBits)) << a.Ofs
+	cur = cur&^mask | a.Load<<a.Ofs&mask
+	for i := n - 1; i >= 0; i-- {
+		buf[i] = byte(cur)
+		cur >>= 8
+	}
+	a.Field.SetValue(&c.flow, buf[:n])
+}
+
+func (c *xctx) decTTL() {
+	switch c.flow.EthType {
+	case flow.EthTypeIPv4, flow.EthTypeIPv6:
+		c.out.WC.EthType = 0xffff
+		c.out.WC.NwTTL = 0xff
+		if c.flow.NwTTL <= 1 {
+			// TTL expired: OVS sends it to the controller with reason
+			// invalid_ttl; we drop it.
+			c.out.Actions = c.out.Actions[:0]
+			c.out.Dropped = "ttl expired"
+			c.exit = true
+			return
+		}
+		c.flow.NwTTL--
+	}
+}
+
+func (c *xctx) resubmit(a *openflow.Action) {
+	if c.depth >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
+		c.out.Actions = c.out.Actions[:0]
+		c.out.Dropped = "resubmit limit exceeded"
+		c.exit = true
+		return
+	}
+	c.depth++
+	c.resubmits++
+	saveIn, saveTable, saveCookie := c.flow.InPort, c.table, c.cookie
+	if a.Port != openflow.PortInPort {
+		c.flow.InPort = a.Port
+	}
+	table := a.Table
+	if table == openflow.TableAll {
+		table = c.table
+	}
+	if int(table) < NumTables {
+		r := c.x.Tables.Lookup(table, &c.flow, &c.out.WC)
+		if r != nil {
+			c.note(r)
+			c.table, c.cookie = table, r.Value.Cookie
+			c.doActions(r.Value.Instructions.Apply)
+		}
+	}
+	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
+	c.depth--
+}
+
+// output sends the packet to OpenFlow port p.
+func (c *xctx) output(p uint32, maxLen uint16) {
+	switch p {
+	case openflow.PortInPort:
+		c.emitOutput(c.inPort)
+	case openflow.PortNormal:
+		c.normal()
+	case openflow.PortFlood:
+		c.flood(true)
+	case openflow.PortAll:
+		c.flood(false)
+	case openflow.PortController:
+		c.controller(ReasonAction, c.table, maxLen, c.cookie)
+	case openflow.PortLocal:
+		c.emitOutput(c.ports.ByOF(openflow.PortLocal))
+	case openflow.PortTable, openflow.PortAny:
+		// OFPP_TABLE is only for packet-out, handled there; OFPP_ANY is
+		// not a destination.
+	default:
+		if p == c.flow.InPort {
+			// OpenFlow: output to the input port needs IN_PORT.
+			return
+		}
+		c.emitOutput(c.ports.ByOF(p))
+	}
+}
+
+// emitOutput commits pending header changes and outputs to pt.
+func (c *xctx) emitOutput(pt *Port) {
+	if pt == nil || pt.Down {
+		return
+	}
+	c.commit()
+	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
+}
+
+// flood outputs to every port but the input port; honourNoFlood leaves out
+// ports with flooding disabled (FLOOD, NORMAL) and not (ALL).
+func (c *xctx) flood(honourNoFlood bool) {
+	for _, pt := range c.ports.List() {
+		if pt == c.inPort || pt.Down || honourNoFlood && pt.NoFlood {
+			continue
+		}
+		c.emitOutput(pt)
+	}
+}
+
+func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
+	pid := c.x.ControllerPID.Load()
+	if pid == 0 {
+		return
+	}
+	c.commit()
+	var ud [UserdataLen]byte
+	ud[0], ud[1], ud[2] = UserdataController, reason, table
+	binary.BigEndian.PutUint16(ud[4:], maxLen)
+	binary.BigEndian.PutUint64(ud[8:], cookie)
+	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ud[:])
+	c.out.Controller = true
+}
+
+// normal is the NORMAL action: an L2 learning switch per VLAN. Its
+// decision depends on the input port, the VLAN and both Ethernet
+// addresses, and nothing above L2, so that is all it adds to the megaflow.
+func (c *xctx) normal() {
+	wc := &c.out.WC
+	wc.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	wc.EthDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	wc.VLANs[0].TCI |= flow.VLANVIDMask | flow.VLANPresent
+	vlan := c.flow.VLANs[0].TCI & flow.VLANVIDMask
+	mac := c.x.MAC
+	if mac == nil {
+		c.flood(true)
+		return
+	}
+	if c.learn && maclearn.IsLearnable(c.flow.EthSrc) {
+		if mac.Learn(vlan, c.flow.EthSrc, c.inPort.OFPort, c.now) {
+			c.out.Learned = true
+		}
+	}
+	if c.flow.EthDst[0]&1 == 0 {
+		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
+			if p != c.inPort.OFPort {
+				c.emitOutput(c.ports.ByOF(p))
+			}
+			return
+		}
+	}
+	c.flood(true)
+}
+
+var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// commit emits the datapath actions that turn the packet as the datapath
+// has it (base) into the packet the OpenFlow actions described (flow), for
+// the headers an output will carry. Fields a set action depends on are
+// added to the megaflow so the flow never applies a set to a packet of
+// another protocol.
+func (c *xctx) commit() {
+	f, b, wc := &c.flow, &c.base, &c.out.WC
+	acts := c.out.Actions
+
+	// VLAN: pop then push, as the datapath has no "set VLAN".
+	if f.VLANs[0] != b.VLANs[0] {
+		wc.VLANs[0].TCI |= flow.VLANPresent
+		if b.VLANs[0].TCI&flow.VLANPresent != 0 {
+			acts = datapath.AppendPopVLAN(acts)
+		}
+		if f.VLANs[0].TCI&flow.VLANPresent != 0 {
+			tpid := f.VLANs[0].TPID
+			if tpid == 0 {
+				tpid = flow.EthTypeVLAN
+			}
+			acts = datapath.AppendPushVLAN(acts, tpid, f.VLANs[0].TCI)
+		}
+		b.VLANs = f.VLANs
+	}
+	if f.EthSrc != b.EthSrc || f.EthDst != b.EthDst {
+		var m flow.Mask
+		if f.EthSrc != b.EthSrc {
+			m.EthSrc = ones6
+		}
+		if f.EthDst != b.EthDst {
+			m.EthDst = ones6
+		}
+		acts = datapath.AppendSetMasked(acts, datapath.KeyAttrEthernet, f, &m)
+		b.EthSrc, b.EthDst = f.EthSrc, f.EthDst
+	}
+	if f.Mark != b.Mark {
+		acts = datapath.AppendSet(acts, datapath.KeyAttrSkbMark, f)
+		b.Mark = f.Mark
+	}
+	switch f.EthType {
+	case flow.EthTypeIPv4:
+		if f.IPv4Src != b.IPv4Src || f.IPv4Dst != b.IPv4Dst || f.NwTos != b.NwTos || f.NwTTL != b.NwTTL {
+			wc.EthType = 0xffff
+			wc.NwFrag = 0xff
+			var m flow.Mask
+			if f.IPv4Src != b.IPv4Src {
+				m.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}
+			}
+			if f.IPv4Dst != b.IPv4Dst {
+				m.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}
+			}
+			if f.NwTos != b.NwTos {
+				m.NwTos = 0xff
+			}
+			if f.NwTTL != b.NwTTL {
+				m.NwTTL = 0xff
+			}
+			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv4, f, &m)
+			b.IPv4Src, b.IPv4Dst, b.NwTos, b.NwTTL = f.IPv4Src, f.IPv4Dst, f.NwTos, f.NwTTL
+		}
+	case flow.EthTypeIPv6:
+		if f.IPv6Src != b.IPv6Src || f.IPv6Dst != b.IPv6Dst || f.NwTos != b.NwTos || f.NwTTL != b.NwTTL {
+			wc.EthType = 0xffff
+			wc.NwFrag = 0xff
+			var m flow.Mask
+			if f.IPv6Src != b.IPv6Src {
+				m.IPv6Src = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+			}
+			if f.IPv6Dst != b.IPv6Dst {
+				m.IPv6Dst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+			}
+			if f.NwTos != b.NwTos {
+				m.NwTos = 0xff
+			}
+			if f.NwTTL != b.NwTTL {
+				m.NwTTL = 0xff
+			}
+			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
+			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
+		}
+	}
+	if (f.TpSrc != b.TpSrc || f.TpDst != b.TpDst) && f.NwFrag&flow.FragLater == 0 {
+		var attr datapath.KeyAttr
+		switch {
+		case f.EthType != flow.EthTypeIPv4 && f.EthType != flow.EthTypeIPv6:
+		case f.NwProto == flow.IPProtoTCP:
+			attr = datapath.KeyAttrTCP
+		case f.NwProto == flow.IPProtoUDP:
+			attr = datapath.KeyAttrUDP
+		case f.NwProto == flow.IPProtoSCTP:
+			attr = datapath.KeyAttrSCTP
+		}
+		if attr != 0 {
+			wc.EthType, wc.NwProto, wc.NwFrag = 0xffff, 0xff, 0xff
+			var m flow.Mask
+			if f.TpSrc != b.TpSrc {
+				m.TpSrc = 0xffff
+			}
+			if f.TpDst != b.TpDst {
+				m.TpDst = 0xffff
+			}
+			acts = datapath.AppendSetMasked(acts, attr, f, &m)
+			b.TpSrc, b.TpDst = f.TpSrc, f.TpDst
+		}
+	}
+	c.out.Actions = acts
+}
