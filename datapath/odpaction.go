@@ -433,6 +433,11 @@ func decodeSet(a *Action) error {
 			return actionErr("masked set of key attribute %d: %d bytes, want %d", a.SetAttr, len(inner), 2*n)
 		}
 		a.SetKey, a.SetMask = inner[:n:n], inner[n:]
+		for i, v := range a.SetKey {
+			if v&^a.SetMask[i] != 0 {
+				return actionErr("masked set of key attribute %d has value bits outside its mask", a.SetAttr)
+			}
+		}
 	}
 	return nil
 }
@@ -961,4 +966,63 @@ func AppendDecTTL(b []byte, actions []byte) []byte {
 	b, start := netlinkio.BeginNested(b, uint16(ActionDecTTL))
 	b = netlinkio.AppendAttr(b, decTTLAttrAction, actions)
 	return netlinkio.EndNested(b, start)
+}
+
+// AppendAction appends a as decoded by ActionIter, re-encoded by the
+// builders: a decoded action list can be copied, filtered or rewritten
+// action by action. Nested action lists and unknown actions are copied as
+// they are; a push_vlan gains the present bit the kernel requires.
+func AppendAction(b []byte, a *Action) []byte {
+	switch a.Type {
+	case ActionOutput:
+		return AppendOutput(b, a.Port)
+	case ActionUserspace:
+		return AppendUserspaceAction(b, &a.Userspace)
+	case ActionSet:
+		if a.SetAttr == KeyAttrTunnel {
+			b, start := netlinkio.BeginNested(b, uint16(ActionSet))
+			b = netlinkio.AppendAttr(b, KeyAttrTunnel, a.SetKey)
+			return netlinkio.EndNested(b, start)
+		}
+		return AppendSetAttr(b, a.SetAttr, a.SetKey)
+	case ActionSetMasked:
+		return AppendSetMaskedAttr(b, a.SetAttr, a.SetKey, a.SetMask)
+	case ActionPushVLAN:
+		return AppendPushVLAN(b, a.VLAN.TPID, a.VLAN.TCI)
+	case ActionPopVLAN:
+		return AppendPopVLAN(b)
+	case ActionSample:
+		return AppendSample(b, a.Prob, a.Actions)
+	case ActionRecirc:
+		return AppendRecirc(b, a.ID)
+	case ActionHash:
+		return AppendHash(b, a.HashAlg, a.HashBasis)
+	case ActionPushMPLS:
+		return AppendPushMPLS(b, a.MPLSLSE, a.EthType)
+	case ActionAddMPLS:
+		return AppendAddMPLS(b, a.MPLSLSE, a.EthType, a.MPLSFlags)
+	case ActionPopMPLS:
+		return AppendPopMPLS(b, a.EthType)
+	case ActionCT:
+		return AppendCT(b, &a.CT)
+	case ActionTrunc:
+		return AppendTrunc(b, a.MaxLen)
+	case ActionPushEth:
+		return AppendPushEth(b, a.EthSrc, a.EthDst)
+	case ActionPopEth:
+		return AppendPopEth(b)
+	case ActionCTClear:
+		return AppendCTClear(b)
+	case ActionPopNSH:
+		return AppendPopNSH(b)
+	case ActionMeter:
+		return AppendMeter(b, a.ID)
+	case ActionClone:
+		return AppendClone(b, a.Actions)
+	case ActionCheckPktLen:
+		return AppendCheckPktLen(b, a.PktLen, a.IfGreater, a.IfLessEq)
+	case ActionDecTTL:
+		return AppendDecTTL(b, a.Actions)
+	}
+	return netlinkio.AppendAttr(b, uint16(a.Type), a.Data)
 }

@@ -416,7 +416,10 @@ func appendHeaders(b []byte, k, v *flow.Key, s *keyShape, isMask bool) []byte {
 		}
 	case k.EthType < 0x600:
 		// 802.3: no ethertype in a key; in a mask, an exact match on it.
-		if isMask && v.EthType != 0 {
+		// Inside a tag the mask needs it even when zero: the kernel drops
+		// an empty (all-zero) encap from a mask and then rejects the
+		// tag's vlan attribute.
+		if isMask && (v.EthType != 0 || depth > 0) {
 			b = netlinkio.AppendBE16(b, KeyAttrEthertype, v.EthType)
 		}
 	default:
@@ -744,9 +747,9 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // ones Key has no fields for: conntrack original-direction tuples, NSH,
 // tunnel options (Geneve, VXLAN-GBP, ERSPAN), IPv6 extension headers. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
-// duplicate, truncated), a fragment type above 2, a VLAN ethertype without
-// its tag, or an attribute that does not apply to the key's protocols (TCP
-// ports of a later fragment, say).
+// duplicate, truncated), an ethertype below 0x600, a fragment type above
+// 2, a VLAN ethertype without its tag, or an attribute that does not apply
+// to the key's protocols (TCP ports of a later fragment, say).
 func DecodeKey(b []byte, k *flow.Key) error {
 	*k = flow.Key{}
 	var a attrSet
@@ -765,6 +768,9 @@ func DecodeKey(b []byte, k *flow.Key) error {
 	truncated := false
 	for level := 0; level < 2 && a.has(KeyAttrEthertype) && isVLANType(a.be16(KeyAttrEthertype)); level++ {
 		tpid := a.be16(KeyAttrEthertype)
+		if !hasEth {
+			return keyErr("vlan ethertype %#04x without an ethernet attribute", tpid)
+		}
 		if !a.has(KeyAttrVLAN) || !a.has(KeyAttrEncap) {
 			return keyErr("ethertype %#04x without vlan and encap attributes", tpid)
 		}
@@ -788,6 +794,11 @@ func DecodeKey(b []byte, k *flow.Key) error {
 		switch {
 		case a.has(KeyAttrEthertype):
 			k.EthType = binary.BigEndian.Uint16(a.take(KeyAttrEthertype))
+			if k.EthType < 0x600 {
+				// An 802.3 length, which the kernel never writes and
+				// rejects: such frames have no ethertype attribute.
+				return keyErr("ethertype %#04x below 0x600", k.EthType)
+			}
 		case hasEth:
 			k.EthType = flow.EthTypeNone
 		}

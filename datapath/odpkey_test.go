@@ -513,3 +513,5 @@ func BenchmarkUpcallKeyDecode(b *testing.B) {
 		})
 	}
 }
+
+func newSeedRand() *rand.Rand { return rand.New(rand.NewPCG(5, 6)) }
