@@ -35,7 +35,6 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 	}
 	start := len(b)
 	var covered flow.Mask
-	vk := m.Key.Apply(&m.Mask)
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
 		if d.enc&want == 0 {
@@ -68,13 +67,20 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 			h = h&^0xff | 1<<8 | uint32(2*d.size)
 		}
 		b = be32(b, h)
+		at := len(b)
 		var ok bool
-		b, ok = f.Value(b, &vk)
-		if !ok {
+		if b, ok = f.Value(b, &m.Key); !ok {
 			return b[:start], fmt.Errorf("openflow: %s value does not fit its %d-byte field: %w", d.name, d.size, ErrUnsupported)
 		}
 		if !full {
-			b, _ = f.Value(b, m.Mask.Key())
+			// A partial mask follows the value, and the value goes out
+			// with the bits outside the mask cleared.
+			if b, ok = f.Value(b, m.Mask.Key()); !ok {
+				return b[:start], fmt.Errorf("openflow: %s mask does not fit its field: %w", d.name, ErrUnsupported)
+			}
+			for i := 0; i < d.size; i++ {
+				b[at+i] &= b[at+d.size+i]
+			}
 		}
 		covered.Or(&d.cover)
 	}
