@@ -1,0 +1,377 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/netlinkio"
+	"golang.org/x/sys/unix"
+)
+
+// OVS_FLOW_* commands and attributes.
+const (
+	flowCmdNew = 1
+	flowCmdDel = 2
+	flowCmdGet = 3
+	flowCmdSet = 4
+
+	flowAttrKey       = 1
+	flowAttrActions   = 2
+	flowAttrStats     = 3
+	flowAttrTCPFlags  = 4
+	flowAttrUsed      = 5
+	flowAttrClear     = 6
+	flowAttrMask      = 7
+	flowAttrUFID      = 9
+	flowAttrUFIDFlags = 10
+
+	ufidOmitKey     = 1 << 0
+	ufidOmitMask    = 1 << 1
+	ufidOmitActions = 1 << 2
+	ufidOmitAll     = ufidOmitKey | ufidOmitMask | ufidOmitActions
+
+	packetAttrPacket  = datapath.PacketAttrPacket
+	packetAttrKey     = datapath.PacketAttrKey
+	packetAttrActions = datapath.PacketAttrActions
+)
+
+func appendOVSHeader(b []byte, dpIndex int) []byte {
+	return binary.NativeEndian.AppendUint32(b, uint32(int32(dpIndex)))
+}
+
+func appendNested(b []byte, typ uint16, data []byte) []byte {
+	return netlinkio.AppendAttr(b, typ, data)
+}
+
+// appendPut adds an OVS_FLOW_CMD_NEW or _SET for f to the batch:
+// create-only is NEW with NLM_F_CREATE|NLM_F_EXCL (EEXIST when the flow
+// exists), modify-only is SET (ENOENT when it does not), either is a plain
+// NEW. A reply is asked for only when echo; it then omits key, mask and
+// actions, which the caller already has.
+func (d *Datapath) appendPut(b *netlinkio.Batch, f *datapath.Flow, flags datapath.PutFlags, echo bool) int {
+	if flags&(datapath.PutCreate|datapath.PutModify) == 0 {
+		flags |= datapath.PutCreate | datapath.PutModify
+	}
+	cmd, nlflags := uint8(flowCmdNew), uint16(0)
+	switch {
+	case flags&datapath.PutModify == 0:
+		nlflags = netlinkio.FlagCreate | netlinkio.FlagExcl
+	case flags&datapath.PutCreate == 0:
+		cmd = flowCmdSet
+	}
+	if echo {
+		nlflags |= netlinkio.FlagEcho
+	}
+	buf := b.Begin(d.fams.flow.ID, nlflags, cmd, d.fams.flow.Version)
+	buf = appendOVSHeader(buf, d.index)
+	if !f.UFID.IsZero() {
+		buf = netlinkio.AppendAttr(buf, flowAttrUFID, f.UFID[:])
+	}
+	var start int
+	buf, start = netlinkio.BeginNested(buf, flowAttrKey)
+	buf = datapath.AppendKey(buf, &f.Key)
+	buf = netlinkio.EndNested(buf, start)
+	buf, start = netlinkio.BeginNested(buf, flowAttrMask)
+	buf = datapath.AppendMask(buf, &f.Key, &f.Mask)
+	buf = netlinkio.EndNested(buf, start)
+	buf = appendNested(buf, flowAttrActions, f.Actions)
+	if cmd == flowCmdSet && flags&datapath.PutZeroStats != 0 {
+		buf = netlinkio.AppendFlag(buf, flowAttrClear)
+	}
+	if echo {
+		buf = netlinkio.AppendU32(buf, flowAttrUFIDFlags, ufidOmitAll)
+	}
+	return b.End(buf)
+}
+
+// appendFlowID appends the UFID, or the key when the UFID is zero.
+func appendFlowID(buf []byte, ufid datapath.UFID, k *flow.Key) []byte {
+	if !ufid.IsZero() {
+		return netlinkio.AppendAttr(buf, flowAttrUFID, ufid[:])
+	}
+	if k != nil {
+		var start int
+		buf, start = netlinkio.BeginNested(buf, flowAttrKey)
+		buf = datapath.AppendKey(buf, k)
+		buf = netlinkio.EndNested(buf, start)
+	}
+	return buf
+}
+
+// appendDel adds an OVS_FLOW_CMD_DEL by UFID or key.
+func (d *Datapath) appendDel(b *netlinkio.Batch, ufid datapath.UFID, k *flow.Key, echo bool) int {
+	var nlflags uint16
+	if echo {
+		nlflags = netlinkio.FlagEcho
+	}
+	buf := b.Begin(d.fams.flow.ID, nlflags, flowCmdDel, d.fams.flow.Version)
+	buf = appendOVSHeader(buf, d.index)
+	buf = appendFlowID(buf, ufid, k)
+	if echo && !ufid.IsZero() {
+		buf = netlinkio.AppendU32(buf, flowAttrUFIDFlags, ufidOmitAll)
+	}
+	return b.End(buf)
+}
+
+// appendExecute adds an OVS_PACKET_CMD_EXECUTE.
+func (d *Datapath) appendExecute(b *netlinkio.Batch, pkt []byte, md *flow.Key, actions []byte) int {
+	buf := b.Begin(d.fams.packet.ID, 0, packetCmdExecute, d.fams.packet.Version)
+	buf = appendOVSHeader(buf, d.index)
+	buf = netlinkio.AppendAttr(buf, packetAttrPacket, pkt)
+	mk := datapath.MetadataKey(md)
+	var start int
+	buf, start = netlinkio.BeginNested(buf, packetAttrKey)
+	buf = datapath.AppendKey(buf, &mk)
+	buf = netlinkio.EndNested(buf, start)
+	buf = appendNested(buf, packetAttrActions, actions)
+	return b.End(buf)
+}
+
+// transactOne runs the batch's single request under d.op and returns its
+// result's error, wrapped.
+func (d *Datapath) transact(op, name string) (netlinkio.Result, error) {
+	if err := d.sock.Transact(&d.batch); err != nil {
+		return netlinkio.Result{}, datapath.WrapError(op, name, err)
+	}
+	r := d.batch.Results()[0]
+	return r, datapath.WrapError(op, name, r.Err())
+}
+
+func flowName(ufid datapath.UFID, k *flow.Key) string {
+	if !ufid.IsZero() || k == nil {
+		return ufid.String()
+	}
+	return flow.Format(k, nil)
+}
+
+// PutFlow installs or modifies a flow.
+func (d *Datapath) PutFlow(f *datapath.Flow, flags datapath.PutFlags) error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	d.appendPut(&d.batch, f, flags, false)
+	_, err := d.transact("put flow", flowName(f.UFID, &f.Key))
+	return err
+}
+
+// GetFlow reads a flow by UFID, or by key when ufid is zero.
+func (d *Datapath) GetFlow(ufid datapath.UFID, k *flow.Key, f *datapath.Flow) error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	buf := d.batch.Begin(d.fams.flow.ID, 0, flowCmdGet, d.fams.flow.Version)
+	buf = appendOVSHeader(buf, d.index)
+	buf = appendFlowID(buf, ufid, k)
+	d.batch.End(buf)
+	r, err := d.transact("get flow", flowName(ufid, k))
+	if err != nil {
+		return err
+	}
+	if r.Reply == nil {
+		return datapath.WrapError("get flow", flowName(ufid, k), unix.EBADMSG)
+	}
+	_, _, rest, _ := netlinkio.Genl(r.Reply)
+	return datapath.WrapError("get flow", flowName(ufid, k), decodeFlow(rest, f))
+}
+
+// DeleteFlow deletes a flow by UFID, or by key when ufid is zero, and
+// returns its last stats.
+func (d *Datapath) DeleteFlow(ufid datapath.UFID, k *flow.Key) (datapath.FlowStats, error) {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	d.appendDel(&d.batch, ufid, k, true)
+	r, err := d.transact("delete flow", flowName(ufid, k))
+	if err != nil {
+		return datapath.FlowStats{}, err
+	}
+	if r.Reply == nil {
+		return datapath.FlowStats{}, nil
+	}
+	return decodeStats(r.Reply), nil
+}
+
+// FlushFlows deletes every flow of the datapath.
+func (d *Datapath) FlushFlows() error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	d.appendDel(&d.batch, datapath.UFID{}, nil, false)
+	_, err := d.transact("flush flows", d.name)
+	return err
+}
+
+// Execute sends packet through actions.
+func (d *Datapath) Execute(packet []byte, md *flow.Key, actions []byte) error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	d.appendExecute(&d.batch, packet, md, actions)
+	_, err := d.transact("execute", d.name)
+	return err
+}
+
+// Operate runs ops in as few sendmsg calls as the batch limits allow (see
+// netlinkio.Socket.Transact). ops[i].Err is the bare unix.Errno the kernel
+// returned (nil on success), so that a batch of failures allocates nothing.
+// A reply is asked for only for ops with WantStats. In steady state Operate
+// allocates nothing.
+func (d *Datapath) Operate(ops []datapath.Op) error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.batch.Reset()
+	for i := range ops {
+		op := &ops[i]
+		op.Err, op.Stats = nil, datapath.FlowStats{}
+		switch op.Kind {
+		case datapath.OpPut:
+			d.appendPut(&d.batch, &op.Flow, op.Flags, op.WantStats)
+		case datapath.OpDelete:
+			d.appendDel(&d.batch, op.Flow.UFID, &op.Flow.Key, op.WantStats)
+		case datapath.OpExecute:
+			d.appendExecute(&d.batch, op.Packet, &op.Flow.Key, op.Flow.Actions)
+		default:
+			// Keep indexes aligned: a no-op the kernel answers silently.
+			d.batch.End(d.batch.Begin(netlinkio.TypeNoop, 0, 0, 0))
+		}
+	}
+	if err := d.sock.Transact(&d.batch); err != nil {
+		return datapath.WrapError("operate", d.name, err)
+	}
+	for i, r := range d.batch.Results() {
+		op := &ops[i]
+		if op.Kind != datapath.OpPut && op.Kind != datapath.OpDelete && op.Kind != datapath.OpExecute {
+			op.Err = unix.EINVAL
+			continue
+		}
+		if r.Errno != 0 {
+			op.Err = r.Errno
+			continue
+		}
+		if op.WantStats && r.Reply != nil {
+			op.Stats = decodeStats(r.Reply)
+		}
+	}
+	return nil
+}
+
+// DumpFlows calls fn for every flow. It uses a socket of its own, so fn may
+// call the other methods (deleting the flows it sees, say), but not
+// DumpFlows.
+func (d *Datapath) DumpFlows(terse bool, fn func(f *datapath.Flow) error) error {
+	d.dump.Lock()
+	defer d.dump.Unlock()
+	if d.dumpSock == nil {
+		s, err := netlinkio.OpenSocket()
+		if err != nil {
+			return datapath.WrapError("dump flows", d.name, err)
+		}
+		d.dumpSock = s
+	}
+	msg, start := netlinkio.BeginMessage(d.dumpMsg[:0], d.fams.flow.ID, 0, flowCmdGet, d.fams.flow.Version)
+	msg = appendOVSHeader(msg, d.index)
+	if terse {
+		msg = netlinkio.AppendU32(msg, flowAttrUFIDFlags, ufidOmitAll)
+	}
+	msg = netlinkio.EndMessage(msg, start)
+	d.dumpMsg = msg
+	f := &d.dumpFlow
+	err := d.dumpSock.Dump(msg, func(p []byte) error {
+		_, _, rest, ok := netlinkio.Genl(p)
+		if !ok {
+			return unix.EBADMSG
+		}
+		*f = datapath.Flow{Actions: f.Actions[:0]}
+		if err := decodeFlow(rest, f); err != nil {
+			return err
+		}
+		f.Terse = terse
+		return fn(f)
+	})
+	return datapath.WrapError("dump flows", d.name, err)
+}
+
+// dumpState is the dump socket and its scratch, under its own lock.
+type dumpState struct {
+	dump     sync.Mutex
+	dumpSock *netlinkio.Socket
+	dumpMsg  []byte
+	dumpFlow datapath.Flow
+}
+
+// decodeStats reads the stats of a flow reply (genl header included).
+func decodeStats(reply []byte) datapath.FlowStats {
+	var f datapath.Flow
+	if _, _, rest, ok := netlinkio.Genl(reply); ok {
+		_ = decodeFlowAttrs(rest, &f, false)
+	}
+	return f.Stats
+}
+
+// decodeFlow decodes a flow message payload into f: b is the ovs_header and
+// attributes, after the genl header. f.Actions is appended to
+// f.Actions[:0]; key and mask are zero when the message omits them.
+func decodeFlow(b []byte, f *datapath.Flow) error {
+	return decodeFlowAttrs(b, f, true)
+}
+
+func decodeFlowAttrs(b []byte, f *datapath.Flow, full bool) error {
+	if len(b) < datapath.OVSHeaderLen {
+		return fmt.Errorf("flow message of %d bytes: %w", len(b), unix.EBADMSG)
+	}
+	var key, mask []byte
+	var haveKey, haveMask bool
+	f.Actions = f.Actions[:0]
+	it := netlinkio.NewAttrIter(b[datapath.OVSHeaderLen:])
+	for it.Next() {
+		data := it.Data()
+		switch it.Type() {
+		case flowAttrUFID:
+			f.UFID = datapath.UFID{}
+			copy(f.UFID[:], data)
+		case flowAttrKey:
+			key, haveKey = data, true
+		case flowAttrMask:
+			mask, haveMask = data, true
+		case flowAttrActions:
+			f.Actions = append(f.Actions, data...)
+		case flowAttrStats:
+			if len(data) >= 16 {
+				f.Stats.Packets = binary.NativeEndian.Uint64(data)
+				f.Stats.Bytes = binary.NativeEndian.Uint64(data[8:])
+			}
+		case flowAttrUsed:
+			f.Stats.Used = it.U64()
+		case flowAttrTCPFlags:
+			switch len(data) {
+			case 1:
+				f.Stats.TCPFlags = uint16(data[0])
+			case 2:
+				f.Stats.TCPFlags = binary.BigEndian.Uint16(data)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if !full {
+		return nil
+	}
+	f.Key, f.Mask = flow.Key{}, flow.Mask{}
+	if haveKey {
+		if err := datapath.DecodeKey(key, &f.Key); err != nil {
+			return err
+		}
+		if haveMask {
+			if err := datapath.DecodeMask(mask, &f.Key, &f.Mask); err != nil {
+				return err
+			}
+		} else {
+			f.Mask = flow.ExactMask()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,341 @@
+// Package kernel implements datapath.Datapath over the Linux openvswitch
+// module, through generic netlink: the cold control plane (datapaths,
+// vports) over a netlinkio.Conn, flows and packets over a batched
+// netlinkio.Socket, upcalls over one netlinkio.Socket per handler.
+//
+// Everything here needs CAP_NET_ADMIN and the openvswitch module loaded;
+// without the module every call fails with an error for which
+// errors.Is(err, datapath.ErrNotSupported).
+package kernel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/netlinkio"
+	"golang.org/x/sys/unix"
+)
+
+// Generic netlink families and commands of linux/openvswitch.h.
+const (
+	dpCmdNew = 1
+	dpCmdDel = 2
+	dpCmdGet = 3
+	dpCmdSet = 4
+
+	dpAttrName           = 1
+	dpAttrUpcallPID      = 2
+	dpAttrStats          = 3
+	dpAttrMegaflowStats  = 4
+	dpAttrUserFeatures   = 5
+	dpAttrMasksCacheSize = 7
+	dpAttrPerCPUPIDs     = 8
+	dpAttrIfindex        = 9
+
+	packetCmdExecute = 3
+)
+
+// families are the openvswitch generic netlink families, resolved once per
+// Datapath.
+type families struct {
+	dp, vport, flow, packet netlinkio.Family
+}
+
+func resolve(c *netlinkio.Conn) (*families, error) {
+	var f families
+	for _, x := range []struct {
+		name string
+		dst  *netlinkio.Family
+	}{
+		{"ovs_datapath", &f.dp}, {"ovs_vport", &f.vport}, {"ovs_flow", &f.flow}, {"ovs_packet", &f.packet},
+	} {
+		fam, err := c.Family(x.name)
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("generic netlink family %s (is the openvswitch module loaded?): %w: %w",
+				x.name, datapath.ErrNotSupported, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		*x.dst = fam
+	}
+	return &f, nil
+}
+
+// Provider creates, opens and deletes kernel datapaths. The zero Provider
+// is ready to use.
+type Provider struct{}
+
+var _ datapath.Provider = Provider{}
+
+// Create creates the datapath name and opens it (see datapath.Provider).
+func (Provider) Create(name string, cfg datapath.Config) (datapath.Datapath, error) {
+	return open(name, cfg, true)
+}
+
+// Open opens the existing datapath name (see datapath.Provider).
+func (Provider) Open(name string, cfg datapath.Config) (datapath.Datapath, error) {
+	return open(name, cfg, false)
+}
+
+// Delete deletes the datapath name.
+func (Provider) Delete(name string) error {
+	c, err := netlinkio.Dial()
+	if err != nil {
+		return datapath.WrapError("delete", name, err)
+	}
+	defer c.Close()
+	fams, err := resolve(c)
+	if err != nil {
+		return datapath.WrapError("delete", name, err)
+	}
+	_, err = c.Execute("dp del", fams.dp, dpCmdDel, netlinkio.FlagEcho, dpRequest(0, name))
+	return datapath.WrapError("delete", name, err)
+}
+
+// dpRequest returns an ovs_header for dpIndex followed by a name attribute
+// (when name is not empty).
+func dpRequest(dpIndex int, name string) []byte {
+	b := binary.NativeEndian.AppendUint32(make([]byte, 0, 64), uint32(int32(dpIndex)))
+	if name != "" {
+		b = netlinkio.AppendAttr(b, dpAttrName, append([]byte(name), 0))
+	}
+	return b
+}
+
+// Datapath is an open kernel datapath.
+type Datapath struct {
+	name     string
+	index    int
+	fams     *families
+	conn     *netlinkio.Conn
+	features datapath.Features
+	handlers []*handler
+	pids     []uint32 // handler PIDs, for vports
+
+	// op serialises the flow socket and its batch, which Operate and the
+	// single-flow calls share.
+	op    sync.Mutex
+	sock  *netlinkio.Socket
+	batch netlinkio.Batch
+
+	dumpState
+}
+
+var _ datapath.Datapath = (*Datapath)(nil)
+
+func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err error) {
+	op := "open"
+	if create {
+		op = "create"
+	}
+	defer func() {
+		if err != nil {
+			err = datapath.WrapError(op, name, err)
+		}
+	}()
+	conn, err := netlinkio.Dial()
+	if err != nil {
+		return nil, err
+	}
+	d := &Datapath{name: name, conn: conn}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if d.fams, err = resolve(conn); err != nil {
+		return nil, err
+	}
+	if d.sock, err = netlinkio.OpenSocket(); err != nil {
+		return nil, err
+	}
+	for range cfg.HandlerCount() {
+		s, err := netlinkio.OpenSocket()
+		if err != nil {
+			return nil, err
+		}
+		d.handlers = append(d.handlers, &handler{sock: s})
+		d.pids = append(d.pids, s.PID())
+	}
+	if err := d.negotiate(cfg, create); err != nil {
+		return nil, err
+	}
+	for _, h := range d.handlers {
+		h.dpIndex = d.index
+	}
+	if !create && !d.features.PerCPUDispatch {
+		// Take over the upcalls of the existing ports.
+		vs, err := d.Vports()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			if err := d.setVportPIDs(v.PortNo); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d.features.UFID = d.probeUFID()
+	return d, nil
+}
+
+// negotiate creates (or changes) the datapath asking for per-CPU upcall
+// dispatch, and falls back to per-vport PIDs when the kernel refuses it.
+func (d *Datapath) negotiate(cfg datapath.Config, create bool) error {
+	want := []uint32{
+		datapath.DPFeatureUnaligned | datapath.DPFeatureVportPIDs | datapath.DPFeaturePerCPUDispatch,
+		datapath.DPFeatureUnaligned | datapath.DPFeatureVportPIDs,
+	}
+	if cfg.NoPerCPU {
+		want = want[1:]
+	}
+	var err error
+	for _, features := range want {
+		cmd, flags := uint8(dpCmdSet), uint16(netlinkio.FlagEcho)
+		if create {
+			cmd = dpCmdNew
+		}
+		b := dpRequest(0, d.name)
+		b = netlinkio.AppendU32(b, dpAttrUpcallPID, d.pids[0])
+		b = netlinkio.AppendU32(b, dpAttrUserFeatures, features)
+		if features&datapath.DPFeaturePerCPUDispatch != 0 {
+			b = netlinkio.AppendAttr(b, dpAttrPerCPUPIDs, d.perCPUPIDs())
+		}
+		var msgs [][]byte
+		msgs, err = d.conn.Execute("dp set features", d.fams.dp, cmd, flags, b)
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return fmt.Errorf("no reply to datapath request: %w", unix.EBADMSG)
+		}
+		info, err := parseDP(msgs[0])
+		if err != nil {
+			return err
+		}
+		d.index = info.index
+		d.features.Raw = info.features
+		d.features.PerCPUDispatch = info.features&datapath.DPFeaturePerCPUDispatch != 0
+		return nil
+	}
+	return fmt.Errorf("user features: %w: %w", datapath.ErrNotSupported, err)
+}
+
+// perCPUPIDs lays the handlers out over the CPUs as OVS does: CPU i goes
+// to handler i mod n. The kernel takes the CPU number modulo the array's
+// length, so a short array still covers every CPU.
+func (d *Datapath) perCPUPIDs() []byte {
+	n := runtime.NumCPU()
+	b := make([]byte, 0, 4*n)
+	for i := range n {
+		b = binary.NativeEndian.AppendUint32(b, d.pids[i%len(d.pids)])
+	}
+	return b
+}
+
+type dpInfo struct {
+	index    int
+	name     string
+	features uint32
+	stats    datapath.Stats
+}
+
+// parseDP decodes an OVS_DP_CMD_* reply payload (ovs_header, attributes).
+func parseDP(b []byte) (dpInfo, error) {
+	var info dpInfo
+	if len(b) < datapath.OVSHeaderLen {
+		return info, fmt.Errorf("datapath reply of %d bytes: %w", len(b), unix.EBADMSG)
+	}
+	info.index = int(int32(binary.NativeEndian.Uint32(b)))
+	it := netlinkio.NewAttrIter(b[datapath.OVSHeaderLen:])
+	for it.Next() {
+		d := it.Data()
+		switch it.Type() {
+		case dpAttrName:
+			info.name = it.String()
+		case dpAttrUserFeatures:
+			info.features = it.U32()
+		case dpAttrStats:
+			if len(d) >= 32 {
+				info.stats.Hit = binary.NativeEndian.Uint64(d)
+				info.stats.Missed = binary.NativeEndian.Uint64(d[8:])
+				info.stats.Lost = binary.NativeEndian.Uint64(d[16:])
+				info.stats.Flows = binary.NativeEndian.Uint64(d[24:])
+			}
+		case dpAttrMegaflowStats:
+			if len(d) >= 24 {
+				info.stats.MaskHit = binary.NativeEndian.Uint64(d)
+				info.stats.Masks = binary.NativeEndian.Uint32(d[8:])
+				info.stats.CacheHit = binary.NativeEndian.Uint64(d[16:])
+			}
+		}
+	}
+	return info, it.Err()
+}
+
+// Name returns the datapath's name.
+func (d *Datapath) Name() string { return d.name }
+
+// Index returns the datapath's ifindex.
+func (d *Datapath) Index() int { return d.index }
+
+// Features returns what was negotiated at open.
+func (d *Datapath) Features() datapath.Features { return d.features }
+
+// Stats reads the datapath's counters.
+func (d *Datapath) Stats() (datapath.Stats, error) {
+	msgs, err := d.conn.Execute("dp get", d.fams.dp, dpCmdGet, 0, dpRequest(d.index, ""))
+	if err != nil {
+		return datapath.Stats{}, datapath.WrapError("stats", d.name, err)
+	}
+	if len(msgs) == 0 {
+		return datapath.Stats{}, datapath.WrapError("stats", d.name, unix.EBADMSG)
+	}
+	info, err := parseDP(msgs[0])
+	return info.stats, datapath.WrapError("stats", d.name, err)
+}
+
+// Handlers returns the upcall handlers.
+func (d *Datapath) Handlers() []datapath.Handler {
+	hs := make([]datapath.Handler, len(d.handlers))
+	for i, h := range d.handlers {
+		hs[i] = h
+	}
+	return hs
+}
+
+// Close closes the datapath's sockets; the kernel datapath stays.
+func (d *Datapath) Close() error {
+	var errs []error
+	for _, h := range d.handlers {
+		errs = append(errs, h.sock.Close())
+	}
+	d.handlers = nil
+	if d.sock != nil {
+		errs = append(errs, d.sock.Close())
+		d.sock = nil
+	}
+	if d.conn != nil {
+		errs = append(errs, d.conn.Close())
+		d.conn = nil
+	}
+	return errors.Join(errs...)
+}
+
+// probeUFID reports whether the kernel indexes flows by UFID: a get of a
+// UFID no flow has fails with ENOENT there, and with EINVAL (no key) on a
+// kernel that does not know the attribute.
+func (d *Datapath) probeUFID() bool {
+	probe := datapath.UFID{0x67, 0x6f, 0x76, 0x73, 0x77, 0x69, 0x74, 0x63, 0x68, 0x2d, 0x70, 0x72, 0x6f, 0x62, 0x65, 0x21}
+	var f datapath.Flow
+	err := d.GetFlow(probe, nil, &f)
+	return errors.Is(err, unix.ENOENT) || err == nil
+}
