@@ -144,6 +144,25 @@ type fieldDef struct {
 	set   func(k *flow.Key, v uint64)
 	bytes func(k *flow.Key) []byte
 	cover flow.Mask // the Key bits this field maps onto
+	// coverWords lists the nonzero words of cover, so an encoder can skip
+	// a field the mask does not touch with a load or two.
+	coverWords []coverWord
+}
+
+type coverWord struct {
+	i    int
+	bits uint64
+}
+
+// touches reports whether m selects any bit of the field.
+func (d *fieldDef) touches(m *flow.Mask) bool {
+	mw := m.Words()
+	for _, cw := range d.coverWords {
+		if mw[cw.i]&cw.bits != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type uintT interface {
@@ -299,6 +318,11 @@ func init() {
 			}
 		} else {
 			d.set(d.cover.Key(), ^uint64(0))
+		}
+		for i, w := range d.cover.Words() {
+			if w != 0 {
+				d.coverWords = append(d.coverWords, coverWord{i, w})
+			}
 		}
 		for _, h := range [2]uint32{d.nxm, d.oxm} {
 			if h != noHeader {

@@ -37,7 +37,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 	var covered flow.Mask
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
-		if d.enc&want == 0 {
+		if d.enc&want == 0 || !d.touches(&m.Mask) {
 			continue
 		}
 		var full, zero bool
