@@ -19,7 +19,7 @@ func ethTypeMatch(t uint16) Match {
 	return m
 }
 
-func TestGoldenNicira(t *testing.T) {
+func goldenNicira() []golden {
 	var nxm Match
 	nxm.Key.Regs[3], nxm.Mask.Regs[3] = 7, 0xffffffff
 	nxm.Key.EthType, nxm.Mask.EthType = flow.EthTypeIPv6, 0xffff
@@ -27,7 +27,7 @@ func TestGoldenNicira(t *testing.T) {
 	nxm.Mask.IPv6Dst = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	var reg0 Match
 	reg0.Key.Regs[0], reg0.Mask.Regs[0] = 1, 0xffffffff
-	checkGolden(t, []golden{
+	return []golden{
 		{"set flow format", &NXSetFlowFormat{Envelope: env10(1), Format: NXFlowFormatNXM}, `
 			01 04 0014 00000001  // header: VENDOR, length 20
 			00002320 0000000c    // vendor Nicira, subtype SET_FLOW_FORMAT
@@ -117,11 +117,13 @@ func TestGoldenNicira(t *testing.T) {
 			0000000000000001     // packet_count
 			0000000000000002     // byte_count
 			00000003 00000000    // flow_count, pad`},
-	})
+	}
 }
 
-func TestGoldenStats10(t *testing.T) {
-	checkGolden(t, []golden{
+func TestGoldenNicira(t *testing.T) { checkGolden(t, goldenNicira()) }
+
+func goldenStats10() []golden {
+	return []golden{
 		{"desc request", &DescStatsRequest{Envelope: env10(1)}, `01 10 000c 00000001 0000 0000 // STATS_REQUEST DESC`},
 		{"desc reply", &DescStatsReply{Envelope: env10(1), Mfr: "govswitch", HW: "hw", SW: "0.1", Serial: "None", DP: "br0"}, `
 			01 11 042c 00000001  // header: STATS_REPLY, length 1068
@@ -204,8 +206,10 @@ func TestGoldenStats10(t *testing.T) {
 			01 11 003c 00000007  // header: STATS_REPLY, length 60
 			000d 0000            // type PORT_DESC, flags
 			` + port10Wire},
-	})
+	}
 }
+
+func TestGoldenStats10(t *testing.T) { checkGolden(t, goldenStats10()) }
 
 // oxmTCP: in_port=1, metadata=0x10/0xf0, ip, nw_src=10/8, tcp, tp_dst=22.
 func oxmTCP() Match {
@@ -246,13 +250,13 @@ const port13Wire = `
 	000f4240 00989680    // curr_speed 1 Gb/s, max_speed 10 Gb/s
 `
 
-func TestGolden13(t *testing.T) {
+func golden13() []golden {
 	fm := &FlowMod{Envelope: env13(0x20), Cookie: 0xabc, CookieMask: 0xfff, TableID: 1, Command: FlowAdd,
 		IdleTimeout: 10, HardTimeout: 20, Priority: 1000, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny,
 		Flags: FlowCheckOverlap, Match: oxmTCP(), Instructions: Instructions{
 			Meter: 3, Apply: []Action{Output(2, 0)}, Write: []Action{{Type: ActGroup, Group: 5}},
 			GotoTable: true, Table: 2}}
-	checkGolden(t, []golden{
+	return []golden{
 		{"hello", &Hello{Envelope: env13(1), Versions: VersionBitmap(Version10, Version13)}, `
 			04 00 0010 00000001  // header: 1.3 HELLO, length 16
 			0001 0008 00000012   // VERSIONBITMAP: versions 1 and 4`},
@@ -340,11 +344,13 @@ func TestGolden13(t *testing.T) {
 		{"set async", &SetAsync{Envelope: env13(13), AsyncConfig: AsyncConfig{PacketInMask: [2]uint32{1, 1}}}, `
 			04 1c 0020 0000000d  // header: SET_ASYNC
 			00000001 00000001 00000000 00000000 00000000 00000000`},
-	})
+	}
 }
 
-func TestGoldenMultipart13(t *testing.T) {
-	checkGolden(t, []golden{
+func TestGolden13(t *testing.T) { checkGolden(t, golden13()) }
+
+func goldenMultipart13() []golden {
+	return []golden{
 		{"desc request", &DescStatsRequest{Envelope: env13(1)}, `04 12 0010 00000001 0000 0000 00000000 // MULTIPART_REQUEST DESC`},
 		{"flow request", &FlowStatsRequest{Envelope: env13(2), TableID: TableAll, OutPort: PortAny, OutGroup: GroupAny,
 			Cookie: 1, CookieMask: 0xff}, `
@@ -422,5 +428,18 @@ func TestGoldenMultipart13(t *testing.T) {
 			ffffffffffffffff ffffffffffffffff // metadata_match, metadata_write
 			00000003 00000064    // config, max_entries 100
 			0008 000c 80000004 80000a02 00000000 // MATCH property: in_port, eth_type; padding`},
-	})
+	}
+}
+
+func TestGoldenMultipart13(t *testing.T) { checkGolden(t, goldenMultipart13()) }
+
+// allGoldenMsgs returns the message of every golden case.
+func allGoldenMsgs(t *testing.T) []Msg {
+	var out []Msg
+	for _, cases := range [][]golden{golden10(), goldenNicira(), goldenStats10(), golden13(), goldenMultipart13()} {
+		for _, c := range cases {
+			out = append(out, c.msg)
+		}
+	}
+	return out
 }

@@ -182,7 +182,12 @@ func u32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
 
 // cstring returns the NUL-terminated string stored in a fixed-size field.
+// The field's last byte is always the terminator, so a peer that fills the
+// whole field loses its last character, exactly as appendCString would.
 func cstring(b []byte) string {
+	if len(b) > 0 {
+		b = b[:len(b)-1]
+	}
 	for i, c := range b {
 		if c == 0 {
 			return string(b[:i])
