@@ -66,10 +66,8 @@ func (b *Batch[T]) Insert(r *Rule[T]) (replaced *Rule[T]) {
 	key := r.Match.Key.Apply(m)
 	ns, replaced, newEntry := st.insert(r, &key)
 	if newEntry {
-		for i := range ns.stages {
-			for _, c := range ns.stages[i].tries {
-				b.tries[c.field] = b.tries[c.field].insert(c.field.value(&key), c.plen)
-			}
+		for _, c := range ns.tries[:ns.nTries] {
+			b.tries[c.field] = b.tries[c.field].insert(c.field.value(&key), int(c.plen))
 		}
 	}
 	if replaced == nil {
@@ -93,10 +91,8 @@ func (b *Batch[T]) Remove(r *Rule[T]) bool {
 		return false
 	}
 	if goneEntry {
-		for i := range ns.stages {
-			for _, c := range ns.stages[i].tries {
-				b.tries[c.field] = b.tries[c.field].remove(c.field.value(&key), c.plen)
-			}
+		for _, c := range ns.tries[:ns.nTries] {
+			b.tries[c.field] = b.tries[c.field].remove(c.field.value(&key), int(c.plen))
 		}
 	}
 	b.n--

@@ -257,8 +257,8 @@ func rulesIn[T any](st *subtable[T], filter *Match, yield func(*Rule[T]) bool) b
 	if filter != nil && !st.mask.Covers(&filter.Mask) {
 		return true
 	}
-	return st.table.each(func(_ uint64, es []*entry[T]) bool {
-		for _, e := range es {
+	return st.table.each(func(_ uint64, head *entry[T]) bool {
+		for e := head; e != nil; e = e.next {
 			if filter != nil && !e.key.EqualMasked(&filter.Key, &filter.Mask) {
 				continue
 			}
@@ -278,8 +278,8 @@ func overlapsIn[T any](st *subtable[T], m *Match, p int) bool {
 	}
 	common := st.mask
 	common.And(&m.Mask)
-	return !st.table.each(func(_ uint64, es []*entry[T]) bool {
-		for _, e := range es {
+	return !st.table.each(func(_ uint64, head *entry[T]) bool {
+		for e := head; e != nil; e = e.next {
 			if !e.key.EqualMasked(&m.Key, &common) {
 				continue
 			}

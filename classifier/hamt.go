@@ -9,34 +9,39 @@ import "math/bits"
 // walking the previous one without any lock.
 //
 // Keys are whole hashes: two different values with equal hashes are one key
-// here, and callers that need to tell them apart store a small collision
-// list as the value (see subtable.table).
+// here, and callers that need to tell them apart chain them in the value
+// (see entry.next).
+//
+// Layout: a node is a bitmap and a packed slot array, held by value in its
+// parent's slot, so a lookup touches one slot array per level: one cache
+// miss, not two.
 
 const hamtBits = 5 // 32-way fan-out; level i uses hash bits [5i, 5i+5)
 
-// hnode is one level of the trie. Present slots are packed in slots, in
-// index order; bitmap says which of the 32 indices are present.
-type hnode[V any] struct {
-	bitmap uint32
-	slots  []hslot[V]
+// hmap is one node of the trie, and a whole trie when it is the root. The
+// zero hmap is empty. Present slots are packed in slots, in index order;
+// bm says which of the 32 indices are present.
+type hmap[V any] struct {
+	bm    uint32
+	slots []hslot[V]
 }
 
-// hslot is either a subtree (sub != nil) or one key with its value.
+// hslot is either a subtree (sub.slots != nil) or one key with its value.
 type hslot[V any] struct {
-	sub  *hnode[V]
+	sub  hmap[V]
 	hash uint64
 	val  V
 }
 
 // get returns the value stored under h. It never allocates.
-func (n *hnode[V]) get(h uint64) (V, bool) {
-	for shift := uint(0); n != nil; shift += hamtBits {
+func (n hmap[V]) get(h uint64) (V, bool) {
+	for shift := uint(0); ; shift += hamtBits {
 		bit := uint32(1) << ((h >> shift) & 31)
-		if n.bitmap&bit == 0 {
+		if n.bm&bit == 0 {
 			break
 		}
-		s := &n.slots[bits.OnesCount32(n.bitmap&(bit-1))]
-		if s.sub == nil {
+		s := &n.slots[bits.OnesCount32(n.bm&(bit-1))]
+		if s.sub.slots == nil {
 			if s.hash == h {
 				return s.val, true
 			}
@@ -50,18 +55,15 @@ func (n *hnode[V]) get(h uint64) (V, bool) {
 
 // set returns a trie holding v under h, replacing any value there, and
 // whether h was new.
-func (n *hnode[V]) set(h uint64, v V) (*hnode[V], bool) {
+func (n hmap[V]) set(h uint64, v V) (hmap[V], bool) {
 	return n.setAt(h, v, 0)
 }
 
-func (n *hnode[V]) setAt(h uint64, v V, shift uint) (*hnode[V], bool) {
+func (n hmap[V]) setAt(h uint64, v V, shift uint) (hmap[V], bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
-	if n == nil {
-		return &hnode[V]{bitmap: bit, slots: []hslot[V]{{hash: h, val: v}}}, true
-	}
-	pos := bits.OnesCount32(n.bitmap & (bit - 1))
-	if n.bitmap&bit == 0 {
-		c := &hnode[V]{bitmap: n.bitmap | bit, slots: make([]hslot[V], len(n.slots)+1)}
+	pos := bits.OnesCount32(n.bm & (bit - 1))
+	if n.bm&bit == 0 {
+		c := hmap[V]{bm: n.bm | bit, slots: make([]hslot[V], len(n.slots)+1)}
 		copy(c.slots, n.slots[:pos])
 		c.slots[pos] = hslot[V]{hash: h, val: v}
 		copy(c.slots[pos+1:], n.slots[pos:])
@@ -70,7 +72,7 @@ func (n *hnode[V]) setAt(h uint64, v V, shift uint) (*hnode[V], bool) {
 	c := n.clone()
 	s := &c.slots[pos]
 	switch {
-	case s.sub != nil:
+	case s.sub.slots != nil:
 		sub, added := s.sub.setAt(h, v, shift+hamtBits)
 		s.sub = sub
 		return c, added
@@ -85,63 +87,48 @@ func (n *hnode[V]) setAt(h uint64, v V, shift uint) (*hnode[V], bool) {
 
 // hpair builds the subtree holding two different hashes, starting at shift.
 // Different 64-bit hashes differ somewhere in the 13 levels, so it ends.
-func hpair[V any](h1 uint64, v1 V, h2 uint64, v2 V, shift uint) *hnode[V] {
+func hpair[V any](h1 uint64, v1 V, h2 uint64, v2 V, shift uint) hmap[V] {
 	i1, i2 := (h1>>shift)&31, (h2>>shift)&31
 	if i1 == i2 {
-		return &hnode[V]{bitmap: 1 << i1, slots: []hslot[V]{{sub: hpair(h1, v1, h2, v2, shift+hamtBits)}}}
+		return hmap[V]{bm: 1 << i1, slots: []hslot[V]{{sub: hpair(h1, v1, h2, v2, shift+hamtBits)}}}
 	}
 	a, b := hslot[V]{hash: h1, val: v1}, hslot[V]{hash: h2, val: v2}
 	if i1 > i2 {
 		a, b = b, a
 	}
-	return &hnode[V]{bitmap: 1<<i1 | 1<<i2, slots: []hslot[V]{a, b}}
+	return hmap[V]{bm: 1<<i1 | 1<<i2, slots: []hslot[V]{a, b}}
 }
 
 // del returns a trie without h, and whether h was there. A subtree left
 // with a single key collapses into its parent's slot, so the shape depends
 // only on the set of keys.
-func (n *hnode[V]) del(h uint64) (*hnode[V], bool) {
+func (n hmap[V]) del(h uint64) (hmap[V], bool) {
 	return n.delAt(h, 0)
 }
 
-func (n *hnode[V]) delAt(h uint64, shift uint) (*hnode[V], bool) {
-	if n == nil {
-		return nil, false
-	}
+func (n hmap[V]) delAt(h uint64, shift uint) (hmap[V], bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
-	if n.bitmap&bit == 0 {
+	if n.bm&bit == 0 {
 		return n, false
 	}
-	pos := bits.OnesCount32(n.bitmap & (bit - 1))
-	s := n.slots[pos]
-	if s.sub == nil {
+	pos := bits.OnesCount32(n.bm & (bit - 1))
+	s := &n.slots[pos]
+	if s.sub.slots == nil {
 		if s.hash != h {
 			return n, false
 		}
-		if len(n.slots) == 1 {
-			return nil, true
-		}
-		c := &hnode[V]{bitmap: n.bitmap &^ bit, slots: make([]hslot[V], len(n.slots)-1)}
-		copy(c.slots, n.slots[:pos])
-		copy(c.slots[pos:], n.slots[pos+1:])
-		return c, true
+		return n.without(pos, bit), true
 	}
 	sub, removed := s.sub.delAt(h, shift+hamtBits)
 	if !removed {
 		return n, false
 	}
 	switch {
-	case sub == nil:
+	case sub.slots == nil:
 		// Subtrees hold at least two keys, so this does not happen; if it
 		// did, dropping the empty slot is still the right answer.
-		if len(n.slots) == 1 {
-			return nil, true
-		}
-		c := &hnode[V]{bitmap: n.bitmap &^ bit, slots: make([]hslot[V], len(n.slots)-1)}
-		copy(c.slots, n.slots[:pos])
-		copy(c.slots[pos:], n.slots[pos+1:])
-		return c, true
-	case len(sub.slots) == 1 && sub.slots[0].sub == nil:
+		return n.without(pos, bit), true
+	case len(sub.slots) == 1 && sub.slots[0].sub.slots == nil:
 		if len(n.slots) == 1 && shift > 0 {
 			// n itself now holds one key: let our parent collapse us.
 			return sub, true
@@ -156,21 +143,29 @@ func (n *hnode[V]) delAt(h uint64, shift uint) (*hnode[V], bool) {
 	}
 }
 
-func (n *hnode[V]) clone() *hnode[V] {
-	c := &hnode[V]{bitmap: n.bitmap, slots: make([]hslot[V], len(n.slots))}
+// without returns n minus the slot at pos, whose bitmap bit is bit.
+func (n hmap[V]) without(pos int, bit uint32) hmap[V] {
+	if len(n.slots) == 1 {
+		return hmap[V]{}
+	}
+	c := hmap[V]{bm: n.bm &^ bit, slots: make([]hslot[V], len(n.slots)-1)}
+	copy(c.slots, n.slots[:pos])
+	copy(c.slots[pos:], n.slots[pos+1:])
+	return c
+}
+
+func (n hmap[V]) clone() hmap[V] {
+	c := hmap[V]{bm: n.bm, slots: make([]hslot[V], len(n.slots))}
 	copy(c.slots, n.slots)
 	return c
 }
 
 // each calls f for every key and value until f returns false; it reports
 // whether it ran to the end. The order is the hash order.
-func (n *hnode[V]) each(f func(h uint64, v V) bool) bool {
-	if n == nil {
-		return true
-	}
+func (n hmap[V]) each(f func(h uint64, v V) bool) bool {
 	for i := range n.slots {
 		s := &n.slots[i]
-		if s.sub != nil {
+		if s.sub.slots != nil {
 			if !s.sub.each(f) {
 				return false
 			}

@@ -9,17 +9,17 @@ import (
 // checkShape verifies the hamt's invariants: slots in bitmap order, no
 // empty node, and every subtree below the root holding at least two keys
 // (so the shape depends only on the key set). It returns the key count.
-func checkShape[V any](t *testing.T, n *hnode[V], root bool) int {
+func checkShape[V any](t *testing.T, n hmap[V], root bool) int {
 	t.Helper()
-	if n == nil {
+	if n.slots == nil && n.bm == 0 && root {
 		return 0
 	}
-	if len(n.slots) == 0 || len(n.slots) != popcount(n.bitmap) {
-		t.Fatalf("node with %d slots and bitmap %032b", len(n.slots), n.bitmap)
+	if len(n.slots) == 0 || len(n.slots) != popcount(n.bm) {
+		t.Fatalf("node with %d slots and bitmap %032b", len(n.slots), n.bm)
 	}
 	total := 0
 	for _, s := range n.slots {
-		if s.sub != nil {
+		if s.sub.slots != nil {
 			total += checkShape(t, s.sub, false)
 		} else {
 			total++
@@ -55,10 +55,10 @@ func TestHAMTAgainstMap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(1, 2))
-			var root *hnode[int]
+			var root hmap[int]
 			want := map[uint64]int{}
 			type version struct {
-				root *hnode[int]
+				root hmap[int]
 				want map[uint64]int
 			}
 			var old []version

@@ -89,7 +89,7 @@ func ruleName(r *Rule[int]) string {
 // flips outside it, keys near each rule) and from the classifier.
 func TestLookupAgainstLinear(t *testing.T) {
 	sets, keysPerSet, probes := 3000, 40, 12
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sets = 300
 	}
 	var (

@@ -11,44 +11,56 @@ import (
 // table from masked key to the rules with that match. It is immutable once
 // published; writers derive the next version with insert and remove, which
 // share all unchanged structure with the old one.
+//
+// The fields a lookup reads come first and live in the struct itself (no
+// slices to follow), so that visiting a subtable that turns the key away
+// costs a few adjacent cache lines: with a thousand subtables, memory
+// latency, not arithmetic, is the price of a lookup.
 type subtable[T any] struct {
-	mask flow.Mask
-
-	// stages are the lookup stages in which mask has bits, in order. They
-	// are computed once per mask and shared by every version.
-	stages []stage
-	// index[i] counts entries by the hash of their first i+1 stages, for
-	// every stage but the last: a lookup that finds no count there knows
-	// no entry can match and stops before looking at later fields.
-	index [len(flow.StageEnd) - 1]*hnode[uint32]
+	maxPri   int  // highest priority of any rule; valid when nRules > 0
+	catchAll bool // mask is all-wildcard: every key matches the one entry
+	exact    bool // mask is all-ones: one probe with the whole key's hash
+	nStages  uint8
+	nTries   uint8
+	// The lookup plan: the key words the mask selects, in stage order;
+	// plan entries [stageEnd[i-1], stageEnd[i]) are stage i's, where the
+	// stages counted are only those in which the mask has bits.
+	stageEnd [len(flow.StageEnd)]uint8
+	// tries are the classifier-wide prefix tries to consult, in stage
+	// order, before hashing the stage each belongs to.
+	tries [numGlobalTries]trieCheck
+	// onlyOK[i] says index[i] holds the single hash only[i], the common
+	// case (e.g. every rule matches eth_type=0x0800), checked without a
+	// memory access.
+	onlyOK [len(flow.StageEnd) - 1]bool
+	words  [flow.KeyWords]uint8 // key word of each plan entry
+	only   [len(flow.StageEnd) - 1]uint64
+	top    *Rule[T] // catch-all only: the winning rule
+	// index[i] counts entries by the hash of their stages 0..i, for every
+	// stage but the last: a lookup that finds no count there knows no
+	// entry can match and stops before looking at later fields.
+	index [len(flow.StageEnd) - 1]hmap[uint32]
 	// table maps the full masked-key hash to the entries with that hash
-	// (one, unless 64-bit hashes collide).
-	table *hnode[[]*entry[T]]
+	// (one, unless 64-bit hashes collide; then they are chained).
+	table hmap[*entry[T]]
 	// ports are per-subtable tries over the port fields the mask selects
 	// as a prefix, consulted when the last stage misses.
 	ports []portTrie
+	masks [flow.KeyWords]uint64 // mask word of each plan entry
 
-	pris   *hnode[uint32] // number of rules per priority
-	maxPri int            // highest priority of any rule; valid when nRules > 0
-	nRules int
-
-	catchAll bool     // mask is all-wildcard: every key matches the one entry
-	exact    bool     // mask is all-ones: one probe with the whole key's hash
-	top      *Rule[T] // catch-all only: the winning rule
-	maskHash uint64   // hash of mask, to find a subtable by mask quickly
+	// Read by writers only.
+	pris     hmap[uint32] // number of rules per priority
+	nRules   int
+	maskHash uint64 // hash of mask, to find a subtable by mask quickly
+	mask     flow.Mask
 }
 
-// stage is one lookup stage of a subtable.
-type stage struct {
-	words []int       // key words of the stage that the mask selects
-	nHash int         // words hashed up to and including this stage
-	tries []trieCheck // classifier-wide tries to consult before hashing it
-}
-
-// trieCheck says the subtable matches a prefix of length plen on field.
+// trieCheck says the subtable matches a prefix of length plen on field,
+// which lives in (nonempty) stage number stage.
 type trieCheck struct {
 	field prefixField
-	plen  int
+	plen  uint8
+	stage uint8
 }
 
 // portTrie holds the port prefixes of the subtable's entries.
@@ -60,9 +72,27 @@ type portTrie struct {
 
 // entry is one distinct masked key and its rules, highest priority first.
 // The priorities are distinct: an equal match and priority is one rule.
+// Entries are immutable; a change makes a new one.
 type entry[T any] struct {
+	next  *entry[T] // another entry whose key has the same hash, or nil
 	key   flow.Key
 	rules []*Rule[T]
+}
+
+// chainReplace returns the chain starting at head with old replaced by nw,
+// or dropped if nw is nil, copying the entries before old.
+func chainReplace[T any](head, old, nw *entry[T]) *entry[T] {
+	if head == old {
+		if nw == nil {
+			return old.next
+		}
+		c := *nw
+		c.next = old.next
+		return &c
+	}
+	c := *head
+	c.next = chainReplace(head.next, old, nw)
+	return &c
 }
 
 func newSubtable[T any](m *flow.Mask) *subtable[T] {
@@ -72,32 +102,37 @@ func newSubtable[T any](m *flow.Mask) *subtable[T] {
 		exact:    m.IsExact(),
 		maskHash: m.Key().Hash(0),
 	}
-	var per [len(flow.StageEnd)][]int
+	var stageNum [len(flow.StageEnd)]int // nonempty-stage number of each stage
+	n, prev := 0, -1
 	for i, w := range m.Words() {
-		if w != 0 {
-			s := stageOfWord(i)
-			per[s] = append(per[s], i)
-		}
-	}
-	stageIdx := [len(flow.StageEnd)]int{-1, -1, -1, -1}
-	n := 0
-	for s, words := range per {
-		if len(words) == 0 {
+		if w == 0 {
 			continue
 		}
-		n += len(words)
-		stageIdx[s] = len(st.stages)
-		st.stages = append(st.stages, stage{words: words, nHash: n})
+		s := stageOfWord(i)
+		if s != prev {
+			if prev >= 0 {
+				st.stageEnd[st.nStages] = uint8(n)
+				st.nStages++
+			}
+			stageNum[s], prev = int(st.nStages), s
+		}
+		st.words[n], st.masks[n] = uint8(i), w
+		n++
+	}
+	if prev >= 0 {
+		st.stageEnd[st.nStages] = uint8(n)
+		st.nStages++
 	}
 	if st.catchAll || st.exact {
 		return st
 	}
 	for f := prefixField(0); f < numGlobalTries; f++ {
 		if plen := f.prefixLen(m); plen > 0 {
-			i := stageIdx[f.stage()]
-			st.stages[i].tries = append(st.stages[i].tries, trieCheck{f, plen})
+			st.tries[st.nTries] = trieCheck{f, uint8(plen), uint8(stageNum[f.stage()])}
+			st.nTries++
 		}
 	}
+	slices.SortStableFunc(st.tries[:st.nTries], func(a, b trieCheck) int { return cmp.Compare(a.stage, b.stage) })
 	for _, f := range []prefixField{fieldTpDst, fieldTpSrc} {
 		if plen := f.prefixLen(m); plen > 0 {
 			st.ports = append(st.ports, portTrie{field: f, plen: plen})
@@ -109,33 +144,37 @@ func newSubtable[T any](m *flow.Mask) *subtable[T] {
 // hashes returns the hash of k's masked words through each stage but the
 // last, and through all stages. k need not be masked.
 func (st *subtable[T]) hashes(k *flow.Key) (staged [len(flow.StageEnd) - 1]uint64, full uint64) {
-	kw, mw := k.Words(), st.mask.Words()
+	kw := k.Words()
 	var h uint64
-	for i := range st.stages {
-		sg := &st.stages[i]
-		for _, w := range sg.words {
-			h = flow.HashAdd(h, kw[w]&mw[w])
+	w := 0
+	for i := range int(st.nStages) {
+		end := int(st.stageEnd[i])
+		for ; w < end; w++ {
+			h = flow.HashAdd(h, kw[st.words[w]]&st.masks[w])
 		}
-		if i < len(st.stages)-1 {
-			staged[i] = flow.HashFinish(h, sg.nHash)
+		if i < int(st.nStages)-1 {
+			staged[i] = flow.HashFinish(h, end)
 		}
-	}
-	n := 0
-	if len(st.stages) > 0 {
-		n = st.stages[len(st.stages)-1].nHash
 	}
 	// For an exact mask this is k.Hash(0), which the exact fast path uses.
-	return staged, flow.HashFinish(h, n)
+	return staged, flow.HashFinish(h, w)
+}
+
+// planLen is the number of key words the mask selects.
+func (st *subtable[T]) planLen() int {
+	if st.nStages == 0 {
+		return 0
+	}
+	return int(st.stageEnd[st.nStages-1])
 }
 
 // matches reports whether k, under the subtable's mask, equals e's key.
 func (st *subtable[T]) matches(e *entry[T], k *flow.Key) bool {
-	kw, mw, ew := k.Words(), st.mask.Words(), e.key.Words()
-	for i := range st.stages {
-		for _, w := range st.stages[i].words {
-			if kw[w]&mw[w] != ew[w] {
-				return false
-			}
+	kw, ew := k.Words(), e.key.Words()
+	for w := range st.planLen() {
+		i := st.words[w]
+		if kw[i]&st.masks[w] != ew[i] {
+			return false
 		}
 	}
 	return true
@@ -144,8 +183,7 @@ func (st *subtable[T]) matches(e *entry[T], k *flow.Key) bool {
 // find returns the entry whose key is k under the mask, or nil.
 func (st *subtable[T]) find(k *flow.Key) *entry[T] {
 	_, full := st.hashes(k)
-	es, _ := st.table.get(full)
-	for _, e := range es {
+	for e, _ := st.table.get(full); e != nil; e = e.next {
 		if st.matches(e, k) {
 			return e
 		}
@@ -153,13 +191,14 @@ func (st *subtable[T]) find(k *flow.Key) *entry[T] {
 	return nil
 }
 
-// widenStages ORs the mask's words of stages [0, upto] into wc.
+// widenStages ORs the mask's words of nonempty stages [0, upto] into wc.
 func (st *subtable[T]) widenStages(wc *flow.Mask, upto int) {
-	ww, mw := wc.Words(), st.mask.Words()
-	for i := 0; i <= upto; i++ {
-		for _, w := range st.stages[i].words {
-			ww[w] |= mw[w]
-		}
+	if upto < 0 {
+		return
+	}
+	ww := wc.Words()
+	for w := range int(st.stageEnd[upto]) {
+		ww[st.words[w]] |= st.masks[w]
 	}
 }
 
@@ -169,44 +208,53 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 	if st.catchAll {
 		return st.top // depends on no bit at all
 	}
-	kw, mw := k.Words(), st.mask.Words()
+	kw := k.Words()
 	if st.exact {
 		// Every bit is looked at, whatever the answer.
 		*wc = flow.ExactMask()
-		es, _ := st.table.get(k.Hash(0))
-		for _, e := range es {
+		for e, _ := st.table.get(k.Hash(0)); e != nil; e = e.next {
 			if e.key == *k {
 				return e.rules[0]
 			}
 		}
 		return nil
 	}
-	last := len(st.stages) - 1
+	last := int(st.nStages) - 1
 	var h uint64
-	for i := range st.stages {
-		sg := &st.stages[i]
-		for _, c := range sg.tries {
-			if ok, check := tc.mayMatch(k, c.field, c.plen); !ok {
+	w, t := 0, 0
+	for i := range int(st.nStages) {
+		for ; t < int(st.nTries) && int(st.tries[t].stage) == i; t++ {
+			c := &st.tries[t]
+			if ok, check := tc.mayMatch(k, c.field, int(c.plen)); !ok {
 				// No rule anywhere has a prefix of this length that
-				// matches: skip, depending on the stages passed so far
-				// and on the address bits the trie looked at.
+				// matches. The skip depends on the address bits the
+				// trie looked at; the stages passed so far go in too,
+				// so the megaflow keeps the prerequisites (eth_type)
+				// of the address bits it matches.
 				st.widenStages(wc, i-1)
-				c.field.widen(wc, min(c.plen, check))
+				c.field.widen(wc, min(int(c.plen), check))
 				return nil
 			}
 		}
-		for _, w := range sg.words {
-			h = flow.HashAdd(h, kw[w]&mw[w])
+		end := int(st.stageEnd[i])
+		for ; w < end; w++ {
+			h = flow.HashAdd(h, kw[st.words[w]]&st.masks[w])
 		}
 		if i < last {
-			if _, ok := st.index[i].get(flow.HashFinish(h, sg.nHash)); !ok {
+			sh := flow.HashFinish(h, end)
+			var ok bool
+			if st.onlyOK[i] {
+				ok = sh == st.only[i]
+			} else {
+				_, ok = st.index[i].get(sh)
+			}
+			if !ok {
 				st.widenStages(wc, i)
 				return nil
 			}
 		}
 	}
-	es, _ := st.table.get(flow.HashFinish(h, st.stages[last].nHash))
-	for _, e := range es {
+	for e, _ := st.table.get(flow.HashFinish(h, w)); e != nil; e = e.next {
 		if st.matches(e, k) {
 			st.widenStages(wc, last)
 			return e.rules[0]
@@ -227,35 +275,46 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 	return nil
 }
 
+// setIndex stores a new version of index[i] and notes whether it holds a
+// single hash.
+func (st *subtable[T]) setIndex(i int, m hmap[uint32]) {
+	st.index[i] = m
+	st.onlyOK[i] = len(m.slots) == 1 && m.slots[0].sub.slots == nil
+	st.only[i] = 0
+	if st.onlyOK[i] {
+		st.only[i] = m.slots[0].hash
+	}
+}
+
 // insert returns a version of st that also holds r under the masked key
 // key. If a rule with the same match and priority was there, r takes its
 // place and it is returned. newEntry reports that key was new to st.
 func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], replaced *Rule[T], newEntry bool) {
 	c := *st
 	staged, full := st.hashes(key)
-	es, _ := st.table.get(full)
+	head, _ := st.table.get(full)
 	var old *entry[T]
-	oldIdx := -1
-	for i, e := range es {
+	for e := head; e != nil; e = e.next {
 		if st.matches(e, key) {
-			old, oldIdx = e, i
+			old = e
 			break
 		}
 	}
 	var e *entry[T]
 	if old == nil {
-		e = &entry[T]{key: *key, rules: []*Rule[T]{r}}
-		es = append(slices.Clip(es), e)
-		for i := 0; i < len(c.stages)-1 && !c.exact; i++ {
+		e = &entry[T]{next: head, key: *key, rules: []*Rule[T]{r}}
+		c.table, _ = c.table.set(full, e)
+		for i := 0; i < int(c.nStages)-1 && !c.exact; i++ {
 			n, _ := c.index[i].get(staged[i])
-			c.index[i], _ = c.index[i].set(staged[i], n+1)
+			idx, _ := c.index[i].set(staged[i], n+1)
+			c.setIndex(i, idx)
 		}
 		if len(c.ports) > 0 {
 			c.ports = slices.Clone(st.ports)
-		}
-		for i := range c.ports {
-			p := &c.ports[i]
-			p.root = p.root.insert(p.field.value(key), p.plen)
+			for i := range c.ports {
+				p := &c.ports[i]
+				p.root = p.root.insert(p.field.value(key), p.plen)
+			}
 		}
 	} else {
 		e = &entry[T]{key: old.key}
@@ -269,10 +328,8 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 		} else {
 			e.rules = slices.Insert(slices.Clone(old.rules), pos, r)
 		}
-		es = slices.Clone(es)
-		es[oldIdx] = e
+		c.table, _ = c.table.set(full, chainReplace(head, old, e))
 	}
-	c.table, _ = c.table.set(full, es)
 	if replaced == nil {
 		c.addPriority(r.Priority, 1)
 		c.nRules++
@@ -287,54 +344,58 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 // whether r was there. goneEntry reports that no rule is left under key.
 func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, goneEntry bool) {
 	staged, full := st.hashes(key)
-	es, _ := st.table.get(full)
-	for i, e := range es {
-		if !st.matches(e, key) {
-			continue
+	head, _ := st.table.get(full)
+	var old *entry[T]
+	for e := head; e != nil; e = e.next {
+		if st.matches(e, key) {
+			old = e
+			break
 		}
-		pos := slices.Index(e.rules, r)
-		if pos < 0 {
-			return st, false, false
-		}
-		c := *st
-		if len(e.rules) > 1 {
-			ne := &entry[T]{key: e.key, rules: slices.Delete(slices.Clone(e.rules), pos, pos+1)}
-			es = slices.Clone(es)
-			es[i] = ne
-			c.table, _ = c.table.set(full, es)
-			if c.catchAll {
-				c.top = ne.rules[0]
-			}
-		} else {
-			goneEntry = true
-			if len(es) > 1 {
-				c.table, _ = c.table.set(full, slices.Delete(slices.Clone(es), i, i+1))
-			} else {
-				c.table, _ = c.table.del(full)
-			}
-			for j := 0; j < len(c.stages)-1 && !c.exact; j++ {
-				if n, _ := c.index[j].get(staged[j]); n > 1 {
-					c.index[j], _ = c.index[j].set(staged[j], n-1)
-				} else {
-					c.index[j], _ = c.index[j].del(staged[j])
-				}
-			}
-			if len(c.ports) > 0 {
-				c.ports = slices.Clone(st.ports)
-				for j := range c.ports {
-					p := &c.ports[j]
-					p.root = p.root.remove(p.field.value(key), p.plen)
-				}
-			}
-			if c.catchAll {
-				c.top = nil
-			}
-		}
-		c.addPriority(r.Priority, -1)
-		c.nRules--
-		return &c, true, goneEntry
 	}
-	return st, false, false
+	if old == nil {
+		return st, false, false
+	}
+	pos := slices.Index(old.rules, r)
+	if pos < 0 {
+		return st, false, false
+	}
+	c := *st
+	if len(old.rules) > 1 {
+		ne := &entry[T]{key: old.key, rules: slices.Delete(slices.Clone(old.rules), pos, pos+1)}
+		c.table, _ = c.table.set(full, chainReplace(head, old, ne))
+		if c.catchAll {
+			c.top = ne.rules[0]
+		}
+	} else {
+		goneEntry = true
+		if rest := chainReplace(head, old, nil); rest != nil {
+			c.table, _ = c.table.set(full, rest)
+		} else {
+			c.table, _ = c.table.del(full)
+		}
+		for j := 0; j < int(c.nStages)-1 && !c.exact; j++ {
+			var idx hmap[uint32]
+			if n, _ := c.index[j].get(staged[j]); n > 1 {
+				idx, _ = c.index[j].set(staged[j], n-1)
+			} else {
+				idx, _ = c.index[j].del(staged[j])
+			}
+			c.setIndex(j, idx)
+		}
+		if len(c.ports) > 0 {
+			c.ports = slices.Clone(st.ports)
+			for j := range c.ports {
+				p := &c.ports[j]
+				p.root = p.root.remove(p.field.value(key), p.plen)
+			}
+		}
+		if c.catchAll {
+			c.top = nil
+		}
+	}
+	c.addPriority(r.Priority, -1)
+	c.nRules--
+	return &c, true, goneEntry
 }
 
 // addPriority adds d to the count of rules with priority p and keeps
