@@ -139,6 +139,7 @@ type xctx struct {
 	table            uint8
 	cookie           uint64
 	exit             bool
+	packetOut        bool // translating a packet-out: OFPP_TABLE is allowed
 }
 
 // Translate runs key (InPort in datapath numbering) through the tables
@@ -167,6 +168,22 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	if !c.exit {
 		c.runActionSet()
 	}
+}
+
+// TranslateActions translates an explicit action list, a packet-out's, for
+// a packet with key whose input port is the OpenFlow port ofInPort (which
+// may be a reserved port such as openflow.PortController or PortAny: then
+// nothing is excluded from flooding and IN_PORT outputs nowhere). An
+// output to openflow.PortTable runs the packet through the tables.
+func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflow.Action, now time.Time, out *Out) {
+	out.reset()
+	out.TablesVersion = x.Tables.Version()
+	c := &out.ctx
+	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	c.inPort = c.ports.ByOF(ofInPort)
+	c.flow.InPort = ofInPort
+	c.packetOut = true
+	c.doActions(acts)
 }
 
 // pipeline looks the flow up in table id and runs the instructions found,
@@ -384,9 +401,14 @@ func (c *xctx) output(p uint32, maxLen uint16) {
 		c.controller(ReasonAction, c.table, maxLen, c.cookie)
 	case openflow.PortLocal:
 		c.emitOutput(c.ports.ByOF(openflow.PortLocal))
-	case openflow.PortTable, openflow.PortAny:
-		// OFPP_TABLE is only for packet-out, handled there; OFPP_ANY is
-		// not a destination.
+	case openflow.PortTable:
+		// Only a packet-out may send a packet through the tables.
+		if c.packetOut {
+			c.packetOut = false
+			c.pipeline(0)
+		}
+	case openflow.PortAny:
+		// Not a destination.
 	default:
 		if p == c.flow.InPort {
 			// OpenFlow: output to the input port needs IN_PORT.
@@ -409,7 +431,7 @@ func (c *xctx) emitOutput(pt *Port) {
 // ports with flooding disabled (FLOOD, NORMAL) and not (ALL).
 func (c *xctx) flood(honourNoFlood bool) {
 	for _, pt := range c.ports.List() {
-		if pt == c.inPort || pt.Down || honourNoFlood && pt.NoFlood {
+		if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || honourNoFlood && pt.NoFlood {
 			continue
 		}
 		c.emitOutput(pt)

@@ -1,0 +1,242 @@
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/maclearn"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// FailMode is what a bridge does while no controller is connected.
+type FailMode uint8
+
+const (
+	// FailStandalone makes the bridge a learning switch (a priority-0
+	// NORMAL flow) when it has no controller.
+	FailStandalone FailMode = iota
+	// FailSecure forwards only what the flow tables say.
+	FailSecure
+)
+
+// ParseFailMode parses "standalone" or "secure" ("" is standalone).
+func ParseFailMode(s string) (FailMode, error) {
+	switch s {
+	case "", "standalone":
+		return FailStandalone, nil
+	case "secure":
+		return FailSecure, nil
+	}
+	return 0, fmt.Errorf("fail mode %q: want standalone or secure", s)
+}
+
+func (m FailMode) String() string {
+	if m == FailSecure {
+		return "secure"
+	}
+	return "standalone"
+}
+
+// BridgeConfig configures a bridge.
+type BridgeConfig struct {
+	Name     string
+	FailMode FailMode
+	// HasControllers says controllers are configured: then a standalone
+	// bridge does not add its NORMAL flow at creation.
+	HasControllers bool
+	MACTableSize   int
+	MACAging       time.Duration
+	MaxFlows       int // OpenFlow flows in all tables; 0 = no limit
+	Upcall         UpcallConfig
+}
+
+// PortEvent reports a port change to OpenFlow connections (port_status).
+type PortEvent struct {
+	Reason uint8 // openflow.PortReasonAdd/Delete/Modify values: 0 add, 1 delete, 2 modify
+	Port   Port
+}
+
+// Bridge is one OpenFlow switch over a datapath: its ports, flow tables,
+// MAC table, translation and upcall machinery.
+type Bridge struct {
+	Name   string
+	DP     datapath.Datapath
+	Tables *Tables
+	Ports  *Ports
+	MAC    *maclearn.Table
+	X      *Xlator
+	Udpif  *Udpif
+	Config BridgeConfig
+
+	// DatapathID is the OpenFlow datapath id: the low 48 bits are the
+	// bridge's MAC address, as OVS picks it.
+	DatapathID uint64
+
+	mu sync.Mutex
+	// OnPortEvent, if set, is told of port additions, removals and
+	// changes. It must not block.
+	OnPortEvent func(PortEvent)
+}
+
+// NewBridge builds a bridge over dp, which must be open. It learns the
+// datapath's existing ports: port 0 (the datapath's internal port, named
+// as the bridge) becomes OpenFlow port LOCAL and port n becomes OpenFlow
+// port n. Start begins handling traffic.
+func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
+	tables := NewTables()
+	tables.MaxFlows = cfg.MaxFlows
+	b := &Bridge{
+		Name: cfg.Name, DP: dp, Tables: tables, Ports: NewPorts(),
+		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
+	}
+	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC}
+	vports, err := dp.Vports()
+	if err != nil {
+		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)
+	}
+	for _, vp := range vports {
+		if err := b.Ports.Add(portFromVport(&vp)); err != nil {
+			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
+		}
+	}
+	b.DatapathID = datapathID(cfg.Name)
+	if cfg.FailMode == FailStandalone && !cfg.HasControllers {
+		// OVS's bridge starts as a learning switch: one visible flow,
+		// priority 0, NORMAL, that ovs-ofctl can delete.
+		fm := FlowMod{Command: CmdAdd, OutPort: openflow.PortAny,
+			Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(openflow.PortNormal, 0)}}}
+		if err := b.Tables.Apply(&fm, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	b.Udpif = NewUdpif(dp, b.X, cfg.Upcall)
+	return b, nil
+}
+
+// datapathID derives a stable 48-bit datapath id from the bridge name, a
+// locally administered MAC address, as OVS does when the bridge has no
+// physical port to take one from.
+func datapathID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	id := h.Sum64() & 0xffffffffffff
+	id |= 0x020000000000  // locally administered
+	id &^= 0x010000000000 // unicast
+	return id
+}
+
+func portFromVport(vp *datapath.Vport) Port {
+	p := Port{OFPort: vp.PortNo, DPPort: vp.PortNo, Name: vp.Name, Type: vportTypeName(vp.Type)}
+	if vp.PortNo == 0 {
+		p.OFPort = openflow.PortLocal
+	}
+	return p
+}
+
+func vportTypeName(t datapath.VportType) string {
+	switch t {
+	case datapath.VportNetdev:
+		return "system"
+	case datapath.VportInternal:
+		return "internal"
+	}
+	return t.String()
+}
+
+// Start begins handling upcalls and revalidating.
+func (b *Bridge) Start() { b.Udpif.Start() }
+
+// Stop stops the upcall handlers and revalidator. The datapath and its
+// flows stay, so traffic keeps flowing in the kernel.
+func (b *Bridge) Stop() { b.Udpif.Stop() }
+
+// AddPort adds a datapath port for the network device name (typ "system"
+// or "internal") and gives it OpenFlow port ofport, or the next free
+// number when ofport is 0 (the datapath port number when it is free).
+func (b *Bridge) AddPort(name, typ string, ofport uint32) (Port, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	vt := datapath.VportNetdev
+	switch typ {
+	case "", "system":
+	case "internal":
+		vt = datapath.VportInternal
+	default:
+		return Port{}, fmt.Errorf("port %s: type %q is not supported", name, typ)
+	}
+	vp, err := b.DP.AddVport(datapath.VportSpec{Name: name, Type: vt})
+	if err != nil {
+		return Port{}, fmt.Errorf("add port %s: %w", name, err)
+	}
+	p := portFromVport(&vp)
+	if ofport != 0 {
+		p.OFPort = ofport
+	} else if b.Ports.Snapshot().ByOF(p.OFPort) != nil {
+		p.OFPort = b.Ports.NextOFPort()
+	}
+	if err := b.Ports.Add(p); err != nil {
+		b.DP.DeleteVport(vp.PortNo)
+		return Port{}, err
+	}
+	if b.OnPortEvent != nil {
+		b.OnPortEvent(PortEvent{Reason: 0, Port: p})
+	}
+	return p, nil
+}
+
+// ErrNoPort is returned for a port name the bridge does not have.
+var ErrNoPort = errors.New("no such port")
+
+// DeletePort removes the port called name from the bridge and the
+// datapath, and forgets what the MAC table learned on it.
+func (b *Bridge) DeletePort(name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var p *Port
+	for _, q := range b.Ports.Snapshot().List() {
+		if q.Name == name {
+			p = q
+		}
+	}
+	if p == nil {
+		return fmt.Errorf("port %s: %w", name, ErrNoPort)
+	}
+	if p.OFPort == openflow.PortLocal {
+		return fmt.Errorf("port %s is the bridge's own port", name)
+	}
+	if err := b.DP.DeleteVport(p.DPPort); err != nil {
+		return fmt.Errorf("delete port %s: %w", name, err)
+	}
+	b.Ports.Remove(p.OFPort)
+	b.MAC.FlushPort(p.OFPort)
+	if b.OnPortEvent != nil {
+		b.OnPortEvent(PortEvent{Reason: 1, Port: *p})
+	}
+	return nil
+}
+
+// PacketOut sends packet as a controller's packet-out asks: through acts,
+// as if it had arrived on OpenFlow port inPort (a real port, or a reserved
+// one such as openflow.PortController).
+func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action) error {
+	now := time.Now()
+	md := flow.Metadata{}
+	if p := b.Ports.Snapshot().ByOF(inPort); p != nil {
+		md.InPort = p.DPPort
+	}
+	key := flow.Extract(packet, md)
+	var out Out
+	b.X.TranslateActions(&key, inPort, acts, now, &out)
+	if out.Dropped != "" {
+		return fmt.Errorf("packet-out: %s", out.Dropped)
+	}
+	if len(out.Actions) == 0 {
+		return nil
+	}
+	return b.DP.Execute(packet, &key, out.Actions)
+}

@@ -1,0 +1,276 @@
+package ofproto
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+)
+
+// Revalidator tunables from OVS.
+const (
+	revalidateBatch   = 50                     // deletes and modifies per Operate
+	overLimitMaxIdle  = 100 * time.Millisecond // max-idle while above the flow limit
+	minDynamicLimit   = 1000
+	dumpSlowWarn      = 2000 * time.Millisecond
+	dumpSlowShrink    = 1300 * time.Millisecond
+	dumpFastGrowBelow = 1000 * time.Millisecond
+)
+
+func (u *Udpif) revalidatorLoop() {
+	t := time.NewTicker(u.cfg.RevalidateInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-t.C:
+			u.revalidate()
+		case done := <-u.kick:
+			u.revalidate()
+			close(done)
+		}
+	}
+}
+
+// Revalidate runs a revalidation pass now and returns when it is done
+// (ovs-appctl revalidator/wait). It returns at once if the Udpif is
+// stopped.
+func (u *Udpif) Revalidate() {
+	done := make(chan struct{})
+	select {
+	case u.kick <- done:
+		<-done
+	case <-u.stop:
+	}
+}
+
+// revalidate is one pass: dump the datapath's flows, credit their new
+// packets to the OpenFlow rules, delete idle flows and those past the
+// flow limit, re-translate flows whose tables or MAC entries changed
+// (fixing or deleting them), adopt flows from an earlier run, forget
+// ukeys whose flows vanished, adjust the dynamic flow limit by how long
+// the dump took, and expire OpenFlow flow timeouts.
+func (u *Udpif) revalidate() {
+	start := time.Now()
+	u.gen++
+	gen := u.gen
+	st, err := u.dp.Stats()
+	if err != nil {
+		return
+	}
+	nflows := int(st.Flows)
+	u.nFlows.Store(int64(nflows))
+	u.nFlowsAt.Store(start.UnixNano())
+	limit := int(u.flowLimit.Load())
+	maxIdle := u.cfg.MaxIdle
+	if nflows > limit {
+		maxIdle = overLimitMaxIdle
+	}
+	kill := nflows > 2*limit
+	terse := !u.firstDump.Swap(false) && u.dp.Features().UFID
+	tablesV := u.x.Tables.Version()
+	var macV uint64
+	if u.x.MAC != nil {
+		macV = u.x.MAC.Version()
+	}
+	exact := u.disableMegaflows.Load()
+
+	var dels, mods []datapath.Op
+	var out Out
+	now := start
+	u.dp.DumpFlows(terse, func(f *datapath.Flow) error {
+		k := u.ukeys.Lookup(&f.UFID)
+		if k == nil {
+			if f.Terse || !u.adopt(f, now, exact, &out) {
+				u.c.stale.Add(1)
+				dels = append(dels, deleteOp(f))
+			}
+			return nil
+		}
+		k.seenGen = gen
+		if f.Stats.Packets > k.packets {
+			dp, db := f.Stats.Packets-k.packets, f.Stats.Bytes-k.bytes
+			for i := 0; i < k.nRules; i++ {
+				k.rules[i].Value.Credit(dp, db, now)
+			}
+			k.activeAt = now.UnixNano()
+		}
+		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
+		switch {
+		case kill:
+			u.c.killed.Add(1)
+			dels = append(dels, deleteOp(f))
+		case now.UnixNano()-k.activeAt > int64(maxIdle):
+			u.c.idleDeleted.Add(1)
+			dels = append(dels, deleteOp(f))
+		case k.tablesVersion != tablesV || k.macVersion != macV:
+			switch u.retranslate(k, now, exact, &out) {
+			case retransDelete:
+				dels = append(dels, deleteOp(f))
+			case retransModify:
+				mods = append(mods, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutModify,
+					Flow: datapath.Flow{UFID: k.ufid, Key: k.key, Mask: k.mask, Actions: append([]byte(nil), k.actions...)}})
+			}
+		}
+		return nil
+	})
+
+	// Ukeys whose flows were not in the dump are gone from the datapath
+	// (deleted by someone else, or a put that raced a flush): forget them.
+	// Ukeys created during the dump are younger than its start.
+	var vanished []datapath.UFID
+	u.ukeys.Range(func(k *ukey) {
+		if k.installed && k.seenGen != gen && k.activeAt < start.UnixNano() {
+			vanished = append(vanished, k.ufid)
+		}
+	})
+	for i := range vanished {
+		u.ukeys.Remove(&vanished[i])
+	}
+
+	u.operateChunks(dels, func(op *datapath.Op) {
+		u.ukeys.Remove(&op.Flow.UFID)
+		if op.Err == nil {
+			u.c.deleted.Add(1)
+		}
+	})
+	u.operateChunks(mods, func(op *datapath.Op) {
+		if op.Err == nil {
+			u.c.modified.Add(1)
+		} else {
+			u.ukeys.Remove(&op.Flow.UFID)
+		}
+	})
+
+	d := time.Since(start)
+	u.c.dumpNanos.Store(int64(d))
+	u.c.dumps.Add(1)
+	u.flowLimit.Store(int64(nextFlowLimit(limit, nflows, d, u.cfg.FlowLimit)))
+
+	done := time.Now()
+	u.x.Tables.Expire(done)
+	if u.x.MAC != nil {
+		u.x.MAC.Expire(done)
+	}
+}
+
+// nextFlowLimit is OVS's dynamic flow limit: shrink when a dump is slow,
+// grow by 1000 when it is fast and the datapath holds more than the limit
+// could sustain, clamp to [1000, max].
+func nextFlowLimit(limit, nflows int, d time.Duration, max int) int {
+	ms := int(d.Milliseconds())
+	if ms < 1 {
+		ms = 1
+	}
+	switch {
+	case d > dumpSlowWarn:
+		limit /= ms / 1000
+	case d > dumpSlowShrink:
+		limit = limit * 3 / 4
+	case d < dumpFastGrowBelow && limit < nflows*1000/ms:
+		limit += 1000
+	}
+	lo := min(minDynamicLimit, max)
+	return min(max, maxInt(limit, lo))
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func deleteOp(f *datapath.Flow) datapath.Op {
+	op := datapath.Op{Kind: datapath.OpDelete}
+	op.Flow.UFID = f.UFID
+	if f.UFID.IsZero() {
+		op.Flow.Key = f.Key
+	}
+	return op
+}
+
+// operateChunks sends ops in batches and calls done for each afterwards.
+func (u *Udpif) operateChunks(ops []datapath.Op, done func(*datapath.Op)) {
+	for len(ops) > 0 {
+		n := min(len(ops), revalidateBatch)
+		chunk := ops[:n]
+		if err := u.dp.Operate(chunk); err != nil {
+			for i := range chunk {
+				chunk[i].Err = err
+			}
+		}
+		for i := range chunk {
+			done(&chunk[i])
+		}
+		ops = ops[n:]
+	}
+}
+
+type retransResult uint8
+
+const (
+	retransKeep retransResult = iota
+	retransModify
+	retransDelete
+)
+
+// translateFlow translates a flow's key as the handler would, returning
+// the fitted megaflow mask in out.WC.
+func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out) {
+	u.x.Translate(key, now, false, out)
+	if out.WC.IsZero() || exact {
+		out.WC = flow.ExactMask()
+	}
+	datapath.FitMask(key, &out.WC)
+}
+
+// retranslate re-translates a ukey after its tables or MAC entries
+// changed. Same mask and actions: keep. Same mask, new actions: modify
+// the flow. A different mask: the flow no longer describes one
+// translation; delete it and let the next packet upcall.
+func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retransResult {
+	u.translateFlow(&k.key, now, exact, out)
+	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
+	k.rules, k.nRules = out.Rules, out.NRules
+	if out.WC != k.mask {
+		return retransDelete
+	}
+	if bytes.Equal(out.Actions, k.actions) {
+		return retransKeep
+	}
+	k.actions = append(k.actions[:0], out.Actions...)
+	return retransModify
+}
+
+// adopt takes over a flow found in the datapath with no ukey, typically
+// one installed by a previous run of the switch: if translating its key
+// now gives the same mask and actions, it is ours and stays, forwarding
+// in the kernel throughout the restart.
+func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) bool {
+	key := f.Key.Apply(&f.Mask)
+	u.translateFlow(&key, now, exact, out)
+	if out.WC != f.Mask || !bytes.Equal(out.Actions, f.Actions) {
+		return false
+	}
+	if f.UFID.IsZero() {
+		return false
+	}
+	k, _ := u.ukeys.Insert(&f.UFID, func(k *ukey) {
+		k.key, k.mask = key, f.Mask
+		k.hash = key.HashMasked(&f.Mask, 0)
+		k.actions = append(k.actions[:0], f.Actions...)
+		k.rules, k.nRules = out.Rules, out.NRules
+		k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
+		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
+		k.activeAt = now.UnixNano()
+		k.installed = true
+	})
+	if k == nil {
+		return false
+	}
+	u.c.adopted.Add(1)
+	return true
+}

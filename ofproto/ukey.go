@@ -1,0 +1,152 @@
+package ofproto
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+)
+
+// A ukey (OVS's name; the 2012 code called it a subfacet) is the switch's
+// record of one datapath flow it installed: its UFID, megaflow, actions,
+// the OpenFlow rules it stands for (to credit their stats), the versions
+// of the tables it was translated against, and what the last dump said of
+// its counters. Handlers create ukeys on the miss path; revalidators
+// update and delete them.
+type ukey struct {
+	ufid    datapath.UFID
+	hash    uint64 // hash of the masked key, computed once at creation
+	key     flow.Key
+	mask    flow.Mask
+	actions []byte // owned; capacity kept across reuse
+
+	rules  [MaxXlateRules]*Rule
+	nRules int
+
+	tablesVersion uint64
+	macVersion    uint64
+
+	// Revalidator state: the counters at the last dump, the dump
+	// generation that last saw the flow, and the generation at which its
+	// packet count last changed (for idle expiry).
+	packets, bytes uint64
+	seenGen        uint64
+	activeGen      uint64
+	activeAt       int64 // unix nanoseconds of the dump that saw the count change
+	installed      bool  // the put succeeded (or the flow was adopted)
+}
+
+// ukeyShards spreads the ukey table over this many locks so handlers and
+// revalidators rarely contend.
+const ukeyShards = 16
+
+// ukeyTable is the set of ukeys by UFID, with a bounded pool of free
+// ukeys. Capacity bounds the ukeys in use: past it, Get fails and the
+// handler executes the packet without installing a flow.
+type ukeyTable struct {
+	shards [ukeyShards]struct {
+		sync.Mutex
+		m map[datapath.UFID]*ukey
+	}
+	poolMu sync.Mutex
+	free   []*ukey
+	n      atomic.Int64
+	cap    int64
+}
+
+func newUkeyTable(capacity int) *ukeyTable {
+	t := &ukeyTable{cap: int64(capacity)}
+	hint := capacity / ukeyShards
+	if hint > 4096 {
+		hint = 4096 // grow past this only if the traffic asks for it
+	}
+	for i := range t.shards {
+		t.shards[i].m = make(map[datapath.UFID]*ukey, hint)
+	}
+	return t
+}
+
+func (t *ukeyTable) shard(u *datapath.UFID) int { return int(u[0]) % ukeyShards }
+
+// Len returns the ukeys in use.
+func (t *ukeyTable) Len() int { return int(t.n.Load()) }
+
+// Lookup returns the ukey of ufid, or nil.
+func (t *ukeyTable) Lookup(ufid *datapath.UFID) *ukey {
+	s := &t.shards[t.shard(ufid)]
+	s.Lock()
+	u := s.m[*ufid]
+	s.Unlock()
+	return u
+}
+
+// Insert draws a ukey from the pool for ufid and adds it, unless a ukey of
+// that UFID exists (then it returns nil, false: a duplicate) or the table
+// is at capacity (nil, true). fill initialises the new ukey under the
+// shard lock, before anyone else can see it.
+func (t *ukeyTable) Insert(ufid *datapath.UFID, fill func(*ukey)) (u *ukey, full bool) {
+	s := &t.shards[t.shard(ufid)]
+	s.Lock()
+	defer s.Unlock()
+	if s.m[*ufid] != nil {
+		return nil, false
+	}
+	if t.n.Load() >= t.cap {
+		return nil, true
+	}
+	u = t.get()
+	u.ufid = *ufid
+	fill(u)
+	s.m[*ufid] = u
+	t.n.Add(1)
+	return u, false
+}
+
+// Remove takes the ukey of ufid out of the table and returns it to the
+// pool. The caller must not use it afterwards.
+func (t *ukeyTable) Remove(ufid *datapath.UFID) {
+	s := &t.shards[t.shard(ufid)]
+	s.Lock()
+	u := s.m[*ufid]
+	if u != nil {
+		delete(s.m, *ufid)
+		t.n.Add(-1)
+	}
+	s.Unlock()
+	if u != nil {
+		t.put(u)
+	}
+}
+
+// Range calls fn for every ukey, shard by shard, holding that shard's
+// lock: fn must not call back into the table.
+func (t *ukeyTable) Range(fn func(*ukey)) {
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.Lock()
+		for _, u := range s.m {
+			fn(u)
+		}
+		s.Unlock()
+	}
+}
+
+func (t *ukeyTable) get() *ukey {
+	t.poolMu.Lock()
+	defer t.poolMu.Unlock()
+	if n := len(t.free); n > 0 {
+		u := t.free[n-1]
+		t.free = t.free[:n-1]
+		return u
+	}
+	return &ukey{actions: make([]byte, 0, 256)}
+}
+
+func (t *ukeyTable) put(u *ukey) {
+	acts := u.actions[:0]
+	*u = ukey{actions: acts}
+	t.poolMu.Lock()
+	t.free = append(t.free, u)
+	t.poolMu.Unlock()
+}

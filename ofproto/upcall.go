@@ -1,0 +1,448 @@
+package ofproto
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/governor"
+)
+
+// Upcall-path defaults, as OVS's.
+const (
+	DefaultFlowLimit   = 200000
+	DefaultMaxIdle     = 10 * time.Second
+	UpcallBatch        = 64 // upcalls read per handler wake-up
+	upcallBufSize      = 64 << 10
+	flowCountCacheTime = 100 * time.Millisecond
+)
+
+// UpcallConfig configures the upcall handlers and revalidators.
+type UpcallConfig struct {
+	// FlowLimit caps the datapath flows (OVS's other_config:flow-limit);
+	// the dynamic limit moves within [1000, FlowLimit]. 0 means
+	// DefaultFlowLimit.
+	FlowLimit int
+	// MaxIdle is how long a datapath flow may see no packet before the
+	// revalidator deletes it. 0 means DefaultMaxIdle.
+	MaxIdle time.Duration
+	// RevalidateInterval is the time between revalidator dumps. 0 means
+	// 500 ms (OVS's max-revalidator).
+	RevalidateInterval time.Duration
+	// Governor selects the flow-setup governor's mode and threshold;
+	// Governor == nil disables it (every miss installs a flow).
+	Governor          *governor.Mode
+	GovernorThreshold int
+	// DisableMegaflows installs exact-match flows (every key bit).
+	DisableMegaflows bool
+}
+
+// PacketIn is a packet for the controller, from a CONTROLLER output or a
+// table miss. Packet is a copy the receiver owns.
+type PacketIn struct {
+	Packet []byte
+	Key    flow.Key // as the datapath extracted it; InPort in datapath numbering
+	Reason uint8    // ReasonNoMatch or ReasonAction
+	Table  uint8
+	Cookie uint64
+	MaxLen uint16
+}
+
+// UpcallStats are the upcall path's counters, for upcall/show,
+// coverage/show and metrics.
+type UpcallStats struct {
+	Upcalls          uint64 // upcalls received
+	Misses           uint64 // MISS upcalls
+	ActionUpcalls    uint64 // userspace-action upcalls
+	FlowsInstalled   uint64 // flow puts that succeeded
+	PutFailed        uint64 // flow puts the datapath refused
+	Executes         uint64 // packets executed
+	ExecuteFailed    uint64 // executes the datapath refused
+	Duplicates       uint64 // misses for a flow already being installed (handler_duplicate_upcall)
+	LimitHits        uint64 // misses not installed because of the flow limit (upcall_flow_limit_hit)
+	UkeyFull         uint64 // misses not installed because the ukey table was full
+	GovernorExecutes uint64 // misses the governor chose not to install
+	GovernorInstalls uint64 // misses the governor chose to install (counted + shortcut)
+	Batches          uint64 // handler wake-ups with at least one upcall
+	Lost             uint64 // upcalls the handlers' sockets lost
+	PacketIns        uint64 // packets sent to the controller
+	PacketInsDropped uint64 // packet-ins dropped (no listener or rate limit)
+
+	// Revalidator counters.
+	Dumps          uint64
+	DumpDuration   time.Duration // of the last dump
+	FlowsDeleted   uint64
+	FlowsModified  uint64
+	IdleDeleted    uint64
+	LimitKilled    uint64 // upcall_flow_limit_kill
+	StaleDeleted   uint64 // flows with no ukey that did not translate the same
+	Adopted        uint64 // flows with no ukey adopted (after a restart)
+	FlowLimit      int    // current dynamic limit
+	DatapathFlows  int    // flows at the last dump
+	UkeysInUse     int
+	AvgBatchTimes8 uint64 // average upcalls per handler batch, ×8 (fixed point)
+}
+
+// counters are the atomics behind UpcallStats.
+type counters struct {
+	upcalls, misses, actions, installed, putFailed, executes, execFailed     atomic.Uint64
+	duplicates, limitHits, ukeyFull, govExec, govInstall, batches, packetIns atomic.Uint64
+	packetInsDropped, dumps, deleted, modified, idleDeleted, killed, stale   atomic.Uint64
+	adopted                                                                  atomic.Uint64
+	dumpNanos                                                                atomic.Int64
+}
+
+// Udpif runs a datapath's upcall handlers and revalidator for one bridge.
+type Udpif struct {
+	dp  datapath.Datapath
+	x   *Xlator
+	cfg UpcallConfig
+
+	ukeys *ukeyTable
+	c     counters
+
+	flowLimit        atomic.Int64 // the dynamic limit
+	disableMegaflows atomic.Bool
+	nFlows           atomic.Int64 // datapath flows, cached
+	nFlowsAt         atomic.Int64 // unix nanos of nFlows
+
+	// PacketIn, if set, receives packets for the controller. It runs on a
+	// handler goroutine and must not block: queue and return.
+	PacketIn func(PacketIn)
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	kick      chan chan struct{} // revalidate now; closed when done
+	firstDump atomic.Bool        // the next dump is non-terse, to adopt flows
+	gen       uint64             // dump generation (revalidator goroutine only)
+}
+
+// NewUdpif returns the upcall machinery for dp translating with x. Start
+// begins handling upcalls.
+func NewUdpif(dp datapath.Datapath, x *Xlator, cfg UpcallConfig) *Udpif {
+	if cfg.FlowLimit <= 0 {
+		cfg.FlowLimit = DefaultFlowLimit
+	}
+	if cfg.MaxIdle <= 0 {
+		cfg.MaxIdle = DefaultMaxIdle
+	}
+	if cfg.RevalidateInterval <= 0 {
+		cfg.RevalidateInterval = 500 * time.Millisecond
+	}
+	u := &Udpif{dp: dp, x: x, cfg: cfg, ukeys: newUkeyTable(cfg.FlowLimit * 2),
+		stop: make(chan struct{}), kick: make(chan chan struct{})}
+	u.flowLimit.Store(int64(min(cfg.FlowLimit, 10000)))
+	u.disableMegaflows.Store(cfg.DisableMegaflows)
+	u.firstDump.Store(true)
+	return u
+}
+
+// Start launches one goroutine per datapath handler and the revalidator.
+func (u *Udpif) Start() {
+	hs := u.dp.Handlers()
+	if len(hs) > 0 {
+		// Controller-bound packets come back on the first handler.
+		u.x.ControllerPID.Store(hs[0].PID())
+	}
+	for _, h := range hs {
+		hd := u.newHandler(h)
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			hd.run()
+		}()
+	}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		u.revalidatorLoop()
+	}()
+}
+
+// Stop ends the handlers and the revalidator. The datapath's flows stay:
+// a restarted switch adopts them.
+func (u *Udpif) Stop() {
+	select {
+	case <-u.stop:
+		return
+	default:
+	}
+	close(u.stop)
+	for _, h := range u.dp.Handlers() {
+		h.SetReadDeadline(time.Now())
+	}
+	u.wg.Wait()
+}
+
+// SetMegaflows turns megaflows on or off. Like OVS's
+// upcall/disable-megaflows and enable-megaflows, it flushes the datapath's
+// flows so none of the other kind survive.
+func (u *Udpif) SetMegaflows(on bool) error {
+	u.disableMegaflows.Store(!on)
+	return u.Purge()
+}
+
+// SetFlowLimit overrides the current dynamic flow limit until the next
+// dump adjusts it (upcall/set-flow-limit).
+func (u *Udpif) SetFlowLimit(n int) { u.flowLimit.Store(int64(n)) }
+
+// Purge deletes every datapath flow and forgets every ukey
+// (revalidator/purge).
+func (u *Udpif) Purge() error {
+	err := u.dp.FlushFlows()
+	var ufids []datapath.UFID
+	u.ukeys.Range(func(k *ukey) { ufids = append(ufids, k.ufid) })
+	for i := range ufids {
+		u.ukeys.Remove(&ufids[i])
+	}
+	u.nFlowsAt.Store(0)
+	return err
+}
+
+// Stats returns the upcall path's counters.
+func (u *Udpif) Stats() UpcallStats {
+	c := &u.c
+	s := UpcallStats{
+		Upcalls: c.upcalls.Load(), Misses: c.misses.Load(), ActionUpcalls: c.actions.Load(),
+		FlowsInstalled: c.installed.Load(), PutFailed: c.putFailed.Load(), Executes: c.executes.Load(),
+		ExecuteFailed: c.execFailed.Load(), Duplicates: c.duplicates.Load(), LimitHits: c.limitHits.Load(),
+		UkeyFull: c.ukeyFull.Load(), GovernorExecutes: c.govExec.Load(), GovernorInstalls: c.govInstall.Load(),
+		Batches: c.batches.Load(), PacketIns: c.packetIns.Load(), PacketInsDropped: c.packetInsDropped.Load(),
+		Dumps: c.dumps.Load(), DumpDuration: time.Duration(c.dumpNanos.Load()), FlowsDeleted: c.deleted.Load(),
+		FlowsModified: c.modified.Load(), IdleDeleted: c.idleDeleted.Load(), LimitKilled: c.killed.Load(),
+		StaleDeleted: c.stale.Load(), Adopted: c.adopted.Load(), FlowLimit: int(u.flowLimit.Load()),
+		DatapathFlows: int(u.nFlows.Load()), UkeysInUse: u.ukeys.Len(),
+	}
+	for _, h := range u.dp.Handlers() {
+		s.Lost += h.Lost()
+	}
+	if s.Batches > 0 {
+		s.AvgBatchTimes8 = s.Upcalls * 8 / s.Batches
+	}
+	return s
+}
+
+// datapathFlows returns the datapath's flow count, cached for 100 ms as
+// OVS caches it, since asking costs a system call.
+func (u *Udpif) datapathFlows(now time.Time) int {
+	if now.UnixNano()-u.nFlowsAt.Load() < int64(flowCountCacheTime) {
+		return int(u.nFlows.Load())
+	}
+	st, err := u.dp.Stats()
+	if err == nil {
+		u.nFlows.Store(int64(st.Flows))
+	}
+	u.nFlowsAt.Store(now.UnixNano())
+	return int(u.nFlows.Load())
+}
+
+// handler is one upcall handler's preallocated state: it reads up to
+// UpcallBatch upcalls into its own buffers and builds one Operate batch.
+type handler struct {
+	u      *Udpif
+	h      datapath.Handler
+	policy *governor.Policy
+
+	bufs [][]byte
+	ups  []datapath.Upcall
+	outs []Out
+	ops  []datapath.Op
+	// opUkey[i] is the ukey of ops[i] when it is a put, for error handling.
+	opUkey []*ukey
+}
+
+func (u *Udpif) newHandler(h datapath.Handler) *handler {
+	hd := &handler{
+		u: u, h: h,
+		bufs:   make([][]byte, UpcallBatch),
+		ups:    make([]datapath.Upcall, UpcallBatch),
+		outs:   make([]Out, UpcallBatch),
+		ops:    make([]datapath.Op, 0, 2*UpcallBatch),
+		opUkey: make([]*ukey, 0, 2*UpcallBatch),
+	}
+	for i := range hd.bufs {
+		hd.bufs[i] = make([]byte, upcallBufSize)
+		hd.outs[i].Actions = make([]byte, 0, 1024)
+	}
+	if u.cfg.Governor != nil {
+		hd.policy = governor.NewPolicy(*u.cfg.Governor, u.cfg.GovernorThreshold, time.Now())
+	}
+	return hd
+}
+
+func (hd *handler) run() {
+	for {
+		select {
+		case <-hd.u.stop:
+			return
+		default:
+		}
+		// Wake at least once a second for the governor's periodic work.
+		hd.h.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := hd.h.Recv(hd.ups, hd.bufs)
+		now := time.Now()
+		if hd.policy != nil {
+			hd.policy.Run(hd.u.datapathFlows(now), now)
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				continue
+			}
+			select {
+			case <-hd.u.stop:
+				return
+			default:
+			}
+			// A transient receive error (the socket overflowed: counted as
+			// lost by the datapath) must not end the handler.
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		hd.handleBatch(hd.ups[:n], now)
+	}
+}
+
+// handleBatch processes one batch of upcalls: translate each miss, decide
+// whether to install its flow, and send every put and execute in one
+// Operate. In steady state it allocates nothing.
+func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
+	u := hd.u
+	u.c.batches.Add(1)
+	u.c.upcalls.Add(uint64(len(ups)))
+	hd.ops = hd.ops[:0]
+	hd.opUkey = hd.opUkey[:0]
+	limit := int(u.flowLimit.Load())
+	nflows := u.datapathFlows(now)
+	exact := u.disableMegaflows.Load()
+
+	for i := range ups {
+		up := &ups[i]
+		if up.Cmd == datapath.UpcallAction {
+			u.c.actions.Add(1)
+			hd.packetIn(up)
+			continue
+		}
+		u.c.misses.Add(1)
+		out := &hd.outs[i]
+		u.x.Translate(&up.Key, now, true, out)
+
+		// Every packet the switch handles credits its rules, installed or
+		// not: the datapath flow's own counters start after this packet.
+		for r := 0; r < out.NRules; r++ {
+			out.Rules[r].Value.Credit(1, uint64(len(up.Packet)), now)
+		}
+
+		if out.WC.IsZero() || exact {
+			out.WC = flow.ExactMask()
+		}
+		datapath.FitMask(&up.Key, &out.WC)
+		hash := up.Key.HashMasked(&out.WC, 0)
+		ufid := makeUFID(hash, &up.Key, &out.WC)
+
+		install := true
+		switch {
+		case nflows >= limit:
+			u.c.limitHits.Add(1)
+			install = false
+		case hd.policy != nil:
+			if u.ukeys.Lookup(&ufid) != nil {
+				break // a duplicate: handled below
+			}
+			if d := hd.policy.Decide(uint32(hash), 1, nflows, now); d.Installs() {
+				u.c.govInstall.Add(1)
+			} else {
+				u.c.govExec.Add(1)
+				install = false
+			}
+		}
+		if install {
+			k, full := u.ukeys.Insert(&ufid, func(k *ukey) {
+				k.hash = hash
+				k.key = up.Key.Apply(&out.WC)
+				k.mask = out.WC
+				k.actions = append(k.actions[:0], out.Actions...)
+				k.rules = out.Rules
+				k.nRules = out.NRules
+				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
+				k.activeAt = now.UnixNano()
+			})
+			switch {
+			case full:
+				u.c.ukeyFull.Add(1)
+			case k == nil:
+				u.c.duplicates.Add(1)
+			default:
+				hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutCreate,
+					Flow: datapath.Flow{UFID: ufid, Key: k.key, Mask: k.mask, Actions: k.actions}})
+				hd.opUkey = append(hd.opUkey, k)
+				nflows++
+			}
+		}
+		if len(out.Actions) > 0 {
+			hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpExecute, Packet: up.Packet,
+				Flow: datapath.Flow{Key: up.Key, Actions: out.Actions}})
+			hd.opUkey = append(hd.opUkey, nil)
+		}
+	}
+	if len(hd.ops) == 0 {
+		return
+	}
+	if err := u.dp.Operate(hd.ops); err != nil {
+		// The whole batch failed (the socket): undo the ukeys, so the next
+		// packets of those flows retry.
+		for i, k := range hd.opUkey {
+			if k != nil {
+				u.ukeys.Remove(&hd.ops[i].Flow.UFID)
+			}
+		}
+		u.c.putFailed.Add(uint64(len(hd.ops)))
+		return
+	}
+	for i := range hd.ops {
+		op := &hd.ops[i]
+		switch op.Kind {
+		case datapath.OpPut:
+			if op.Err != nil {
+				u.c.putFailed.Add(1)
+				u.ukeys.Remove(&op.Flow.UFID)
+				continue
+			}
+			hd.opUkey[i].installed = true
+			u.c.installed.Add(1)
+		case datapath.OpExecute:
+			if op.Err != nil {
+				u.c.execFailed.Add(1)
+			} else {
+				u.c.executes.Add(1)
+			}
+		}
+		op.Packet, op.Flow.Actions = nil, nil // drop references into the buffers
+	}
+}
+
+// makeUFID names a megaflow: the same masked key and mask always give the
+// same UFID, so two upcalls of one megaflow find one ukey.
+func makeUFID(hash uint64, k *flow.Key, m *flow.Mask) datapath.UFID {
+	var u datapath.UFID
+	binary.LittleEndian.PutUint64(u[:8], hash)
+	binary.LittleEndian.PutUint64(u[8:], m.Key().Hash(hash^0x5bd1e995))
+	return u
+}
+
+// packetIn hands a controller-bound packet to the PacketIn hook.
+func (hd *handler) packetIn(up *datapath.Upcall) {
+	u := hd.u
+	cu, ok := ParseControllerUserdata(up.Userdata)
+	if !ok || u.PacketIn == nil {
+		u.c.packetInsDropped.Add(1)
+		return
+	}
+	u.c.packetIns.Add(1)
+	u.PacketIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
+		Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen})
+}
