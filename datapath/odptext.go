@@ -31,7 +31,13 @@ func FormatActions(b []byte) string {
 	return sb.String()
 }
 
+// formatActions writes an action list; an empty one, nested or not, is
+// "drop", as OVS 3.1 prints it.
 func formatActions(sb *strings.Builder, b []byte) {
+	if len(b) == 0 {
+		sb.WriteString("drop")
+		return
+	}
 	it := NewActionIter(b)
 	first := true
 	for it.Next() {
