@@ -10,6 +10,7 @@
 package datapath
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -67,10 +68,12 @@ type Datapath interface {
 	// port number, ifindex and upcall PIDs filled in). A name already in
 	// use fails with EEXIST (a netdev vport of a missing device, ENODEV).
 	AddVport(spec VportSpec) (Vport, error)
-	// DeleteVport removes port portNo; ENOENT if there is none. Port 0,
-	// the datapath's own internal port, cannot be removed (EINVAL).
+	// DeleteVport removes port portNo; ENODEV if there is none (the
+	// kernel's errno for a missing port). Port 0, the datapath's own
+	// internal port, cannot be removed (EINVAL).
 	DeleteVport(portNo uint32) error
-	// Vport returns the port called name; ENOENT if there is none.
+	// Vport returns the port called name; ENODEV if this datapath has
+	// none.
 	Vport(name string) (Vport, error)
 	// Vports returns every port, port 0 first.
 	Vports() ([]Vport, error)
@@ -264,9 +267,13 @@ type UFID [16]byte
 // IsZero reports whether u is the zero UFID.
 func (u UFID) IsZero() bool { return u == UFID{} }
 
-// String formats u as ovs-dpctl does, "ufid:" and a UUID.
+// String formats u as ovs-dpctl does, "ufid:" and a UUID. OVS holds a UFID
+// as four host-order 32-bit words and prints the UUID from those words, so
+// on a little-endian host the text is not the wire bytes in order.
 func (u UFID) String() string {
-	return fmt.Sprintf("ufid:%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	w := func(i int) uint32 { return binary.NativeEndian.Uint32(u[4*i:]) }
+	return fmt.Sprintf("ufid:%08x-%04x-%04x-%04x-%04x%08x",
+		w(0), w(1)>>16, w(1)&0xffff, w(2)>>16, w(2)&0xffff, w(3))
 }
 
 // FlowStats are a flow's counters.

@@ -130,21 +130,23 @@ func (d *Datapath) appendExecute(b *netlinkio.Batch, pkt []byte, md *flow.Key, a
 	return b.End(buf)
 }
 
-// transactOne runs the batch's single request under d.op and returns its
-// result's error, wrapped.
-func (d *Datapath) transact(op, name string) (netlinkio.Result, error) {
+// transact runs the batch's single request (d.op is held) and returns its
+// result and error. The error is wrapped by the caller, which names the
+// object only when there is an error: naming a flow formats its key.
+func (d *Datapath) transact() (netlinkio.Result, error) {
 	if err := d.sock.Transact(&d.batch); err != nil {
-		return netlinkio.Result{}, datapath.WrapError(op, name, err)
+		return netlinkio.Result{}, err
 	}
 	r := d.batch.Results()[0]
-	return r, datapath.WrapError(op, name, r.Err())
+	return r, r.Err()
 }
 
 func flowName(ufid datapath.UFID, k *flow.Key) string {
 	if !ufid.IsZero() || k == nil {
 		return ufid.String()
 	}
-	return flow.Format(k, nil)
+	exact := flow.ExactMask()
+	return flow.Format(k, &exact)
 }
 
 // PutFlow installs or modifies a flow.
@@ -153,8 +155,10 @@ func (d *Datapath) PutFlow(f *datapath.Flow, flags datapath.PutFlags) error {
 	defer d.op.Unlock()
 	d.batch.Reset()
 	d.appendPut(&d.batch, f, flags, false)
-	_, err := d.transact("put flow", flowName(f.UFID, &f.Key))
-	return err
+	if _, err := d.transact(); err != nil {
+		return datapath.WrapError("put flow", flowName(f.UFID, &f.Key), err)
+	}
+	return nil
 }
 
 // GetFlow reads a flow by UFID, or by key when ufid is zero.
@@ -166,15 +170,18 @@ func (d *Datapath) GetFlow(ufid datapath.UFID, k *flow.Key, f *datapath.Flow) er
 	buf = appendOVSHeader(buf, d.index)
 	buf = appendFlowID(buf, ufid, k)
 	d.batch.End(buf)
-	r, err := d.transact("get flow", flowName(ufid, k))
+	r, err := d.transact()
 	if err != nil {
-		return err
+		return datapath.WrapError("get flow", flowName(ufid, k), err)
 	}
 	if r.Reply == nil {
 		return datapath.WrapError("get flow", flowName(ufid, k), unix.EBADMSG)
 	}
 	_, _, rest, _ := netlinkio.Genl(r.Reply)
-	return datapath.WrapError("get flow", flowName(ufid, k), decodeFlow(rest, f))
+	if err := decodeFlow(rest, f); err != nil {
+		return datapath.WrapError("get flow", flowName(ufid, k), err)
+	}
+	return nil
 }
 
 // DeleteFlow deletes a flow by UFID, or by key when ufid is zero, and
@@ -184,9 +191,9 @@ func (d *Datapath) DeleteFlow(ufid datapath.UFID, k *flow.Key) (datapath.FlowSta
 	defer d.op.Unlock()
 	d.batch.Reset()
 	d.appendDel(&d.batch, ufid, k, true)
-	r, err := d.transact("delete flow", flowName(ufid, k))
+	r, err := d.transact()
 	if err != nil {
-		return datapath.FlowStats{}, err
+		return datapath.FlowStats{}, datapath.WrapError("delete flow", flowName(ufid, k), err)
 	}
 	if r.Reply == nil {
 		return datapath.FlowStats{}, nil
@@ -200,8 +207,8 @@ func (d *Datapath) FlushFlows() error {
 	defer d.op.Unlock()
 	d.batch.Reset()
 	d.appendDel(&d.batch, datapath.UFID{}, nil, false)
-	_, err := d.transact("flush flows", d.name)
-	return err
+	_, err := d.transact()
+	return datapath.WrapError("flush flows", d.name, err)
 }
 
 // Execute sends packet through actions.
@@ -210,8 +217,8 @@ func (d *Datapath) Execute(packet []byte, md *flow.Key, actions []byte) error {
 	defer d.op.Unlock()
 	d.batch.Reset()
 	d.appendExecute(&d.batch, packet, md, actions)
-	_, err := d.transact("execute", d.name)
-	return err
+	_, err := d.transact()
+	return datapath.WrapError("execute", d.name, err)
 }
 
 // Operate runs ops in as few sendmsg calls as the batch limits allow (see

@@ -82,7 +82,7 @@ func (d *Datapath) Vport(name string) (datapath.Vport, error) {
 	v, err := d.vportExecute("vport get", vportCmdGet, 0, b)
 	if err == nil && v.dpIndex != d.index {
 		// A port of that name exists, on another datapath.
-		err = unix.ENOENT
+		err = unix.ENODEV
 	}
 	return v.Vport, datapath.WrapError("get vport", name, err)
 }

@@ -1,0 +1,461 @@
+package dummy
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"golang.org/x/sys/unix"
+)
+
+// core is one datapath, shared by every Datapath that opened it.
+type core struct {
+	p     *Provider
+	name  string
+	index int
+	epoch time.Time // the zero of FlowStats.Used
+
+	mu       sync.Mutex
+	ports    map[uint32]*port
+	nextPort uint32
+	masks    []*maskEntry // in insertion order, as the kernel's mask array
+	flows    []*dpFlow    // in insertion order, for dumps
+	byUFID   map[datapath.UFID]*dpFlow
+	stats    datapath.Stats
+	// handlers receive upcalls; those of the last open. pidHandler maps
+	// their PIDs for userspace actions.
+	handlers   []*handler
+	perCPU     bool
+	watchers   map[int]func(datapath.VportEvent)
+	nextWatch  int
+	destroyed  bool
+	recircLeft int // recirculation budget of the packet being processed
+}
+
+type port struct {
+	dp   *core
+	v    datapath.Vport
+	dev  *Netdev // nil for tunnel ports
+	pids []uint32
+}
+
+type maskEntry struct {
+	mask  flow.Mask
+	flows []*dpFlow
+}
+
+type dpFlow struct {
+	ufid    datapath.UFID
+	key     flow.Key // as put (unmasked)
+	masked  flow.Key // key under mask
+	mask    flow.Mask
+	actions []byte
+	stats   datapath.FlowStats
+	me      *maskEntry
+}
+
+func newCore(p *Provider, name string, index int) *core {
+	return &core{
+		p: p, name: name, index: index, epoch: time.Now(),
+		ports: map[uint32]*port{}, nextPort: 1,
+		byUFID: map[datapath.UFID]*dpFlow{}, watchers: map[int]func(datapath.VportEvent){},
+	}
+}
+
+// now returns the datapath's monotonic milliseconds, never 0.
+func (c *core) now() uint64 { return uint64(time.Since(c.epoch).Milliseconds()) + 1 }
+
+// ---- ports
+
+func (c *core) addVport(spec datapath.VportSpec, pids []uint32) (datapath.Vport, error) {
+	if spec.Name == "" || len(spec.Name) > 15 {
+		return datapath.Vport{}, unix.EINVAL
+	}
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return datapath.Vport{}, unix.ENODEV
+	}
+	for _, pt := range c.ports {
+		if pt.v.Name == spec.Name {
+			return datapath.Vport{}, unix.EEXIST
+		}
+	}
+	no := spec.PortNo
+	if no == 0 && len(c.ports) > 0 {
+		for c.ports[c.nextPort] != nil {
+			c.nextPort++
+		}
+		no = c.nextPort
+	} else if c.ports[no] != nil {
+		return datapath.Vport{}, unix.EBUSY
+	}
+	pt := &port{dp: c, v: datapath.Vport{PortNo: no, Type: spec.Type, Name: spec.Name}, pids: slices.Clone(pids)}
+	switch spec.Type {
+	case datapath.VportNetdev:
+		dev := c.p.devs[spec.Name]
+		if dev == nil {
+			return datapath.Vport{}, unix.ENODEV
+		}
+		if dev.port.Load() != nil {
+			return datapath.Vport{}, unix.EBUSY
+		}
+		pt.dev = dev
+	case datapath.VportInternal:
+		if c.p.devs[spec.Name] != nil {
+			return datapath.Vport{}, unix.EEXIST
+		}
+		pt.dev = c.p.addNetdevLocked(spec.Name)
+	case datapath.VportVXLAN, datapath.VportGeneve:
+		pt.v.DstPort = spec.DstPort
+		if pt.v.DstPort == 0 {
+			pt.v.DstPort = 4789
+			if spec.Type == datapath.VportGeneve {
+				pt.v.DstPort = 6081
+			}
+		}
+	case datapath.VportGRE:
+	default:
+		return datapath.Vport{}, unix.EAFNOSUPPORT
+	}
+	if pt.dev != nil {
+		pt.dev.port.Store(pt)
+		pt.v.IfIndex = uint32(1000 + c.index*100 + int(no))
+	}
+	c.ports[no] = pt
+	c.notifyLocked(datapath.VportAdded, pt)
+	return c.vportLocked(pt), nil
+}
+
+func (c *core) vportLocked(pt *port) datapath.Vport {
+	v := pt.v
+	v.UpcallPIDs = slices.Clone(pt.pids)
+	return v
+}
+
+func (c *core) notifyLocked(kind datapath.VportEventKind, pt *port) {
+	ev := datapath.VportEvent{Kind: kind, Index: c.index, Vport: c.vportLocked(pt)}
+	for _, fn := range c.watchers {
+		go fn(ev)
+	}
+}
+
+func (c *core) deleteVport(no uint32) error {
+	if no == 0 {
+		return unix.EINVAL
+	}
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pt := c.ports[no]
+	if pt == nil {
+		return unix.ENODEV
+	}
+	c.removePortLocked(pt)
+	return nil
+}
+
+// removePortLocked detaches a port; c.p.mu and c.mu are held.
+func (c *core) removePortLocked(pt *port) {
+	delete(c.ports, pt.v.PortNo)
+	if pt.dev != nil {
+		pt.dev.port.Store(nil)
+		if pt.v.Type == datapath.VportInternal {
+			delete(c.p.devs, pt.dev.name)
+		}
+	}
+	c.notifyLocked(datapath.VportDeleted, pt)
+}
+
+func (c *core) destroy() {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, pt := range c.ports {
+		c.removePortLocked(pt)
+	}
+	c.flows, c.masks = nil, nil
+	clear(c.byUFID)
+	c.destroyed = true
+}
+
+// ---- flow table
+
+// lookup finds the flow matching k, trying masks in insertion order as the
+// kernel does, and counts the masks tried.
+func (c *core) lookupLocked(k *flow.Key, count bool) *dpFlow {
+	for i, me := range c.masks {
+		for _, f := range me.flows {
+			if k.EqualMasked(&f.masked, &me.mask) {
+				if count {
+					c.stats.MaskHit += uint64(i + 1)
+				}
+				return f
+			}
+		}
+	}
+	if count {
+		c.stats.MaskHit += uint64(len(c.masks))
+	}
+	return nil
+}
+
+// exactLocked finds the flow with exactly this key and mask (the identity
+// of a flow put without a UFID).
+func (c *core) exactLocked(k *flow.Key, m *flow.Mask) *dpFlow {
+	for _, me := range c.masks {
+		if me.mask != *m {
+			continue
+		}
+		masked := k.Apply(m)
+		for _, f := range me.flows {
+			if f.masked == masked {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// byKeyLocked finds a flow named by key, as the kernel's delete and get
+// without UFID do: a flow put without UFID by its key as put, a flow with
+// one by its key under its mask.
+func (c *core) byKeyLocked(k *flow.Key) *dpFlow {
+	for _, f := range c.flows {
+		if f.ufid.IsZero() {
+			if f.key == *k {
+				return f
+			}
+		} else if f.masked == *k {
+			return f
+		}
+	}
+	return nil
+}
+
+func (c *core) findLocked(ufid datapath.UFID, k *flow.Key) *dpFlow {
+	if !ufid.IsZero() {
+		return c.byUFID[ufid]
+	}
+	if k == nil {
+		return nil
+	}
+	return c.byKeyLocked(k)
+}
+
+func (c *core) insertLocked(f *dpFlow) {
+	var me *maskEntry
+	for _, e := range c.masks {
+		if e.mask == f.mask {
+			me = e
+			break
+		}
+	}
+	if me == nil {
+		me = &maskEntry{mask: f.mask}
+		c.masks = append(c.masks, me)
+	}
+	f.me = me
+	me.flows = append(me.flows, f)
+	c.flows = append(c.flows, f)
+	if !f.ufid.IsZero() {
+		c.byUFID[f.ufid] = f
+	}
+}
+
+func (c *core) removeLocked(f *dpFlow) {
+	me := f.me
+	me.flows = slices.DeleteFunc(me.flows, func(x *dpFlow) bool { return x == f })
+	if len(me.flows) == 0 {
+		c.masks = slices.DeleteFunc(c.masks, func(x *maskEntry) bool { return x == me })
+	}
+	c.flows = slices.DeleteFunc(c.flows, func(x *dpFlow) bool { return x == f })
+	if !f.ufid.IsZero() {
+		delete(c.byUFID, f.ufid)
+	}
+}
+
+// put follows ovs_flow_cmd_new and ovs_flow_cmd_set of kernel 6.1.
+func (c *core) putLocked(fl *datapath.Flow, flags datapath.PutFlags) (datapath.FlowStats, error) {
+	if flags&(datapath.PutCreate|datapath.PutModify) == 0 {
+		flags |= datapath.PutCreate | datapath.PutModify
+	}
+	if fl.Key.EthType == 0 {
+		return datapath.FlowStats{}, unix.EINVAL // a flow key needs an ethertype
+	}
+	if err := validateActions(fl.Actions, 0); err != nil {
+		return datapath.FlowStats{}, err
+	}
+	m := fl.Mask
+	datapath.FitMask(&fl.Key, &m)
+	if flags&datapath.PutCreate == 0 {
+		// OVS_FLOW_CMD_SET: the flow must exist, by UFID or exactly.
+		var f *dpFlow
+		if !fl.UFID.IsZero() {
+			f = c.byUFID[fl.UFID]
+		} else {
+			f = c.exactLocked(&fl.Key, &m)
+		}
+		if f == nil {
+			return datapath.FlowStats{}, unix.ENOENT
+		}
+		old := f.stats
+		f.actions = append(f.actions[:0], fl.Actions...)
+		if flags&datapath.PutZeroStats != 0 {
+			f.stats = datapath.FlowStats{}
+		}
+		return old, nil
+	}
+	// OVS_FLOW_CMD_NEW: an existing flow is the one with this UFID, or
+	// any flow a packet with this key would hit.
+	var f *dpFlow
+	if !fl.UFID.IsZero() {
+		f = c.byUFID[fl.UFID]
+	}
+	if f == nil {
+		f = c.lookupLocked(&fl.Key, false)
+	}
+	if f == nil {
+		nf := &dpFlow{ufid: fl.UFID, key: fl.Key, mask: m, actions: slices.Clone(fl.Actions)}
+		nf.masked = fl.Key.Apply(&m)
+		c.insertLocked(nf)
+		return datapath.FlowStats{}, nil
+	}
+	if flags&datapath.PutModify == 0 {
+		return datapath.FlowStats{}, unix.EEXIST
+	}
+	// An update must name the same flow: same UFID, or same key and mask.
+	same := f.mask == m && f.masked == fl.Key.Apply(&m)
+	if !fl.UFID.IsZero() {
+		same = same && f.ufid == fl.UFID
+	} else if !same {
+		if f = c.exactLocked(&fl.Key, &m); f != nil {
+			same = true
+		}
+	}
+	if !same {
+		return datapath.FlowStats{}, unix.ENOENT
+	}
+	old := f.stats
+	f.actions = append(f.actions[:0], fl.Actions...)
+	return old, nil
+}
+
+func (c *core) fillFlow(f *dpFlow, out *datapath.Flow, terse bool) {
+	actions := out.Actions[:0]
+	*out = datapath.Flow{UFID: f.ufid, Stats: f.stats, Terse: terse}
+	if terse && !f.ufid.IsZero() {
+		out.Actions = actions
+		return
+	}
+	// As the kernel: a flow without UFID is named by its key as put; a
+	// flow with one reports its key under its mask.
+	if f.ufid.IsZero() {
+		out.Key = f.key
+	} else {
+		out.Key = f.masked
+	}
+	if terse {
+		out.Actions = actions
+		return
+	}
+	out.Mask = f.mask
+	out.Actions = append(actions, f.actions...)
+}
+
+// ---- packets
+
+// receive runs a frame that arrived on port pt through the datapath.
+func (c *core) receive(pt *port, frame []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return
+	}
+	pt.v.Stats.RxPackets++
+	pt.v.Stats.RxBytes += uint64(len(frame))
+	md := flow.Metadata{InPort: pt.v.PortNo}
+	c.recircLeft = 4
+	c.processLocked(frame, &md)
+}
+
+// processLocked looks a packet up and runs its flow's actions, or sends it
+// up as a MISS.
+func (c *core) processLocked(frame []byte, md *flow.Metadata) {
+	k := flow.Extract(frame, *md)
+	f := c.lookupLocked(&k, true)
+	if f == nil {
+		c.stats.Missed++
+		c.upcallLocked(datapath.UpcallMiss, &k, frame, nil, c.missHandlerLocked(&k, md.InPort))
+		return
+	}
+	c.stats.Hit++
+	f.stats.Packets++
+	f.stats.Bytes += uint64(len(frame))
+	f.stats.Used = c.now()
+	if k.NwProto == flow.IPProtoTCP && (k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6) {
+		f.stats.TCPFlags |= k.TCPFlags
+	}
+	x := executor{c: c, key: k}
+	x.run(frame, f.actions)
+}
+
+// missHandlerLocked picks the handler of a miss: under per-CPU dispatch by
+// flow hash standing in for the CPU; under per-vport dispatch among the
+// port's PIDs by flow hash, as the kernel does.
+func (c *core) missHandlerLocked(k *flow.Key, inPort uint32) *handler {
+	if len(c.handlers) == 0 {
+		return nil
+	}
+	h := k.Hash(0)
+	if c.perCPU {
+		return c.handlers[h%uint64(len(c.handlers))]
+	}
+	pt := c.ports[inPort]
+	if pt == nil || len(pt.pids) == 0 {
+		return nil
+	}
+	return c.handlerByPIDLocked(pt.pids[h%uint64(len(pt.pids))])
+}
+
+func (c *core) handlerByPIDLocked(pid uint32) *handler {
+	for _, h := range c.handlers {
+		if h.pid == pid {
+			return h
+		}
+	}
+	return nil
+}
+
+// upcallLocked queues an upcall to h, counting it lost when h is nil or
+// full.
+func (c *core) upcallLocked(cmd datapath.UpcallCmd, k *flow.Key, frame, userdata []byte, h *handler) {
+	if h == nil || !h.enqueue(pending{cmd: cmd, key: *k, packet: slices.Clone(frame), userdata: slices.Clone(userdata)}) {
+		c.stats.Lost++
+	}
+}
+
+// ---- opening
+
+func (c *core) open(cfg datapath.Config) *Datapath {
+	d := &Datapath{c: c}
+	for range cfg.HandlerCount() {
+		d.handlers = append(d.handlers, newHandler(c))
+	}
+	c.mu.Lock()
+	d.features = features(cfg)
+	c.perCPU = d.features.PerCPUDispatch
+	c.handlers = d.handlers
+	pids := d.pids()
+	for _, pt := range c.ports {
+		pt.pids = slices.Clone(pids)
+	}
+	c.mu.Unlock()
+	return d
+}

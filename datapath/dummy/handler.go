@@ -1,0 +1,149 @@
+package dummy
+
+import (
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/netlinkio"
+)
+
+// familyID is the generic netlink family number the dummy's upcall
+// messages carry; nothing reads it.
+const familyID = 0x7ff0
+
+// HandlerQueueLen is how many upcalls a handler queues; more are lost, as
+// when a kernel handler socket's receive buffer is full.
+const HandlerQueueLen = 4096
+
+// pending is a queued upcall.
+type pending struct {
+	cmd      datapath.UpcallCmd
+	key      flow.Key
+	packet   []byte
+	userdata []byte
+}
+
+// handler is an upcall queue. Recv encodes each upcall as the kernel's
+// netlink message into the caller's buffer and decodes it back with
+// datapath.DecodeUpcall, so upcalls alias the buffers exactly as the
+// kernel datapath's do.
+type handler struct {
+	c        *core
+	pid      uint32
+	q        chan pending
+	closed   chan struct{}
+	once     sync.Once
+	lost     atomic.Uint64
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func newHandler(c *core) *handler {
+	return &handler{c: c, pid: nextPID.Add(1), q: make(chan pending, HandlerQueueLen), closed: make(chan struct{})}
+}
+
+func (h *handler) enqueue(p pending) bool {
+	select {
+	case h.q <- p:
+		return true
+	default:
+		h.lost.Add(1)
+		return false
+	}
+}
+
+func (h *handler) close() { h.once.Do(func() { close(h.closed) }) }
+
+// Recv waits for upcalls and stores up to min(len(ups), len(bufs)).
+func (h *handler) Recv(ups []datapath.Upcall, bufs [][]byte) (int, error) {
+	n := min(len(ups), len(bufs))
+	if n == 0 {
+		return 0, nil
+	}
+	h.mu.Lock()
+	dl := h.deadline
+	h.mu.Unlock()
+	var first pending
+	select {
+	case first = <-h.q:
+	case <-h.closed:
+		return 0, datapath.WrapError("recv upcalls", "", os.ErrClosed)
+	default:
+		var timeout <-chan time.Time
+		if !dl.IsZero() {
+			t := time.NewTimer(time.Until(dl))
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case first = <-h.q:
+		case <-h.closed:
+			return 0, datapath.WrapError("recv upcalls", "", os.ErrClosed)
+		case <-timeout:
+			return 0, datapath.WrapError("recv upcalls", "", os.ErrDeadlineExceeded)
+		}
+	}
+	got := 0
+	p := first
+	for {
+		if h.store(&ups[got], bufs[got], &p) {
+			got++
+		}
+		if got == n {
+			return got, nil
+		}
+		select {
+		case p = <-h.q:
+			continue
+		default:
+		}
+		if got > 0 {
+			return got, nil
+		}
+		// Every upcall so far was too big for its buffer: wait again.
+		return h.Recv(ups, bufs)
+	}
+}
+
+// store encodes p into buf as a netlink message and decodes it into u.
+func (h *handler) store(u *datapath.Upcall, buf []byte, p *pending) bool {
+	up := datapath.Upcall{Cmd: p.cmd, Key: p.key, Packet: p.packet, Userdata: p.userdata}
+	msg, start := netlinkio.BeginMessage(buf[:0:len(buf)], familyID, 0, uint8(p.cmd), 1)
+	msg = msg[:start+netlinkio.HeaderLen] // AppendUpcall writes the genl header
+	msg = datapath.AppendUpcall(msg, h.c.index, &up)
+	msg = netlinkio.EndMessage(msg, start)
+	if len(msg) > len(buf) {
+		// Did not fit: the kernel would have truncated it.
+		h.lost.Add(1)
+		return false
+	}
+	it := netlinkio.NewMessageIter(msg)
+	if !it.Next() {
+		h.lost.Add(1)
+		return false
+	}
+	if _, err := datapath.DecodeUpcall(it.Data(), u); err != nil {
+		h.lost.Add(1)
+		return false
+	}
+	return true
+}
+
+// SetReadDeadline sets the deadline of Recv.
+func (h *handler) SetReadDeadline(t time.Time) error {
+	h.mu.Lock()
+	h.deadline = t
+	h.mu.Unlock()
+	return nil
+}
+
+// PID returns the handler's invented upcall PID.
+func (h *handler) PID() uint32 { return h.pid }
+
+// Lost returns upcalls dropped because the queue was full or the buffer
+// too small.
+func (h *handler) Lost() uint64 { return h.lost.Load() }
