@@ -65,7 +65,7 @@ func TestActionsGolden(t *testing.T) {
 // ParseActions then FormatActions gives the canonical text back.
 // actionTextCases are action lists in ovs-dpctl text; out is the
 // canonical text when it differs from in. ovsSkip says why OVS itself
-// cannot take the input (TestIntegrationOVSActionText).
+// cannot take the input (TestOVSActionText).
 const ovsPadsUserdata = "OVS's parser pads userdata to 8 bytes and adds an empty cookie"
 
 var actionTextCases = []struct {

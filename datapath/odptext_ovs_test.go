@@ -7,22 +7,14 @@ import (
 	"testing"
 )
 
-// TestIntegrationOVSActionText holds the action text against OVS 3.1's own
-// parser and formatter: each action list is installed with
-// "ovs-appctl dpctl/add-flow" into an ovs-vswitchd dummy datapath, dumped
-// back, and OVS's text must equal FormatActions(ParseActions(text)).
-//
-// It needs a running ovs-vswitchd with a dummy datapath; set
-// GOVSWITCH_OVS_CTL to its unixctl socket, e.g.
-//
-//	ovs-vswitchd unix:db.sock --enable-dummy=override --disable-system --unixctl=$PWD/vswitchd.ctl
-//	ovs-vsctl --db=unix:db.sock add-br br0 -- set bridge br0 datapath_type=dummy
-//	GOVSWITCH_OVS_CTL=$PWD/vswitchd.ctl go test ./datapath -run TestIntegrationOVSActionText
-func TestIntegrationOVSActionText(t *testing.T) {
-	ctl := os.Getenv("GOVSWITCH_OVS_CTL")
-	if ctl == "" {
-		t.Skip("GOVSWITCH_OVS_CTL not set: no ovs-vswitchd to compare with")
-	}
+// TestOVSActionText holds the action text against OVS 3.1's own parser
+// and formatter: each action list is installed with
+// "ovs-appctl dpctl/add-flow" into the dummy datapath of an ovs-vswitchd
+// the test starts, dumped back, and OVS's text must equal
+// FormatActions(ParseActions(text)). It is skipped where the
+// openvswitch-switch binaries are not installed.
+func TestOVSActionText(t *testing.T) {
+	ctl := startOVS(t)
 	const dp = "dummy@ovs-dummy"
 	const key = "in_port(0),eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),eth_type(0x0800)," +
 		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0,ttl=64,frag=no),tcp(src=1,dst=2)"
@@ -67,4 +59,37 @@ func TestIntegrationOVSActionText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startOVS starts ovsdb-server and ovs-vswitchd with a dummy datapath in a
+// temporary directory, stopped when the test ends, and returns
+// ovs-vswitchd's control socket.
+func startOVS(t *testing.T) string {
+	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-appctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (Debian openvswitch-switch)", bin)
+		}
+	}
+	const schema = "/usr/share/openvswitch/vswitch.ovsschema"
+	if _, err := os.Stat(schema); err != nil {
+		t.Skipf("no OVS schema: %v", err)
+	}
+	dir := t.TempDir()
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	db := "unix:" + dir + "/db.sock"
+	run("ovsdb-tool", "create", dir+"/conf.db", schema)
+	run("ovsdb-server", dir+"/conf.db", "--remote=p"+db, "--unixctl="+dir+"/ovsdb.ctl",
+		"--pidfile="+dir+"/ovsdb.pid", "--log-file="+dir+"/ovsdb.log", "--detach")
+	t.Cleanup(func() { _ = exec.Command("ovs-appctl", "-t", dir+"/ovsdb.ctl", "exit").Run() })
+	run("ovs-vsctl", "--db="+db, "--no-wait", "init")
+	run("ovs-vswitchd", db, "--enable-dummy=override", "--disable-system", "--unixctl="+dir+"/vswitchd.ctl",
+		"--pidfile="+dir+"/vswitchd.pid", "--log-file="+dir+"/vswitchd.log", "--detach")
+	t.Cleanup(func() { _ = exec.Command("ovs-appctl", "-t", dir+"/vswitchd.ctl", "exit").Run() })
+	run("ovs-vsctl", "--db="+db, "add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=dummy")
+	return dir + "/vswitchd.ctl"
 }
