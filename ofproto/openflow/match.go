@@ -35,9 +35,23 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 	}
 	start := len(b)
 	var covered flow.Mask
+	// OXM splits the TCI into vlan_vid (maskable) and vlan_pcp (exact
+	// only). A TCI mask that split cannot carry goes out as NXM_OF_VLAN_TCI,
+	// which OVS accepts inside OXM matches too.
+	pcpMask := m.Mask.VLANs[0].TCI & flow.VLANPCPMask
+	tciAsNXM := !nxm && pcpMask != 0 && pcpMask != flow.VLANPCPMask
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
-		if d.enc&want == 0 || !d.touches(&m.Mask) {
+		emit := d.enc&want != 0
+		if tciAsNXM {
+			switch f {
+			case FieldVLANTCI:
+				emit = true
+			case FieldVLANVID, FieldVLANPCP:
+				emit = false
+			}
+		}
+		if !emit || !d.touches(&m.Mask) {
 			continue
 		}
 		var full, zero bool
@@ -62,7 +76,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 		if !full && !d.maskable {
 			return b[:start], fmt.Errorf("openflow: field %s cannot be partially masked: %w", d.name, ErrUnsupported)
 		}
-		h, _ := f.Header(nxm)
+		h, _ := f.Header(nxm || f == FieldVLANTCI)
 		if !full {
 			h = h&^0xff | 1<<8 | uint32(2*d.size)
 		}

@@ -196,6 +196,11 @@ func richMatches() map[string]Match {
 	sctp.Key.Tunnel.IPv4Dst, sctp.Mask.Tunnel.IPv4Dst = [4]byte{1, 1, 1, 1}, exactIPv4()
 	sctp.Key.CtLabels[15], sctp.Mask.CtLabels[15] = 1, 1
 	ms["sctp with tunnel and ct_label"] = sctp
+	// Found by FuzzDecodeNXM: a TCI mask with part of the PCP has no
+	// vlan_vid/vlan_pcp form and must travel as NXM_OF_VLAN_TCI in OXM.
+	var tci Match
+	tci.Key.VLANs[0].TCI, tci.Mask.VLANs[0].TCI = 0x3005, 0x3fff
+	ms["vlan tci with a partial pcp mask"] = tci
 	for name, m := range ms {
 		m.Key = m.Key.Apply(&m.Mask) // decoders never set bits outside the mask
 		ms[name] = m
