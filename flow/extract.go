@@ -117,7 +117,10 @@ const (
 // and keeps what was read so far; an 8-byte source (1) or target (2)
 // link-layer address option sets NDSLL or NDTLL, and a second one of the
 // same kind whose first was non-zero makes the message invalid, which
-// clears NDTarget, NDSLL and NDTLL.
+// clears NDTarget, NDSLL and NDTLL. For types 135 and 136 with a non-zero
+// code the kernel still sends OVS_KEY_ATTR_ND, filled from its
+// uninitialised stack key; OVS userspace ignores it there, and ND fields
+// stay zero (so a decoder of upcall keys must ignore it too).
 //
 // Not extracted (no Key fields for them): NSH, IPv6 extension-header
 // presence bits (OVS_KEY_ATTR_IPV6_EXTHDRS), MPLS entries below the top,
