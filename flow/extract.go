@@ -49,7 +49,9 @@ const (
 // Extract of the same bytes. Where the kernel leaves a field unset (it
 // extracts into an uninitialised stack key and sends userspace only the
 // attributes that apply), Extract leaves the field zero, which is what
-// userspace reads back from the upcall. The mapping, header by header:
+// userspace reads back from the upcall. TestIntegrationExtractKernel holds
+// Extract to the kernel frame by frame in the bed. The mapping, header by
+// header:
 //
 // Ethernet. EthDst and EthSrc are bytes 0..11. A frame shorter than 14
 // bytes cannot come from the kernel (it requires ETH_HLEN); Extract fills
@@ -60,8 +62,9 @@ const (
 // the inner. TCI is the wire TCI with VLANPresent (0x1000) forced on; TPID
 // is the tag's TPID. A tag is parsed only when its 4 bytes and the 2-byte
 // type after it are present; otherwise parsing stops and the TPID is read
-// as the EthType. A third tag is not parsed: EthType is then its TPID and
-// no L3 fields are set.
+// as the EthType (such a frame never reaches a datapath port, whose receive
+// path drops it, but a frame from elsewhere reads this way). A third tag
+// is not parsed: EthType is then its TPID and no L3 fields are set.
 //
 // 802.3. A type/length field below 0x600 is a length: if the next 8 bytes
 // are an LLC/SNAP header (DSAP=SSAP=0xaa, OUI 0; the control byte is not
