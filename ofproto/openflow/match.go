@@ -40,16 +40,18 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 	// which OVS accepts inside OXM matches too.
 	pcpMask := m.Mask.VLANs[0].TCI & flow.VLANPCPMask
 	tciAsNXM := !nxm && pcpMask != 0 && pcpMask != flow.VLANPCPMask
+	// Likewise NXM_OF_IN_PORT holds 16 bits; a wider port goes out as the
+	// OXM in_port, which OVS accepts inside NXM matches.
+	_, fits := Port32To10(m.Key.InPort)
+	inPortAsOXM := nxm && m.Mask.InPort != 0 && !fits
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
 		emit := d.enc&want != 0
-		if tciAsNXM {
-			switch f {
-			case FieldVLANTCI:
-				emit = true
-			case FieldVLANVID, FieldVLANPCP:
-				emit = false
-			}
+		switch {
+		case tciAsNXM && f == FieldVLANTCI, inPortAsOXM && f == FieldInPort:
+			emit = true
+		case tciAsNXM && (f == FieldVLANVID || f == FieldVLANPCP), inPortAsOXM && f == FieldNXMInPort:
+			emit = false
 		}
 		if !emit || !d.touches(&m.Mask) {
 			continue
@@ -76,7 +78,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 		if !full && !d.maskable {
 			return b[:start], fmt.Errorf("openflow: field %s cannot be partially masked: %w", d.name, ErrUnsupported)
 		}
-		h, _ := f.Header(nxm || f == FieldVLANTCI)
+		h, _ := f.Header(nxm) // falls back to the other header family
 		if !full {
 			h = h&^0xff | 1<<8 | uint32(2*d.size)
 		}

@@ -201,6 +201,8 @@ func richMatches() map[string]Match {
 	var tci Match
 	tci.Key.VLANs[0].TCI, tci.Mask.VLANs[0].TCI = 0x3005, 0x3fff
 	ms["vlan tci with a partial pcp mask"] = tci
+	// And a 32-bit in_port must travel as OXM in_port inside NXM.
+	ms["32-bit in_port"] = inPortMatch(0x12345)
 	for name, m := range ms {
 		m.Key = m.Key.Apply(&m.Mask) // decoders never set bits outside the mask
 		ms[name] = m
