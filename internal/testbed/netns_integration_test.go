@@ -159,6 +159,13 @@ func TestIntegrationVethRaw(t *testing.T) {
 			t.Errorf("host end %s addresses %v (err %v), want none", hostIf, addrs, err)
 		}
 
+		if v, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + hostIf + "/disable_ipv6"); err != nil || string(v) != "1\n" {
+			t.Errorf("IPv6 on %s: disable_ipv6 %q (err %v), want 1", hostIf, v, err)
+		}
+		if out, err := ns.Exec("sysctl", "-n", "net.ipv6.conf."+nsIf+".disable_ipv6"); err != nil || out != "1\n" {
+			t.Errorf("IPv6 on %s/%s: disable_ipv6 %q (err %v), want 1", ns.Name, nsIf, out, err)
+		}
+
 		root := OpenRaw(t, nil, hostIf)
 		inNS := OpenRaw(t, ns, nsIf)
 

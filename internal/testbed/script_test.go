@@ -38,7 +38,7 @@ func TestKernelTestScript(t *testing.T) {
 	}{
 		{
 			name:   "exec sees the bed",
-			args:   []string{"--exec", `test "$GOVSWITCH_BED" = 1 && test -d /sys/module/openvswitch && test -d /sys/module/veth && mountpoint -q /tmp && mountpoint -q /run && test -c /dev/null && mountpoint -q /dev/shm && ip netns add probe && ip netns list | grep -q probe && echo bed-ok`},
+			args:   []string{"--exec", `test "$GOVSWITCH_BED" = 1 && test -d /sys/module/openvswitch && test -d /sys/module/veth && test -d /proc/sys/net/ipv6 && mountpoint -q /tmp && mountpoint -q /run && test -c /dev/null && mountpoint -q /dev/shm && ip netns add probe && ip netns list | grep -q probe && echo bed-ok`},
 			wantRC: 0,
 			want:   []string{"bed-ok", "booted in"},
 		},
