@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/govswitch/govswitch/flow"
@@ -211,6 +212,44 @@ var captureChecks = map[string]func(*testing.T, []Msg){
 		r, _ := findMsg[*FlowStatsRequest](msgs)
 		if r == nil || r.Version != Version13 || r.TableID != TableAll || r.OutPort != PortAny || r.OutGroup != GroupAny {
 			t.Errorf("flow stats request = %+v", r)
+		}
+	},
+	"add-flows-file": func(t *testing.T, msgs []Msg) {
+		// ovs-ofctl enables table ids (the file names table=0), then sends
+		// each flow mod followed by its own barrier.
+		if tid, _ := findMsg[*NXFlowModTableID](msgs); tid == nil || !tid.Enable {
+			t.Errorf("flow_mod_table_id = %+v", tid)
+		}
+		// With table ids on, a line without table= carries 0xff ("any").
+		var prios, tables []int
+		for i, m := range msgs {
+			if fm, ok := m.(*FlowMod); ok {
+				prios, tables = append(prios, int(fm.Priority)), append(tables, int(fm.TableID))
+				if _, ok := msgs[i+1].(*BarrierRequest); !ok || fm.Command != FlowAdd {
+					t.Errorf("flow mod %+v not an add followed by a barrier", fm)
+				}
+			}
+		}
+		if fmt.Sprint(prios, tables) != "[10 20 30] [255 255 0]" {
+			t.Errorf("priorities %v tables %v", prios, tables)
+		}
+	},
+	"dump-ports-desc": func(t *testing.T, msgs []Msg) {
+		if r, n := findMsg[*PortDescRequest](msgs); n != 1 || r.Version != Version10 {
+			t.Errorf("1.0 port desc (OVS stats type 13): %d requests", n)
+		}
+	},
+	"of13-del-flows": func(t *testing.T, msgs []Msg) {
+		fm, _ := findMsg[*FlowMod](msgs)
+		if fm == nil || fm.Command != FlowDelete || fm.TableID != 1 || fm.OutPort != 2 || fm.OutGroup != GroupAny ||
+			fm.Match.Key.EthType != flow.EthTypeIPv6 || fm.Match.Key.IPv6Src != [16]byte{15: 1} {
+			t.Errorf("flow mod = %+v", fm)
+		}
+	},
+	"of13-packet-out": func(t *testing.T, msgs []Msg) {
+		po, _ := findMsg[*PacketOut](msgs)
+		if po == nil || po.InPort != PortLocal || len(po.Actions) != 1 || !po.Actions[0].Equal(Output(1, 0)) || len(po.Data) != 42 {
+			t.Errorf("packet out = %+v", po)
 		}
 	},
 	"of13-dump-ports-desc": func(t *testing.T, msgs []Msg) {

@@ -260,6 +260,14 @@ var ofctlCaptures = []capture{
 	{"of13-dump-flows", []string{"-O", "OpenFlow13", "dump-flows", "SW"}},
 	{"of13-show", []string{"-O", "OpenFlow13", "show", "SW"}},
 	{"of13-dump-ports-desc", []string{"-O", "OpenFlow13", "dump-ports-desc", "SW"}},
+	{"add-flows-file", []string{"add-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
+	{"dump-tables", []string{"dump-tables", "SW"}},
+	{"dump-ports-desc", []string{"dump-ports-desc", "SW"}},
+	{"of13-dump-tables", []string{"-O", "OpenFlow13", "dump-tables", "SW"}},
+	{"of13-dump-ports", []string{"-O", "OpenFlow13", "dump-ports", "SW"}},
+	{"of13-del-flows", []string{"-O", "OpenFlow13", "del-flows", "SW", "table=1,ipv6,ipv6_src=::1,out_port=2"}},
+	{"of13-packet-out", []string{"-O", "OpenFlow13", "packet-out", "SW", "LOCAL", "output:1",
+		"ffffffffffff00000000000108060001080006040001000000000001c0a80001000000000000c0a80002"}},
 }
 
 func dumpFlows() []FlowStats {
@@ -311,6 +319,11 @@ func TestOvsOfctl(t *testing.T) {
 		{"of13-show", "dpid:0000aabbccddeeff"},
 		{"of13-show", "2(p2): addr:02:00:00:00:00:02"},
 		{"of13-dump-ports-desc", "speed: 1000 Mbps now, 1000 Mbps max"},
+		{"dump-tables", `table 0 ("table0"):`},
+		{"dump-tables", "active=1, lookup=10, matched=5"},
+		{"dump-ports-desc", "2(p2): addr:02:00:00:00:00:02"},
+		{"of13-dump-tables", "active=1, lookup=10, matched=5"},
+		{"of13-dump-ports", "port  1: rx pkts=11, bytes=1100"},
 	} {
 		if !strings.Contains(outputs[tc.name], tc.want) {
 			t.Errorf("%s: output lacks %q:\n%s", tc.name, tc.want, outputs[tc.name])
