@@ -134,6 +134,7 @@ func (u *Udpif) revalidate() {
 		u.ukeys.Remove(&op.Flow.UFID)
 		if op.Err == nil {
 			u.c.deleted.Add(1)
+			u.nFlows.Add(-1)
 		}
 	})
 	u.operateChunks(mods, func(op *datapath.Op) {

@@ -86,6 +86,7 @@ type UpcallStats struct {
 	DatapathFlows  int    // flows at the last dump
 	UkeysInUse     int
 	AvgBatchTimes8 uint64 // average upcalls per handler batch, ×8 (fixed point)
+	LastError      string // the last datapath failure on the upcall path, "" if none
 }
 
 // counters are the atomics behind UpcallStats.
@@ -114,6 +115,12 @@ type Udpif struct {
 	// PacketIn, if set, receives packets for the controller. It runs on a
 	// handler goroutine and must not block: queue and return.
 	PacketIn func(PacketIn)
+	// OnGovernorGeneration, if set before Start, is told when a handler's
+	// governor ends a generation (OVS logged these at INFO).
+	OnGovernorGeneration func(governor.Generation)
+
+	handlers []*handler
+	lastErr  atomic.Pointer[string] // the last datapath error on the upcall path
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -151,6 +158,7 @@ func (u *Udpif) Start() {
 	}
 	for _, h := range hs {
 		hd := u.newHandler(h)
+		u.handlers = append(u.handlers, hd)
 		u.wg.Add(1)
 		go func() {
 			defer u.wg.Done()
@@ -200,6 +208,7 @@ func (u *Udpif) Purge() error {
 	for i := range ufids {
 		u.ukeys.Remove(&ufids[i])
 	}
+	u.nFlows.Store(0)
 	u.nFlowsAt.Store(0)
 	return err
 }
@@ -224,7 +233,19 @@ func (u *Udpif) Stats() UpcallStats {
 	if s.Batches > 0 {
 		s.AvgBatchTimes8 = s.Upcalls * 8 / s.Batches
 	}
+	if p := u.lastErr.Load(); p != nil {
+		s.LastError = *p
+	}
 	return s
+}
+
+// noteError records a datapath failure for upcall/show. Failures are
+// counted, not logged per packet: a storm of them must not flood the log.
+func (u *Udpif) noteError(op string, err error) {
+	msg := op + ": " + err.Error()
+	if p := u.lastErr.Load(); p == nil || *p != msg {
+		u.lastErr.Store(&msg)
+	}
 }
 
 // datapathFlows returns the datapath's flow count, cached for 100 ms as
@@ -244,8 +265,11 @@ func (u *Udpif) datapathFlows(now time.Time) int {
 // handler is one upcall handler's preallocated state: it reads up to
 // UpcallBatch upcalls into its own buffers and builds one Operate batch.
 type handler struct {
-	u      *Udpif
-	h      datapath.Handler
+	u *Udpif
+	h datapath.Handler
+	// policy is the handler's governor (nil when disabled). mu guards it
+	// against GovernorStatus; the handler holds it for a whole batch.
+	mu     sync.Mutex
 	policy *governor.Policy
 
 	bufs [][]byte
@@ -271,8 +295,34 @@ func (u *Udpif) newHandler(h datapath.Handler) *handler {
 	}
 	if u.cfg.Governor != nil {
 		hd.policy = governor.NewPolicy(*u.cfg.Governor, u.cfg.GovernorThreshold, time.Now())
+		hd.policy.Governor().OnGeneration = u.OnGovernorGeneration
 	}
 	return hd
+}
+
+// GovernorStatus is one handler's governor, for governor/show.
+type GovernorStatus struct {
+	Handler     int
+	Mode        governor.Mode
+	Threshold   int
+	Engaged     bool
+	Engagements uint64
+	Stats       governor.Stats
+}
+
+// GovernorStatus returns the state of every handler's governor; nil when
+// the governor is disabled.
+func (u *Udpif) GovernorStatus() []GovernorStatus {
+	var out []GovernorStatus
+	for i, hd := range u.handlers {
+		hd.mu.Lock()
+		if p := hd.policy; p != nil {
+			out = append(out, GovernorStatus{Handler: i, Mode: p.Mode, Threshold: p.Threshold,
+				Engaged: p.Engaged(), Engagements: p.Engagements, Stats: p.Governor().Stats()})
+		}
+		hd.mu.Unlock()
+	}
+	return out
 }
 
 func (hd *handler) run() {
@@ -287,7 +337,9 @@ func (hd *handler) run() {
 		n, err := hd.h.Recv(hd.ups, hd.bufs)
 		now := time.Now()
 		if hd.policy != nil {
+			hd.mu.Lock()
 			hd.policy.Run(hd.u.datapathFlows(now), now)
+			hd.mu.Unlock()
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -319,6 +371,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 	limit := int(u.flowLimit.Load())
 	nflows := u.datapathFlows(now)
 	exact := u.disableMegaflows.Load()
+	hd.mu.Lock()
 
 	for i := range ups {
 		up := &ups[i]
@@ -363,7 +416,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		if install {
 			k, full := u.ukeys.Insert(&ufid, func(k *ukey) {
 				k.hash = hash
-				k.key = up.Key.Apply(&out.WC)
+				// The full key, as the datapath sent it: the put carries
+				// it with the mask beside it, and re-translation starts
+				// from it.
+				k.key = up.Key
 				k.mask = out.WC
 				k.actions = append(k.actions[:0], out.Actions...)
 				k.rules = out.Rules
@@ -389,12 +445,14 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 			hd.opUkey = append(hd.opUkey, nil)
 		}
 	}
+	hd.mu.Unlock()
 	if len(hd.ops) == 0 {
 		return
 	}
 	if err := u.dp.Operate(hd.ops); err != nil {
 		// The whole batch failed (the socket): undo the ukeys, so the next
 		// packets of those flows retry.
+		u.noteError("operate", err)
 		for i, k := range hd.opUkey {
 			if k != nil {
 				u.ukeys.Remove(&hd.ops[i].Flow.UFID)
@@ -409,14 +467,19 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		case datapath.OpPut:
 			if op.Err != nil {
 				u.c.putFailed.Add(1)
+				u.noteError("flow put", op.Err)
 				u.ukeys.Remove(&op.Flow.UFID)
 				continue
 			}
 			hd.opUkey[i].installed = true
 			u.c.installed.Add(1)
+			// Keep the cached flow count current between refreshes: under
+			// a storm, hundreds of flows go in within one cache period.
+			u.nFlows.Add(1)
 		case datapath.OpExecute:
 			if op.Err != nil {
 				u.c.execFailed.Add(1)
+				u.noteError("execute", op.Err)
 			} else {
 				u.c.executes.Add(1)
 			}

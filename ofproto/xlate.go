@@ -154,10 +154,16 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	c := &out.ctx
 	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
-	// The input port is always part of the megaflow: every decision below
-	// can depend on it.
+	// Some fields are always part of the megaflow, as in OVS: the input
+	// port (every decision below can depend on it), the ethertype (the
+	// datapath rejects a key whose ethertype is wildcarded to zero, and
+	// set actions depend on it) and, for IP, the fragment bits.
 	out.WC.InPort = ^uint32(0)
 	out.WC.RecircID = ^uint32(0)
+	out.WC.EthType = 0xffff
+	if key.EthType == flow.EthTypeIPv4 || key.EthType == flow.EthTypeIPv6 {
+		out.WC.NwFrag = flow.FragAny | flow.FragLater
+	}
 	c.inPort = c.ports.ByDP(key.InPort)
 	if c.inPort == nil {
 		out.Dropped = "unknown input port"
