@@ -1,0 +1,345 @@
+package vswitchd
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto"
+	"github.com/govswitch/govswitch/ofproto/maclearn"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// registerCommands installs the ovs-appctl commands. Output shapes follow
+// ovs-vswitchd's where scripts are known to parse them.
+func (d *Daemon) registerCommands() {
+	s := d.ctl
+	s.Register("exit", "[--cleanup]", 0, 1, func([]string) (string, error) {
+		d.Exit()
+		return "", nil
+	})
+	s.Register("dpif/show", "", 0, 0, d.dpifShow)
+	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
+	s.Register("dpctl/dump-flows", "[-m] [DP]", 0, 2, d.dpctlDumpFlows)
+	s.Register("fdb/show", "bridge", 1, 1, d.fdbShow)
+	s.Register("fdb/flush", "[bridge]", 0, 1, d.fdbFlush)
+	s.Register("upcall/show", "", 0, 0, d.upcallShow)
+	s.Register("upcall/set-flow-limit", "flow-limit-number", 1, 1, d.setFlowLimit)
+	s.Register("upcall/disable-megaflows", "", 0, 0, func([]string) (string, error) { return d.megaflows(false) })
+	s.Register("upcall/enable-megaflows", "", 0, 0, func([]string) (string, error) { return d.megaflows(true) })
+	s.Register("revalidator/purge", "", 0, 0, d.purge)
+	s.Register("revalidator/wait", "", 0, 0, func([]string) (string, error) {
+		for _, b := range d.Bridges() {
+			b.Udpif.Revalidate()
+		}
+		return "", nil
+	})
+	s.Register("governor/show", "", 0, 0, d.governorShow)
+	s.Register("memory/show", "", 0, 0, d.memoryShow)
+	s.Register("coverage/show", "", 0, 0, d.coverageShow)
+	s.Register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, -1, d.vlogSet)
+	s.Register("vlog/list", "", 0, 0, func([]string) (string, error) {
+		return fmt.Sprintf("                 console    syslog    file\n                 -------    ------    ------\ngovswitchd       %-10s OFF       OFF\n",
+			strings.ToUpper(d.level.Level().String())), nil
+	})
+}
+
+func (d *Daemon) bridgeArg(name string) (*ofproto.Bridge, error) {
+	b := d.Bridge(name)
+	if b == nil {
+		return nil, fmt.Errorf("no such bridge")
+	}
+	return b, nil
+}
+
+// portName returns how OVS names an OpenFlow port in fdb/show.
+func portName(p uint32) string {
+	if p == openflow.PortLocal {
+		return "LOCAL"
+	}
+	return strconv.FormatUint(uint64(p), 10)
+}
+
+func (d *Daemon) dpifShow([]string) (string, error) {
+	var sb strings.Builder
+	for _, b := range d.Bridges() {
+		st, err := b.DP.Stats()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&sb, "%s@%s: hit:%d missed:%d\n", d.cfg.Datapath, b.DP.Name(), st.Hit, st.Missed)
+		fmt.Fprintf(&sb, "  %s:\n", b.Name)
+		for _, p := range b.Ports.Snapshot().List() {
+			ofp := strconv.FormatUint(uint64(p.OFPort), 10)
+			if p.OFPort == openflow.PortLocal {
+				ofp = "65534"
+			}
+			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type)
+		}
+	}
+	return sb.String(), nil
+}
+
+func (d *Daemon) dpctlShow(args []string) (string, error) {
+	var sb strings.Builder
+	for _, b := range d.Bridges() {
+		st, err := b.DP.Stats()
+		if err != nil {
+			return "", err
+		}
+		vps, err := b.DP.Vports()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, b.DP.Name())
+		fmt.Fprintf(&sb, "  lookups: hit:%d missed:%d lost:%d\n", st.Hit, st.Missed, st.Lost)
+		fmt.Fprintf(&sb, "  flows: %d\n", st.Flows)
+		hitPerPkt := 0.0
+		if n := st.Hit + st.Missed; n > 0 {
+			hitPerPkt = float64(st.MaskHit) / float64(n)
+		}
+		fmt.Fprintf(&sb, "  masks: hit:%d total:%d hit/pkt:%.2f\n", st.MaskHit, st.Masks, hitPerPkt)
+		fmt.Fprintf(&sb, "  cache: hit:%d hit-rate:%.2f%%\n", st.CacheHit, 0.0)
+		for _, vp := range vps {
+			typ := ""
+			if vp.Type == datapath.VportInternal {
+				typ = " (internal)"
+			}
+			fmt.Fprintf(&sb, "  port %d: %s%s\n", vp.PortNo, vp.Name, typ)
+			if len(args) > 0 && args[0] == "-s" {
+				s := vp.Stats
+				fmt.Fprintf(&sb, "    RX packets:%d errors:%d dropped:%d\n", s.RxPackets, s.RxErrors, s.RxDropped)
+				fmt.Fprintf(&sb, "    TX packets:%d errors:%d dropped:%d\n", s.TxPackets, s.TxErrors, s.TxDropped)
+				fmt.Fprintf(&sb, "    RX bytes:%d  TX bytes:%d\n", s.RxBytes, s.TxBytes)
+			}
+		}
+	}
+	return sb.String(), nil
+}
+
+func (d *Daemon) dpctlDumpFlows(args []string) (string, error) {
+	verbose := len(args) > 0 && args[0] == "-m"
+	var sb strings.Builder
+	for _, b := range d.Bridges() {
+		err := b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+			if verbose {
+				fmt.Fprintf(&sb, "%s, ", f.UFID)
+			}
+			sb.WriteString(flow.Format(&f.Key, &f.Mask))
+			fmt.Fprintf(&sb, ", packets:%d, bytes:%d, used:%s, actions:%s\n",
+				f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), datapath.FormatActions(f.Actions))
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	return sb.String(), nil
+}
+
+// usedString formats a flow's last-use time (monotonic ms) as ovs-dpctl
+// does: "never" or seconds ago.
+func usedString(used uint64) string {
+	if used == 0 {
+		return "never"
+	}
+	now := uint64(monotonicMillis())
+	if used > now {
+		return "0.000s"
+	}
+	return fmt.Sprintf("%.3fs", float64(now-used)/1000)
+}
+
+func (d *Daemon) fdbShow(args []string) (string, error) {
+	b, err := d.bridgeArg(args[0])
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	sb.WriteString(" port  VLAN  MAC                Age\n")
+	now := time.Now()
+	b.MAC.Entries(now, func(e maclearn.Entry) {
+		m := e.MAC
+		fmt.Fprintf(&sb, "%5s  %4d  %02x:%02x:%02x:%02x:%02x:%02x  %3d\n", portName(e.Port), e.VLAN,
+			m[0], m[1], m[2], m[3], m[4], m[5], int(e.Age.Seconds()))
+	})
+	return sb.String(), nil
+}
+
+func (d *Daemon) fdbFlush(args []string) (string, error) {
+	bridges := d.Bridges()
+	if len(args) == 1 {
+		b, err := d.bridgeArg(args[0])
+		if err != nil {
+			return "", err
+		}
+		bridges = []*ofproto.Bridge{b}
+	}
+	for _, b := range bridges {
+		b.MAC.Flush()
+	}
+	return "table successfully flushed\n", nil
+}
+
+func (d *Daemon) upcallShow([]string) (string, error) {
+	var sb strings.Builder
+	for _, b := range d.Bridges() {
+		s := b.Udpif.Stats()
+		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, b.DP.Name())
+		fmt.Fprintf(&sb, "  flows         : (current %d) (avg %d) (max %d) (limit %d)\n",
+			s.DatapathFlows, s.DatapathFlows, s.DatapathFlows, s.FlowLimit)
+		fmt.Fprintf(&sb, "  dump duration : %dms\n", s.DumpDuration.Milliseconds())
+		fmt.Fprintf(&sb, "  ufid enabled : %v\n", b.DP.Features().UFID)
+		fmt.Fprintf(&sb, "\n  %d: (keys %d)\n", 0, s.UkeysInUse)
+		fmt.Fprintf(&sb, "  upcalls : %d (misses %d, actions %d, lost %d) in %d batches\n",
+			s.Upcalls, s.Misses, s.ActionUpcalls, s.Lost, s.Batches)
+		fmt.Fprintf(&sb, "  flow setups : %d (failed %d, duplicates %d, limit hits %d, executes %d)\n",
+			s.FlowsInstalled, s.PutFailed, s.Duplicates, s.LimitHits, s.Executes)
+		if s.LastError != "" {
+			fmt.Fprintf(&sb, "  last error : %s\n", s.LastError)
+		}
+	}
+	return sb.String(), nil
+}
+
+func (d *Daemon) setFlowLimit(args []string) (string, error) {
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return "", fmt.Errorf("flow limit %q is not a positive number", args[0])
+	}
+	for _, b := range d.Bridges() {
+		b.Udpif.SetFlowLimit(n)
+	}
+	return fmt.Sprintf("set flow_limit to %d\n", n), nil
+}
+
+func (d *Daemon) megaflows(on bool) (string, error) {
+	var errs []error
+	for _, b := range d.Bridges() {
+		errs = append(errs, b.Udpif.SetMegaflows(on))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	if on {
+		return "megaflows enabled\n", nil
+	}
+	return "megaflows disabled\n", nil
+}
+
+func (d *Daemon) purge([]string) (string, error) {
+	var errs []error
+	for _, b := range d.Bridges() {
+		errs = append(errs, b.Udpif.Purge())
+	}
+	return "", errors.Join(errs...)
+}
+
+func (d *Daemon) governorShow([]string) (string, error) {
+	var sb strings.Builder
+	if !d.cfg.Governor {
+		return "governor disabled (start govswitchd with --governor)\n", nil
+	}
+	for _, b := range d.Bridges() {
+		fmt.Fprintf(&sb, "%s:\n", b.Name)
+		for _, g := range b.Udpif.GovernorStatus() {
+			state := "idle"
+			if g.Engaged {
+				state = "engaged"
+			}
+			s := g.Stats
+			fmt.Fprintf(&sb, "  handler %d: mode %s, %s (engages above %d flows, %d times), size %d, generations %d\n",
+				g.Handler, g.Mode, state, g.Threshold/2, g.Engagements, s.Size, s.Generations)
+			fmt.Fprintf(&sb, "    decisions: install %d, shortcut %d, execute %d; generation: packets %d, flows %d, setups %d\n",
+				s.TotalInstalls, s.TotalShortcuts, s.TotalExecutes, s.Packets, s.Flows, s.Setups)
+		}
+		u := b.Udpif.Stats()
+		fmt.Fprintf(&sb, "  upcall path: governor installs %d, governor executes %d\n", u.GovernorInstalls, u.GovernorExecutes)
+	}
+	return sb.String(), nil
+}
+
+func (d *Daemon) memoryShow([]string) (string, error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	ukeys, rules := 0, 0
+	for _, b := range d.Bridges() {
+		ukeys += b.Udpif.Stats().UkeysInUse
+		rules += b.Tables.Len()
+	}
+	return fmt.Sprintf("handlers:%d ports:%d revalidators:%d rules:%d udpif keys:%d heap:%dkB\n",
+		d.cfg.Handlers*len(d.Bridges()), d.portCount(), d.cfg.Revalidators, rules, ukeys, ms.HeapAlloc/1024), nil
+}
+
+func (d *Daemon) portCount() int {
+	n := 0
+	for _, b := range d.Bridges() {
+		n += len(b.Ports.Snapshot().List())
+	}
+	return n
+}
+
+// coverageShow prints the upcall path's counters in coverage/show's
+// shape. Rates are not tracked; they print as 0.
+func (d *Daemon) coverageShow([]string) (string, error) {
+	var total ofproto.UpcallStats
+	for _, b := range d.Bridges() {
+		s := b.Udpif.Stats()
+		total.Upcalls += s.Upcalls
+		total.Duplicates += s.Duplicates
+		total.LimitHits += s.LimitHits
+		total.LimitKilled += s.LimitKilled
+		total.FlowsInstalled += s.FlowsInstalled
+		total.Executes += s.Executes
+		total.GovernorExecutes += s.GovernorExecutes
+		total.Lost += s.Lost
+		total.IdleDeleted += s.IdleDeleted
+	}
+	counters := map[string]uint64{
+		"upcall_received": total.Upcalls, "handler_duplicate_upcall": total.Duplicates,
+		"upcall_flow_limit_hit": total.LimitHits, "upcall_flow_limit_kill": total.LimitKilled,
+		"dpif_flow_put": total.FlowsInstalled, "dpif_execute": total.Executes,
+		"facet_suppress": total.GovernorExecutes, "netlink_overflow": total.Lost,
+		"revalidate_idle_delete": total.IdleDeleted,
+	}
+	names := make([]string, 0, len(counters))
+	never := 0
+	for n, v := range counters {
+		if v == 0 {
+			never++
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var sb strings.Builder
+	sb.WriteString("Event coverage, avg rate over last: 5 seconds, last minute, last hour,  hash=00000000:\n")
+	for _, n := range names {
+		fmt.Fprintf(&sb, "%-24s %5.1f/sec %9.3f/sec %13.4f/sec   total: %d\n", n, 0.0, 0.0, 0.0, counters[n])
+	}
+	fmt.Fprintf(&sb, "%d events never hit\n", never)
+	return sb.String(), nil
+}
+
+// vlogSet accepts OVS's forms enough to change the level: "dbg",
+// "ANY:ANY:dbg", "console:info", "govswitchd:warn".
+func (d *Daemon) vlogSet(args []string) (string, error) {
+	if len(args) == 0 {
+		return "", errors.New("no arguments: try vlog/set dbg")
+	}
+	for _, a := range args {
+		parts := strings.Split(a, ":")
+		lvl, err := parseLevel(parts[len(parts)-1])
+		if err != nil {
+			return "", err
+		}
+		d.level.Set(lvl)
+	}
+	return "", nil
+}
