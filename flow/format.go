@@ -215,32 +215,28 @@ func (f *formatter) eth(name string, v, m *[6]byte) {
 }
 
 // flags prints a flag set: with a mask covering width as names joined by
-// '|' ("0" when none), otherwise as +name/-name for each masked bit from the
-// lowest, as OVS's format_flags and format_flags_masked do.
-func (f *formatter) flags(names *[12]string, v, m, width uint32) {
+// '|' ("0" when none, unnamed bits last as one hex number), otherwise as
+// +name/-name for each masked bit, as OVS's format_flags and
+// format_flags_masked do. Bits come in the order of fs, which is OVS's bit
+// order for that set.
+func (f *formatter) flags(fs *flagSet, v, m, width uint32) {
 	if m&width == width {
 		if v == 0 {
 			f.b = append(f.b, '0')
 			return
 		}
 		first := true
-		var unknown uint32
-		for bit := uint32(1); bit != 0 && bit <= v; bit <<= 1 {
-			if v&bit == 0 {
-				continue
-			}
-			name := flagName(names, bit)
-			if name == "" {
-				unknown |= bit
+		for i, bit := range fs.bits {
+			if bit == 0 || v&bit == 0 {
 				continue
 			}
 			if !first {
 				f.b = append(f.b, '|')
 			}
-			f.b = append(f.b, name...)
+			f.b = append(f.b, fs.names[i]...)
 			first = false
 		}
-		if unknown != 0 {
+		if unknown := v &^ fs.known(); unknown != 0 {
 			if !first {
 				f.b = append(f.b, '|')
 			}
@@ -250,38 +246,68 @@ func (f *formatter) flags(names *[12]string, v, m, width uint32) {
 		return
 	}
 	m &= width
-	for bit := uint32(1); bit != 0 && bit <= m; bit <<= 1 {
-		if m&bit == 0 {
-			continue
-		}
+	sign := func(bit uint32) {
 		if v&bit != 0 {
 			f.b = append(f.b, '+')
 		} else {
 			f.b = append(f.b, '-')
 		}
-		if name := flagName(names, bit); name != "" {
-			f.b = append(f.b, name...)
-		} else {
+	}
+	for i, bit := range fs.bits {
+		if bit != 0 && m&bit != 0 {
+			sign(bit)
+			f.b = append(f.b, fs.names[i]...)
+		}
+	}
+	unknown := m &^ fs.known()
+	for bit := uint32(1); bit != 0 && bit <= unknown; bit <<= 1 {
+		if unknown&bit != 0 {
+			sign(bit)
 			f.b = append(f.b, '0', 'x')
 			f.b = strconv.AppendUint(f.b, uint64(bit), 16)
 		}
 	}
 }
 
-func flagName(names *[12]string, bit uint32) string {
-	for i := range names {
-		if bit == 1<<i {
-			return names[i]
-		}
-	}
-	return ""
+// flagSet names the bits of a flag field, listed in the order OVS prints
+// them (its own bit order, which for tunnel flags differs from ours).
+type flagSet struct {
+	bits  [12]uint32
+	names [12]string
 }
 
-// Flag names by bit position, as OVS prints them.
+func (fs *flagSet) known() uint32 {
+	var k uint32
+	for _, b := range fs.bits {
+		k |= b
+	}
+	return k
+}
+
+// bit returns the bit named name, or 0.
+func (fs *flagSet) bit(name string) uint32 {
+	for i, n := range fs.names {
+		if n != "" && n == name {
+			return fs.bits[i]
+		}
+	}
+	return 0
+}
+
 var (
-	ctStateNames   = [12]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"}
-	tcpFlagNames   = [12]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"}
-	tunnelFlagName = [12]string{"df", "csum", "key", "oam"}
+	ctStateFlags = flagSet{
+		bits:  [12]uint32{CtNew, CtEstablished, CtRelated, CtReplyDir, CtInvalid, CtTracked, CtSrcNAT, CtDstNAT},
+		names: [12]string{"new", "est", "rel", "rpl", "inv", "trk", "snat", "dnat"},
+	}
+	tcpFlags = flagSet{
+		bits:  [12]uint32{0x1, 0x2, 0x4, 0x8, 0x10, 0x20, 0x40, 0x80, 0x100, 0x200, 0x400, 0x800},
+		names: [12]string{"fin", "syn", "rst", "psh", "ack", "urg", "ece", "cwr", "ns", "[200]", "[400]", "[800]"},
+	}
+	// OVS numbers tunnel flags oam, df, csum, key from bit 0.
+	tunnelFlags = flagSet{
+		bits:  [12]uint32{uint32(TunnelOAM), uint32(TunnelDontFragment), uint32(TunnelCsum), uint32(TunnelKey)},
+		names: [12]string{"oam", "df", "csum", "key"},
+	}
 )
 
 const (
@@ -314,7 +340,7 @@ func (f *formatter) metadata(v *Key, m *Mask) {
 			mask &= ctStateShown
 		}
 		f.attr("ct_state")
-		f.flags(&ctStateNames, v.CtState, mask, 0xffffffff)
+		f.flags(&ctStateFlags, v.CtState, mask, 0xffffffff)
 		f.end()
 	}
 	f.single("ct_zone", uint64(v.CtZone), uint64(m.CtZone), 0xffff)
@@ -352,7 +378,7 @@ func (f *formatter) tunnel(v, m *Tunnel) {
 	if m.Flags&tunnelFlagsWidth != 0 {
 		f.sep()
 		f.b = append(f.b, "flags("...)
-		f.flags(&tunnelFlagName, uint32(v.Flags), uint32(m.Flags), tunnelFlagsWidth)
+		f.flags(&tunnelFlags, uint32(v.Flags), uint32(m.Flags), tunnelFlagsWidth)
 		f.end()
 	}
 	f.end()
@@ -579,7 +605,7 @@ func (f *formatter) l4(v *Key, m *Mask) {
 		ports("tcp")
 		if m.TCPFlags&tcpFlagsWidth != 0 {
 			f.attr("tcp_flags")
-			f.flags(&tcpFlagNames, uint32(v.TCPFlags), uint32(m.TCPFlags), tcpFlagsWidth)
+			f.flags(&tcpFlags, uint32(v.TCPFlags), uint32(m.TCPFlags), tcpFlagsWidth)
 			f.end()
 		}
 	case IPProtoUDP:

@@ -103,6 +103,18 @@ func TestFormat(t *testing.T) {
 			want: "tunnel(tun_id=0x0,ipv6_src=2001:db8::1,ipv6_dst=2001:db8::2,tos=0x10,flags(csum|key))",
 		},
 		{
+			name: "tunnel flags in OVS's bit order, as the kernel dump shows them",
+			k:    Key{Tunnel: Tunnel{Flags: TunnelKey | TunnelOAM}},
+			m:    Mask{Tunnel: Tunnel{Flags: TunnelOAM | TunnelDontFragment | TunnelKey}},
+			want: "tunnel(flags(+oam-df+key))",
+		},
+		{
+			name: "tunnel flags exact in OVS's bit order",
+			k:    Key{Tunnel: Tunnel{Flags: TunnelKey | TunnelOAM | TunnelCsum}},
+			m:    Mask{Tunnel: Tunnel{Flags: tunnelFlagsWidth}},
+			want: "tunnel(flags(oam|csum|key))",
+		},
+		{
 			name: "eth with wildcarded addresses prints eth()",
 			k:    Key{EthType: EthTypeARP},
 			m:    Mask{EthType: 0xffff, VLANs: [2]VLAN{{TCI: 0xffff}, {TCI: 0xffff}}},

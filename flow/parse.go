@@ -221,7 +221,7 @@ func (p *parser) attr(level int, name string, off int) error {
 		if err != nil {
 			return err
 		}
-		v, mv, err := p.flagsValue(tok, toff, &ctStateNames, 0xffffffff, 32)
+		v, mv, err := p.flagsValue(tok, toff, &ctStateFlags, 0xffffffff, 32)
 		k.CtState, m.CtState = v, mv
 		return err
 	case "ct_label":
@@ -323,7 +323,7 @@ func (p *parser) attr(level int, name string, off int) error {
 		if err != nil {
 			return err
 		}
-		v, mv, err := p.flagsValue(tok, toff, &tcpFlagNames, tcpFlagsWidth, 16)
+		v, mv, err := p.flagsValue(tok, toff, &tcpFlags, tcpFlagsWidth, 16)
 		k.TCPFlags, m.TCPFlags = uint16(v), uint16(mv)
 		return err
 	case "icmp", "icmpv6":
@@ -511,7 +511,7 @@ func (p *parser) number(s string, off int, bits uint) (uint64, error) {
 
 // flagsValue parses a flag set as OVS prints it: "a|b" or "0" (exact, mask
 // exact), "+a-b" (the named bits matched), or a number with optional mask.
-func (p *parser) flagsValue(tok string, off int, names *[12]string, exact uint32, bits uint) (uint32, uint32, error) {
+func (p *parser) flagsValue(tok string, off int, fs *flagSet, exact uint32, bits uint) (uint32, uint32, error) {
 	if tok == "" {
 		return 0, 0, p.errAt(off, tok, "empty flags")
 	}
@@ -520,10 +520,8 @@ func (p *parser) flagsValue(tok string, off int, names *[12]string, exact uint32
 		return uint32(v), uint32(m), err
 	}
 	lookup := func(name string, noff int) (uint32, error) {
-		for i, n := range names {
-			if n != "" && n == name {
-				return 1 << i, nil
-			}
+		if bit := fs.bit(name); bit != 0 {
+			return bit, nil
 		}
 		if strings.HasPrefix(name, "0x") {
 			v, err := p.number(name, noff, bits)
@@ -813,7 +811,7 @@ func (p *parser) tunnel() error {
 			var toff int
 			if tok, toff, err = p.inner(); err == nil {
 				var v, m uint32
-				v, m, err = p.flagsValue(tok, toff, &tunnelFlagName, tunnelFlagsWidth, 16)
+				v, m, err = p.flagsValue(tok, toff, &tunnelFlags, tunnelFlagsWidth, 16)
 				t.Flags, mt.Flags = uint16(v), uint16(m)
 			}
 		case nested && (f == "vxlan" || f == "geneve" || f == "erspan" || f == "gtpu"):
