@@ -58,6 +58,8 @@ func (f *Framer) Space() []byte {
 }
 
 // Commit records that n bytes were written into the slice Space returned.
+// An n outside that slice is a caller bug and panics; peer input never
+// reaches this check.
 func (f *Framer) Commit(n int) {
 	if n < 0 || f.end+n > len(f.buf) {
 		panic("openflow: Framer.Commit beyond Space")
