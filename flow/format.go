@@ -1,7 +1,26 @@
 package flow
 
-// The textual form of keys and megaflows, as ovs-dpctl 3.1 prints kernel
-// flows (lib/odp-util.c, format_odp_key_attr and odp_flow_format), e.g.
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// String returns k in ovs-dpctl's syntax as an exact key: every field that
+// is relevant to k's protocol stack prints, with its value. Metadata fields
+// other than in_port print only when non-zero, as do tunnel fields (a
+// tunnel prints when k.Tunnel is not the zero Tunnel). Parse(k.String())
+// returns k, and the mask of the fields printed.
+func (k Key) String() string {
+	m := stackMask(&k)
+	return string(AppendFormat(make([]byte, 0, 256), &k, &m))
+}
+
+// Format returns the megaflow (k, m) in the syntax ovs-dpctl dump-flows
+// prints for kernel flows: wholly wildcarded attributes are omitted, exact
+// fields print plain and partially masked fields as value/mask. The result
+// is the text of the masked key k.Apply(m); Format does not modify k or m.
+//
+// The syntax is that of ovs-dpctl 3.1 for kernel flows (lib/odp-util.c, format_odp_key_attr and odp_flow_format), e.g.
 //
 //	recirc_id(0),in_port(1),eth(src=52:54:00:00:00:01,dst=52:54:00:00:00:02),
 //	eth_type(0x0800),ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0,ttl=64,frag=no),
@@ -62,32 +81,24 @@ package flow
 // see Parse); frag is matched with mask 0 or FragAny|FragLater; CtState
 // masks are 0xffffffff or within 0xff. The Regs and OFMetadata fields never
 // reach the datapath and never print.
-
-import (
-	"encoding/binary"
-	"strconv"
-)
-
-// String returns k in ovs-dpctl's syntax as an exact key: every field that
-// is relevant to k's protocol stack prints, with its value. Metadata fields
-// other than in_port print only when non-zero, as do tunnel fields (a
-// tunnel prints when k.Tunnel is not the zero Tunnel). Parse(k.String())
-// returns k, and the mask of the fields printed.
-func (k Key) String() string {
-	m := stackMask(&k)
-	return string(AppendFormat(make([]byte, 0, 256), &k, &m))
-}
-
-// Format returns the megaflow (k, m) in the syntax ovs-dpctl dump-flows
-// prints for kernel flows: wholly wildcarded attributes are omitted, exact
-// fields print plain and partially masked fields as value/mask. See the
-// package notes above for how Format decides which attributes exist.
+//
+// # Dumped text is not always installable text
+//
+// Format prints what the kernel dumps, as ovs-dpctl does, and like
+// ovs-dpctl's output the text cannot always be fed back to ovs-dpctl
+// add-flow: the kernel requires the L4 attribute (and tcp_flags for TCP)
+// whenever the IP protocol is matched exactly and the packet is not a later
+// fragment, which Format omits when those fields are wildcarded; and OVS's
+// parser turns "eth_type(0/0xffff)" into a key with ethertype 0, which the
+// kernel rejects. Code that installs flows builds netlink attributes, not
+// text, and is not affected.
 func Format(k *Key, m *Mask) string {
 	return string(AppendFormat(make([]byte, 0, 256), k, m))
 }
 
 // AppendFormat appends the text Format returns to b and returns the extended
-// slice. It allocates only when b lacks capacity (about 400 bytes suffice
+// slice; b's contents before len(b) are untouched and the result aliases b
+// when b has room. It allocates only when b lacks capacity (about 400 bytes suffice
 // for any flow), so logs and dumps can reuse one buffer.
 func AppendFormat(b []byte, k *Key, m *Mask) []byte {
 	v := k.Apply(m)
@@ -633,7 +644,7 @@ func (f *formatter) l4(v *Key, m *Mask) {
 }
 
 // stackMask returns the exact mask of the fields relevant to k's protocol
-// stack, at each field's width (see the package notes): what String prints.
+// stack, at each field's width (see Format): what String prints.
 func stackMask(k *Key) Mask {
 	var m Mask
 	if k.Tunnel != (Tunnel{}) {

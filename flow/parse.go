@@ -12,25 +12,26 @@ import (
 
 // ParseError reports text that Parse or ParseDumpLine cannot accept. Token
 // is the offending piece of text (an attribute, a field or a value), Offset
-// its byte offset in the input.
+// its byte offset in the input. Err is ErrUnsupported for valid ODP text
+// that a Key cannot hold, else nil.
 type ParseError struct {
 	Offset int
 	Token  string
 	Msg    string
+	Err    error
 }
 
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("flow: parse error at offset %d, %q: %s", e.Offset, e.Token, e.Msg)
 }
 
+// Unwrap returns e.Err, so errors.Is(err, ErrUnsupported) works.
+func (e *ParseError) Unwrap() error { return e.Err }
+
 // ErrUnsupported is wrapped by errors for syntax that is valid ODP text but
 // that a Key cannot hold (geneve options, NSH, a second MPLS label, a
 // conntrack original tuple that is matched, ...).
 var ErrUnsupported = errors.New("not representable in flow.Key")
-
-type unsupportedError struct{ ParseError }
-
-func (e *unsupportedError) Unwrap() error { return ErrUnsupported }
 
 // Parse reads a flow key and mask in the syntax ovs-dpctl 3.1 prints for
 // kernel flows, with or without -m: a list of attributes such as
@@ -52,10 +53,17 @@ func Parse(s string) (Key, Mask, error) {
 // to each field's width (see Format). The returned Key has no bits outside
 // the Mask: it is what the kernel stores and dumps.
 //
-// Attributes that a Key cannot hold (ct_tuple4, ct_tuple6, nd_ext) are
-// accepted only when wholly wildcarded, as -m prints them; nsh, packet_type
-// and tunnel options fail with an error wrapping ErrUnsupported. Errors are
-// *ParseError values naming the offending token. Parse never panics.
+// Attributes that a Key cannot hold (ct_tuple4, ct_tuple6, nd_ext, and
+// attributes OVS prints raw as keyN(...), such as the kernel's IPv6
+// extension headers, key32) are accepted only when wholly wildcarded, as
+// ovs-dpctl prints them for flows OVS installed; a match on one, and nsh,
+// packet_type or tunnel options, fail with an error wrapping
+// ErrUnsupported. Text that ovs-dpctl prints for an 802.3 frame,
+// "eth_type(0/0xffff)", yields EthType EthTypeNone with an exact mask.
+//
+// Errors are *ParseError values naming the offending token; those for text
+// a Key cannot hold satisfy errors.Is(err, ErrUnsupported). Parse never
+// panics; it allocates only for errors.
 func ParseWithPorts(s string, ports map[string]uint32) (Key, Mask, error) {
 	p := parser{s: s, ports: ports}
 	p.l3At = -1
@@ -104,7 +112,7 @@ func (p *parser) errAt(off int, tok, format string, args ...any) error {
 }
 
 func (p *parser) unsupported(off int, tok, what string) error {
-	return &unsupportedError{ParseError{Offset: off, Token: tok, Msg: what + ": " + ErrUnsupported.Error()}}
+	return &ParseError{Offset: off, Token: tok, Msg: what + ": " + ErrUnsupported.Error(), Err: ErrUnsupported}
 }
 
 func (p *parser) skipDelims() {
