@@ -321,10 +321,10 @@ func TestKeyString(t *testing.T) {
 				t.Fatalf("Parse(String()): %v", err)
 			}
 			if k != tc.k {
-				t.Errorf("Parse(String()) key differs:\n got %+v\nwant %+v", k, tc.k)
+				t.Errorf("Parse(String()) key differs:\n got %#v\nwant %#v", k, tc.k)
 			}
 			if want := stackMask(&tc.k); m != want {
-				t.Errorf("Parse(String()) mask differs:\n got %+v\nwant %+v", m, want)
+				t.Errorf("Parse(String()) mask differs:\n got %#v\nwant %#v", m, want)
 			}
 		})
 	}

@@ -98,7 +98,7 @@ func TestIntegrationDpctlText(t *testing.T) {
 			got++
 			wk := f.k.Apply(&f.m)
 			if d.Key != wk || d.Mask != f.m {
-				t.Errorf("%s, -m=%v: dump parses to a different flow\ndump:   %s\nformat: %s\n got key %+v\nwant key %+v\n got mask %+v\nwant mask %+v",
+				t.Errorf("%s, -m=%v: dump parses to a different flow\ndump:   %s\nformat: %s\n got key %#v\nwant key %#v\n got mask %#v\nwant mask %#v",
 					f.name, verbose, line, flow.Format(&f.k, &f.m), d.Key, wk, d.Mask, f.m)
 			}
 			if !verbose {
@@ -112,7 +112,7 @@ func TestIntegrationDpctlText(t *testing.T) {
 				}
 			}
 			if d.Actions != "1" || !d.UsedNever || d.Packets != 0 {
-				t.Errorf("%s: stats/actions parsed wrong: %+v", f.name, d)
+				t.Errorf("%s: stats/actions parsed wrong: %#v", f.name, d)
 			}
 		}
 		if got != len(want) {

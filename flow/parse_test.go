@@ -243,10 +243,10 @@ func TestParseGolden(t *testing.T) {
 				t.Fatalf("Parse: %v", err)
 			}
 			if k != tc.k {
-				t.Errorf("key:\n got %+v\nwant %+v", k, tc.k)
+				t.Errorf("key:\n got %#v\nwant %#v", k, tc.k)
 			}
 			if m != tc.m {
-				t.Errorf("mask:\n got %+v\nwant %+v", m, tc.m)
+				t.Errorf("mask:\n got %#v\nwant %#v", m, tc.m)
 			}
 			if tc.canonical {
 				if got := Format(&tc.k, &tc.m); got != tc.line {
@@ -326,7 +326,7 @@ func TestParseEmpty(t *testing.T) {
 	for _, in := range []string{"", "  ", ",,"} {
 		k, m, err := Parse(in)
 		if err != nil || k != (Key{}) || !m.IsZero() {
-			t.Errorf("Parse(%q) = %+v, %+v, %v; want zero key and mask", in, k, m, err)
+			t.Errorf("Parse(%q) = %#v, %#v, %v; want zero key and mask", in, k, m, err)
 		}
 	}
 }
@@ -350,10 +350,10 @@ func TestRoundTrip(t *testing.T) {
 		}
 		gk, gm, err := Parse(text)
 		if err != nil {
-			t.Fatalf("Parse(Format) failed: %v\ntext: %s\nkey: %+v\nmask: %+v", err, text, k, m)
+			t.Fatalf("Parse(Format) failed: %v\ntext: %s\nkey: %#v\nmask: %#v", err, text, k, m)
 		}
 		if want := k.Apply(&m); gk != want || gm != m {
-			t.Fatalf("round trip differs\ntext: %s\n got key %+v\nwant key %+v\n got mask %+v\nwant mask %+v\nreformatted: %s",
+			t.Fatalf("round trip differs\ntext: %s\n got key %#v\nwant key %#v\n got mask %#v\nwant mask %#v\nreformatted: %s",
 				text, gk, want, gm, m, Format(&gk, &gm))
 		}
 	}
@@ -564,6 +564,22 @@ func TestParseDumpLine(t *testing.T) {
 				TCPFlags: "SP.", Actions: "push_vlan(vid=5,pcp=0),3,drop"},
 		},
 		{
+			// Printed by ovs-dpctl 3.1 dump-flows -m for a flow installed
+			// into the 6.1 kernel in the test bed.
+			name: "verbose, real kernel, 802.1Q",
+			line: "recirc_id(0/0),dp_hash(0/0),skb_priority(0/0),in_port(2),skb_mark(0/0),ct_state(0/0),ct_mark(0/0)," +
+				"ct_label(0/0),eth(src=52:54:00:00:00:01,dst=52:54:00:00:00:02),eth_type(0x8100),vlan(vid=100,pcp=0)," +
+				"encap(eth_type(0x0800),ipv4(src=0.0.0.0/0.0.0.0,dst=0.0.0.0/0.0.0.0,proto=0/0,tos=0/0,ttl=0/0,frag=no))," +
+				" packets:0, bytes:0, used:never, dp:ovs, actions:1",
+			want: DumpFlow{
+				Key: Key{InPort: 2, EthSrc: [6]byte{0x52, 0x54, 0, 0, 0, 1}, EthDst: [6]byte{0x52, 0x54, 0, 0, 0, 2},
+					VLANs: [2]VLAN{{TPID: EthTypeVLAN, TCI: VLANPresent | 100}}, EthType: EthTypeIPv4},
+				Mask: Mask{InPort: 0xffffffff, EthSrc: allOnes6, EthDst: allOnes6,
+					VLANs: [2]VLAN{{TPID: 0xffff, TCI: 0xffff}, {TCI: 0xffff}}, EthType: 0xffff, NwFrag: 3},
+				UsedNever: true, DP: "ovs", Actions: "1",
+			},
+		},
+		{
 			name: "verbose with ufid, names and dp",
 			line: "ufid:8b7e4d5c-1f2a-4b3c-9d8e-0123456789ab, recirc_id(0),dp_hash(0/0),skb_priority(0/0),in_port(p1)," +
 				"skb_mark(0/0),ct_state(0/0),ct_zone(0/0),ct_mark(0/0),ct_label(0/0),eth(src=00:00:00:00:00:00/00:00:00:00:00:00," +
@@ -581,7 +597,7 @@ func TestParseDumpLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != tc.want {
-				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+				t.Errorf("got  %#v\nwant %#v", got, tc.want)
 			}
 		})
 	}
@@ -621,6 +637,9 @@ func FuzzParse(f *testing.F) {
 	f.Add("eth(),eth_type(0x86dd),ipv6(src=fe80::1/ffff::,label=0x5/0xf,frag=later),icmpv6(type=135),nd(target=fe80::2,sll=1:2:3:4:5:6)")
 	f.Add("eth(),eth_type(0x8847),mpls(label=100/0xfffff,tc=0/0,ttl=64/0xff,bos=1/1),tcp_flags(syn|ack)")
 	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := ParseDumpLine(s, map[string]uint32{"p1": 1}); err == nil && d.Key != d.Key.Apply(&d.Mask) {
+			t.Fatalf("ParseDumpLine(%q) returned key bits outside the mask", s)
+		}
 		k, m, err := Parse(s)
 		if err != nil {
 			var pe *ParseError
