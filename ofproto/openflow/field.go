@@ -13,23 +13,57 @@ import (
 // Key.TpSrc), told apart by their prerequisites. The zero Field is no field.
 type Field uint8
 
-// The fields this codec knows, in the order matches are encoded.
+// The fields this codec knows, in the order matches are encoded (OVS's
+// order, so our encodings of OVS's matches are byte-identical to its own).
 const (
-	FieldNone       Field = iota
-	FieldInPort           // OXM in_port, 32 bits
-	FieldNXMInPort        // NXM_OF_IN_PORT, 16 bits in 1.0 port numbering
-	FieldMetadata         // OXM metadata ↔ Key.OFMetadata
-	FieldTunnelID         // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
-	FieldTunIPv4Src       // NXM_NX_TUN_IPV4_SRC
-	FieldTunIPv4Dst       // NXM_NX_TUN_IPV4_DST
-	FieldPktMark          // NXM_NX_PKT_MARK ↔ Key.Mark
-	FieldDPHash           // NXM_NX_DP_HASH
-	FieldRecircID         // NXM_NX_RECIRC_ID
-	FieldCtState          // NXM_NX_CT_STATE
-	FieldCtZone           // NXM_NX_CT_ZONE
-	FieldCtMark           // NXM_NX_CT_MARK
-	FieldCtLabel          // NXM_NX_CT_LABEL
-	FieldReg0             // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
+	FieldNone      Field = iota
+	FieldDPHash          // NXM_NX_DP_HASH
+	FieldRecircID        // NXM_NX_RECIRC_ID
+	FieldInPort          // OXM in_port, 32 bits
+	FieldNXMInPort       // NXM_OF_IN_PORT, 16 bits in 1.0 port numbering
+	FieldEthSrc
+	FieldEthDst
+	FieldEthType
+	FieldVLANVID   // OXM vlan_vid: VID | OFPVID_PRESENT (0x1000)
+	FieldVLANPCP   // OXM vlan_pcp
+	FieldVLANTCI   // NXM_OF_VLAN_TCI: the whole TCI, 0x1000 = tag present
+	FieldMPLSTC    // OXM mpls_tc
+	FieldMPLSBOS   // OXM mpls_bos
+	FieldMPLSLabel // OXM mpls_label
+	FieldIPv4Src
+	FieldIPv4Dst
+	FieldIPv6Src
+	FieldIPv6Dst
+	FieldIPFrag
+	FieldIPDSCP // OXM ip_dscp: DSCP shifted down (tos >> 2)
+	FieldIPTOS  // NXM_OF_IP_TOS: the DSCP bits in place (tos & 0xfc)
+	FieldIPECN
+	FieldIPTTL
+	FieldIPv6Label
+	FieldIPProto
+	FieldTCPSrc
+	FieldTCPDst
+	FieldTCPFlags
+	FieldUDPSrc
+	FieldUDPDst
+	FieldSCTPSrc
+	FieldSCTPDst
+	FieldICMPv4Type
+	FieldICMPv4Code
+	FieldICMPv6Type
+	FieldICMPv6Code
+	FieldNDTarget
+	FieldNDSLL
+	FieldNDTLL
+	FieldARPOp
+	FieldARPSPA
+	FieldARPTPA
+	FieldARPSHA
+	FieldARPTHA
+	FieldTunnelID   // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
+	FieldTunIPv4Src // NXM_NX_TUN_IPV4_SRC
+	FieldTunIPv4Dst // NXM_NX_TUN_IPV4_DST
+	FieldReg0       // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
 	FieldReg3
@@ -45,45 +79,12 @@ const (
 	FieldReg13
 	FieldReg14
 	FieldReg15
-	FieldEthDst
-	FieldEthSrc
-	FieldEthType
-	FieldVLANTCI   // NXM_OF_VLAN_TCI: the whole TCI, 0x1000 = tag present
-	FieldVLANVID   // OXM vlan_vid: VID | OFPVID_PRESENT (0x1000)
-	FieldVLANPCP   // OXM vlan_pcp
-	FieldMPLSLabel // OXM mpls_label
-	FieldMPLSTC    // OXM mpls_tc
-	FieldMPLSBOS   // OXM mpls_bos
-	FieldIPv4Src
-	FieldIPv4Dst
-	FieldIPv6Src
-	FieldIPv6Dst
-	FieldIPv6Label
-	FieldIPProto
-	FieldIPTOS  // NXM_OF_IP_TOS: the DSCP bits in place (tos & 0xfc)
-	FieldIPDSCP // OXM ip_dscp: DSCP shifted down (tos >> 2)
-	FieldIPECN
-	FieldIPTTL
-	FieldIPFrag
-	FieldARPOp
-	FieldARPSPA
-	FieldARPTPA
-	FieldARPSHA
-	FieldARPTHA
-	FieldTCPSrc
-	FieldTCPDst
-	FieldTCPFlags
-	FieldUDPSrc
-	FieldUDPDst
-	FieldSCTPSrc
-	FieldSCTPDst
-	FieldICMPv4Type
-	FieldICMPv4Code
-	FieldICMPv6Type
-	FieldICMPv6Code
-	FieldNDTarget
-	FieldNDSLL
-	FieldNDTLL
+	FieldPktMark  // NXM_NX_PKT_MARK ↔ Key.Mark
+	FieldCtState  // NXM_NX_CT_STATE
+	FieldCtZone   // NXM_NX_CT_ZONE
+	FieldCtMark   // NXM_NX_CT_MARK
+	FieldCtLabel  // NXM_NX_CT_LABEL
+	FieldMetadata // OXM metadata ↔ Key.OFMetadata
 	// FieldTpSrc and FieldTpDst have no wire header: they are the
 	// protocol-independent targets of OpenFlow 1.0 set_tp_src/dst.
 	FieldTpSrc

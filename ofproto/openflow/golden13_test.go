@@ -50,9 +50,9 @@ func goldenNicira() []golden {
 			0000 0000 000a       // idle, hard, priority 10
 			ffffffff ffff 0000   // buffer_id, out_port NONE, flags
 			0032 000000000000    // match_len 50, pad
-			00010604 00000007    // NXM_NX_REG3 = 7
 			00000602 86dd        // NXM_OF_ETH_TYPE = IPv6
 			00012920 20010db800000001 0000000000000000 ffffffffffffffff 0000000000000000 // NXM_NX_IPV6_DST_W /64
+			00010604 00000007    // NXM_NX_REG3 = 7
 			000000000000         // match padding to 8
 			0000 0008 0001 0000  // OUTPUT port 1`},
 		{"nx packet in", &PacketIn{Envelope: env10(5), NXM: true, BufferID: NoBuffer, TotalLen: 4, InPort: 3,
@@ -226,11 +226,11 @@ func oxmTCP() Match {
 const oxmTCPWire = `
 	0001 003d            // ofp_match: type OXM, length 61
 	80000004 00000001    // OXM_OF_IN_PORT = 1
-	80000510 0000000000000010 00000000000000f0 // OXM_OF_METADATA_W 0x10/0xf0
 	80000a02 0800        // OXM_OF_ETH_TYPE = IPv4
 	80001708 0a000000 ff000000 // OXM_OF_IPV4_SRC_W 10.0.0.0/8
 	80001401 06          // OXM_OF_IP_PROTO = TCP
 	80001c02 0016        // OXM_OF_TCP_DST = 22
+	80000510 0000000000000010 00000000000000f0 // OXM_OF_METADATA_W 0x10/0xf0
 	000000               // padding to 64
 `
 

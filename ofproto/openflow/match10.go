@@ -167,7 +167,8 @@ func appendMatch10(b []byte, m *Match) ([]byte, error) {
 	switch {
 	case tm == 0:
 	case tm == 0xffff && tci == 0:
-		vid, w = VLAN10None, w&^Wildcard10DlVLAN
+		// "No tag"; like OVS, leave dl_vlan_pcp unwildcarded (and 0).
+		vid, w = VLAN10None, w&^Wildcard10DlVLAN&^Wildcard10DlVLANPCP
 	case tm == 0xffff || tm == 0x1fff || tm == 0xf000:
 		if tci&flow.VLANPresent == 0 {
 			return b, fmt.Errorf("openflow: VLAN match without the present bit in OpenFlow 1.0: %w", ErrUnsupported)

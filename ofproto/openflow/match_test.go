@@ -352,8 +352,8 @@ func TestNXMOnlyFieldsInOXM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cat([]byte{0, 1, 0, 4 + 12 + 8}, tlv(ClassOpenFlow, 2, false, 0, 0, 0, 0, 0, 0, 0, 1),
-		tlv(ClassNXM1, 1, false, 0, 0, 0, 5)) // 24 bytes: no padding needed
+	want := cat([]byte{0, 1, 0, 4 + 8 + 12}, tlv(ClassNXM1, 1, false, 0, 0, 0, 5),
+		tlv(ClassOpenFlow, 2, false, 0, 0, 0, 0, 0, 0, 0, 1)) // 24 bytes: no padding needed
 	if string(b) != string(want) {
 		t.Fatalf("got % x\nwant % x", b, want)
 	}
