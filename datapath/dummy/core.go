@@ -424,6 +424,16 @@ func (c *core) missHandlerLocked(k *flow.Key, inPort uint32) *handler {
 	return c.handlerByPIDLocked(pt.pids[h%uint64(len(pt.pids))])
 }
 
+// actionHandlerLocked picks the handler of a userspace action's upcall: the
+// action's PID under per-vport dispatch; under per-CPU dispatch the kernel
+// (6.1, output_userspace) ignores that PID and uses the CPU's handler.
+func (c *core) actionHandlerLocked(k *flow.Key, pid uint32) *handler {
+	if c.perCPU && len(c.handlers) > 0 {
+		return c.handlers[k.Hash(0)%uint64(len(c.handlers))]
+	}
+	return c.handlerByPIDLocked(pid)
+}
+
 func (c *core) handlerByPIDLocked(pid uint32) *handler {
 	for _, h := range c.handlers {
 		if h.pid == pid {
@@ -452,9 +462,8 @@ func (c *core) open(cfg datapath.Config) *Datapath {
 	d.features = features(cfg)
 	c.perCPU = d.features.PerCPUDispatch
 	c.handlers = d.handlers
-	pids := d.pids()
 	for _, pt := range c.ports {
-		pt.pids = slices.Clone(pids)
+		pt.pids = d.portPIDs()
 	}
 	c.mu.Unlock()
 	return d

@@ -3,6 +3,7 @@ package dummy
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
@@ -16,16 +17,17 @@ type Datapath struct {
 	handlers []*handler
 	features datapath.Features
 	once     sync.Once
+	// nextPID picks the one handler of each new port under per-vport
+	// dispatch, round robin, as the kernel datapath does.
+	nextPID atomic.Uint32
 }
 
 var _ datapath.Datapath = (*Datapath)(nil)
 
-func (d *Datapath) pids() []uint32 {
-	pids := make([]uint32, len(d.handlers))
-	for i, h := range d.handlers {
-		pids[i] = h.pid
-	}
-	return pids
+// portPIDs returns the upcall PIDs of a new port: one handler's.
+func (d *Datapath) portPIDs() []uint32 {
+	i := int(d.nextPID.Add(1)-1) % len(d.handlers)
+	return []uint32{d.handlers[i].pid}
 }
 
 // Name returns the datapath's name.
@@ -54,7 +56,7 @@ func (d *Datapath) Stats() (datapath.Stats, error) {
 // AddVport adds a port. A netdev port needs a Netdev of its name
 // (Provider.AddNetdev), ENODEV otherwise; an internal port creates one.
 func (d *Datapath) AddVport(spec datapath.VportSpec) (datapath.Vport, error) {
-	v, err := d.c.addVport(spec, d.pids())
+	v, err := d.c.addVport(spec, d.portPIDs())
 	return v, datapath.WrapError("add vport", spec.Name, err)
 }
 

@@ -95,7 +95,7 @@ func (x *executor) run(pkt []byte, actions []byte) {
 				out = out[:x.trunc]
 			}
 			x.trunc = 0
-			x.c.upcallLocked(datapath.UpcallAction, &x.key, out, a.Userspace.Userdata, x.c.handlerByPIDLocked(a.Userspace.PID))
+			x.c.upcallLocked(datapath.UpcallAction, &x.key, out, a.Userspace.Userdata, x.c.actionHandlerLocked(&x.key, a.Userspace.PID))
 		case datapath.ActionPushVLAN:
 			if len(pkt) >= 12 {
 				tag := [4]byte{}

@@ -72,10 +72,10 @@ func (d *Datapath) appendPut(b *netlinkio.Batch, f *datapath.Flow, flags datapat
 	}
 	var start int
 	buf, start = netlinkio.BeginNested(buf, flowAttrKey)
-	buf = datapath.AppendKey(buf, &f.Key)
+	buf = d.fixKey(datapath.AppendKey(buf, &f.Key), start)
 	buf = netlinkio.EndNested(buf, start)
 	buf, start = netlinkio.BeginNested(buf, flowAttrMask)
-	buf = datapath.AppendMask(buf, &f.Key, &f.Mask)
+	buf = d.fixMask(datapath.AppendMask(buf, &f.Key, &f.Mask), start)
 	buf = netlinkio.EndNested(buf, start)
 	buf = appendNested(buf, flowAttrActions, f.Actions)
 	if cmd == flowCmdSet && flags&datapath.PutZeroStats != 0 {
@@ -88,17 +88,69 @@ func (d *Datapath) appendPut(b *netlinkio.Batch, f *datapath.Flow, flags datapat
 }
 
 // appendFlowID appends the UFID, or the key when the UFID is zero.
-func appendFlowID(buf []byte, ufid datapath.UFID, k *flow.Key) []byte {
+func (d *Datapath) appendFlowID(buf []byte, ufid datapath.UFID, k *flow.Key) []byte {
 	if !ufid.IsZero() {
 		return netlinkio.AppendAttr(buf, flowAttrUFID, ufid[:])
 	}
 	if k != nil {
 		var start int
 		buf, start = netlinkio.BeginNested(buf, flowAttrKey)
-		buf = datapath.AppendKey(buf, k)
+		buf = d.fixKey(datapath.AppendKey(buf, k), start)
 		buf = netlinkio.EndNested(buf, start)
 	}
 	return buf
+}
+
+// fixKey adapts the key or mask attributes in b[start+AttrHeaderLen:] to
+// the kernel: without conntrack zones it drops a zero
+// OVS_KEY_ATTR_CT_ZONE, which such a kernel neither sends nor accepts.
+func (d *Datapath) fixKey(b []byte, start int) []byte {
+	if !d.noCtZone {
+		return b
+	}
+	return stripZeroAttr(b, start+netlinkio.AttrHeaderLen, datapath.KeyAttrCtZone)
+}
+
+// fixMask is fixKey for masks: without conntrack zones every packet's zone
+// is 0, so the zone's mask bits mean nothing and the attribute, which the
+// key no longer has, is dropped whatever its value. A flow put with an
+// exact mask therefore reads back with the zone wildcarded there.
+func (d *Datapath) fixMask(b []byte, start int) []byte {
+	if !d.noCtZone {
+		return b
+	}
+	return stripAttr(b, start+netlinkio.AttrHeaderLen, datapath.KeyAttrCtZone, false)
+}
+
+// stripZeroAttr removes the attributes of type typ whose payload is all
+// zeros from the attribute run b[from:], moving the rest down in place.
+func stripZeroAttr(b []byte, from int, typ uint16) []byte {
+	return stripAttr(b, from, typ, true)
+}
+
+// stripAttr removes the attributes of type typ (only those with an all-zero
+// payload when onlyZero) from the attribute run b[from:].
+func stripAttr(b []byte, from int, typ uint16, onlyZero bool) []byte {
+	i := from
+	for i+netlinkio.AttrHeaderLen <= len(b) {
+		n := int(binary.NativeEndian.Uint16(b[i:]))
+		if n < netlinkio.AttrHeaderLen || i+n > len(b) {
+			return b
+		}
+		step := min(netlinkio.Align(n), len(b)-i)
+		t := binary.NativeEndian.Uint16(b[i+2:]) &^ (netlinkio.AttrNested | netlinkio.AttrNetByteOrder)
+		zero := true
+		for _, c := range b[i+netlinkio.AttrHeaderLen : i+n] {
+			zero = zero && c == 0
+		}
+		if t == typ && (zero || !onlyZero) {
+			copy(b[i:], b[i+step:])
+			b = b[:len(b)-step]
+			continue
+		}
+		i += step
+	}
+	return b
 }
 
 // appendDel adds an OVS_FLOW_CMD_DEL by UFID or key.
@@ -109,7 +161,7 @@ func (d *Datapath) appendDel(b *netlinkio.Batch, ufid datapath.UFID, k *flow.Key
 	}
 	buf := b.Begin(d.fams.flow.ID, nlflags, flowCmdDel, d.fams.flow.Version)
 	buf = appendOVSHeader(buf, d.index)
-	buf = appendFlowID(buf, ufid, k)
+	buf = d.appendFlowID(buf, ufid, k)
 	if echo && !ufid.IsZero() {
 		buf = netlinkio.AppendU32(buf, flowAttrUFIDFlags, ufidOmitAll)
 	}
@@ -124,7 +176,7 @@ func (d *Datapath) appendExecute(b *netlinkio.Batch, pkt []byte, md *flow.Key, a
 	mk := datapath.MetadataKey(md)
 	var start int
 	buf, start = netlinkio.BeginNested(buf, packetAttrKey)
-	buf = datapath.AppendKey(buf, &mk)
+	buf = d.fixKey(datapath.AppendKey(buf, &mk), start)
 	buf = netlinkio.EndNested(buf, start)
 	buf = appendNested(buf, packetAttrActions, actions)
 	return b.End(buf)
@@ -168,7 +220,7 @@ func (d *Datapath) GetFlow(ufid datapath.UFID, k *flow.Key, f *datapath.Flow) er
 	d.batch.Reset()
 	buf := d.batch.Begin(d.fams.flow.ID, 0, flowCmdGet, d.fams.flow.Version)
 	buf = appendOVSHeader(buf, d.index)
-	buf = appendFlowID(buf, ufid, k)
+	buf = d.appendFlowID(buf, ufid, k)
 	d.batch.End(buf)
 	r, err := d.transact()
 	if err != nil {

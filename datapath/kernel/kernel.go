@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/netlinkio"
 	"golang.org/x/sys/unix"
 )
@@ -94,7 +96,16 @@ func (Provider) Delete(name string) error {
 		return datapath.WrapError("delete", name, err)
 	}
 	_, err = c.Execute("dp del", fams.dp, dpCmdDel, netlinkio.FlagEcho, dpRequest(0, name))
-	return datapath.WrapError("delete", name, err)
+	return datapath.WrapError("delete", name, missingDP(err))
+}
+
+// missingDP makes the kernel's ENODEV for a datapath that does not exist
+// also match ENOENT, which the datapath.Provider contract promises.
+func missingDP(err error) error {
+	if errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("%w (%w)", unix.ENOENT, err)
+	}
+	return err
 }
 
 // dpRequest returns an ovs_header for dpIndex followed by a name attribute
@@ -116,6 +127,13 @@ type Datapath struct {
 	features datapath.Features
 	handlers []*handler
 	pids     []uint32 // handler PIDs, for vports
+	// nextPID picks the handler of the next vport under per-vport
+	// dispatch: one PID per vport, round robin, as OVS gives each vport
+	// one channel. (Kernel 6.1 refuses an array of several PIDs.)
+	nextPID atomic.Uint32
+	// noCtZone is set when the kernel was built without conntrack zones
+	// and refuses an OVS_KEY_ATTR_CT_ZONE in keys and masks.
+	noCtZone bool
 
 	// op serialises the flow socket and its batch, which Operate and the
 	// single-flow calls share.
@@ -175,12 +193,13 @@ func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err erro
 			return nil, err
 		}
 		for _, v := range vs {
-			if err := d.setVportPIDs(v.PortNo); err != nil {
+			if err := d.setVportPID(v.PortNo); err != nil {
 				return nil, err
 			}
 		}
 	}
 	d.features.UFID = d.probeUFID()
+	d.noCtZone = !d.probeCtZone()
 	return d, nil
 }
 
@@ -212,7 +231,7 @@ func (d *Datapath) negotiate(cfg datapath.Config, create bool) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return missingDP(err)
 		}
 		if len(msgs) == 0 {
 			return fmt.Errorf("no reply to datapath request: %w", unix.EBADMSG)
@@ -338,4 +357,27 @@ func (d *Datapath) probeUFID() bool {
 	var f datapath.Flow
 	err := d.GetFlow(probe, nil, &f)
 	return errors.Is(err, unix.ENOENT) || err == nil
+}
+
+// probeCtZone reports whether the kernel matches on conntrack zones (it
+// was built with CONFIG_NF_CONNTRACK_ZONES). Kernels without them accept a
+// zero OVS_KEY_ATTR_CT_ZONE in a key but refuse one in a mask with EINVAL,
+// so the probe puts a flow that masks the zone, on an ethertype no packet
+// carries and a port that cannot exist, and deletes it again.
+func (d *Datapath) probeCtZone() bool {
+	probe := datapath.Flow{
+		UFID: datapath.UFID{'g', 'o', 'v', 's', 'w', 'i', 't', 'c', 'h', '-', 'z', 'o', 'n', 'e', '?', '!'},
+		Key:  flow.Key{InPort: 65534, EthType: 0x88b5},
+	}
+	probe.Mask.InPort = ^uint32(0)
+	probe.Mask.EthType = 0xffff
+	probe.Mask.CtZone = 0xffff
+	err := d.PutFlow(&probe, datapath.PutCreate)
+	if errors.Is(err, unix.EINVAL) {
+		return false
+	}
+	if err == nil {
+		d.DeleteFlow(probe.UFID, nil)
+	}
+	return true
 }

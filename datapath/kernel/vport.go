@@ -32,17 +32,16 @@ func (d *Datapath) vportRequest() []byte {
 	return binary.NativeEndian.AppendUint32(make([]byte, 0, 128), uint32(int32(d.index)))
 }
 
-func (d *Datapath) pidsAttr(b []byte) []byte {
-	data := make([]byte, 0, 4*len(d.pids))
-	for _, p := range d.pids {
-		data = binary.NativeEndian.AppendUint32(data, p)
-	}
-	return netlinkio.AppendAttr(b, vportAttrUpcallPID, data)
+// pidAttr appends the upcall PID of a new or taken-over vport: the next
+// handler's, round robin.
+func (d *Datapath) pidAttr(b []byte) []byte {
+	i := int(d.nextPID.Add(1)-1) % len(d.pids)
+	return netlinkio.AppendU32(b, vportAttrUpcallPID, d.pids[i])
 }
 
-// AddVport adds a port. Every port's upcall PIDs are the handlers', so that
-// under per-vport dispatch the kernel spreads a port's misses over the
-// handlers by flow hash.
+// AddVport adds a port. Under per-vport dispatch its misses go to one
+// handler, chosen round robin over the ports; under per-CPU dispatch the
+// kernel ignores the port's PID.
 func (d *Datapath) AddVport(spec datapath.VportSpec) (datapath.Vport, error) {
 	b := d.vportRequest()
 	b = netlinkio.AppendAttr(b, vportAttrName, append([]byte(spec.Name), 0))
@@ -50,7 +49,7 @@ func (d *Datapath) AddVport(spec datapath.VportSpec) (datapath.Vport, error) {
 	if spec.PortNo != 0 {
 		b = netlinkio.AppendU32(b, vportAttrPortNo, spec.PortNo)
 	}
-	b = d.pidsAttr(b)
+	b = d.pidAttr(b)
 	switch spec.Type {
 	case datapath.VportVXLAN, datapath.VportGeneve:
 		port := spec.DstPort
@@ -106,9 +105,9 @@ func (d *Datapath) Vports() ([]datapath.Vport, error) {
 	return out, nil
 }
 
-func (d *Datapath) setVportPIDs(portNo uint32) error {
+func (d *Datapath) setVportPID(portNo uint32) error {
 	b := netlinkio.AppendU32(d.vportRequest(), vportAttrPortNo, portNo)
-	b = d.pidsAttr(b)
+	b = d.pidAttr(b)
 	_, err := d.vportExecute("vport set", vportCmdSet, netlinkio.FlagEcho, b)
 	return err
 }
