@@ -1,0 +1,771 @@
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/govswitch/govswitch/classifier"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// Switch description (OFPST_DESC), what ovs-ofctl dump-desc prints.
+const (
+	DescMfr    = "govswitch"
+	DescHW     = "govswitchd"
+	DescSW     = "govswitch 0.1"
+	DescSerial = "None"
+	DescDP     = "None"
+)
+
+// handle processes one message of the peer, in arrival order; it returns
+// an error only when the connection must close.
+func (c *Conn) handle(raw []byte) error {
+	v := c.Version()
+	h, err := openflow.ParseHeader(raw)
+	if err != nil {
+		return err
+	}
+	if h.Version != v && h.Type != openflow.TypeHello {
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadVersion)
+	}
+	msg, err := openflow.Decode(raw)
+	if err != nil {
+		var oe *openflow.Error
+		if errors.As(err, &oe) {
+			if oe.Version != v {
+				// The codec names codes in the message's version; answer
+				// in the connection's.
+				oe = &openflow.Error{Version: v, Type: openflow.ErrTypeBadRequest, Code: openflow.BadRequestBadVersion}
+			}
+			return c.queueMsg(oe.Reply(raw))
+		}
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadLen)
+	}
+	env := openflow.Envelope{Version: v, Xid: h.Xid}
+	switch m := msg.(type) {
+	case *openflow.Hello, *openflow.EchoReply, *openflow.BarrierReply:
+		return nil
+	case *openflow.ErrorMsg:
+		c.log.Info("peer reported an error", "type", m.Type, "code", m.Code, "xid", m.Xid)
+		return nil
+	case *openflow.EchoRequest:
+		return c.queueMsg(&openflow.EchoReply{Envelope: env, Data: m.Data})
+	case *openflow.FeaturesRequest:
+		return c.features(env)
+	case *openflow.GetConfigRequest:
+		c.mu.Lock()
+		msl := c.missSendLen
+		c.mu.Unlock()
+		return c.queueMsg(&openflow.GetConfigReply{Envelope: env, Flags: openflow.ConfigFragNormal, MissSendLen: msl})
+	case *openflow.SetConfig:
+		c.mu.Lock()
+		c.missSendLen = m.MissSendLen
+		c.mu.Unlock()
+		return nil
+	case *openflow.BarrierRequest:
+		// Messages are handled one at a time, so everything before the
+		// barrier is done.
+		return c.queueMsg(&openflow.BarrierReply{Envelope: env})
+	case *openflow.FlowMod:
+		return c.flowMod(raw, m)
+	case *openflow.PacketOut:
+		return c.packetOut(raw, m)
+	case *openflow.PortMod:
+		return c.portMod(raw, m)
+	case *openflow.RoleRequest:
+		return c.roleRequest(raw, m)
+	case *openflow.GetAsyncRequest:
+		c.mu.Lock()
+		a := c.async
+		c.mu.Unlock()
+		return c.queueMsg(&openflow.GetAsyncReply{Envelope: env, AsyncConfig: a})
+	case *openflow.SetAsync:
+		c.mu.Lock()
+		c.async = m.AsyncConfig
+		c.mu.Unlock()
+		return nil
+	case *openflow.NXSetFlowFormat:
+		if m.Format != openflow.NXFlowFormatOpenFlow10 && m.Format != openflow.NXFlowFormatNXM {
+			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestEPerm)
+		}
+		c.mu.Lock()
+		c.nxmFlows = m.Format == openflow.NXFlowFormatNXM
+		c.mu.Unlock()
+		return nil
+	case *openflow.NXSetPacketInFormat:
+		if m.Format != openflow.NXPacketInOpenFlow10 && m.Format != openflow.NXPacketInNXM {
+			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestEPerm)
+		}
+		c.mu.Lock()
+		c.nxmPacketIn = m.Format == openflow.NXPacketInNXM
+		c.mu.Unlock()
+		return nil
+	case *openflow.NXFlowModTableID:
+		c.mu.Lock()
+		c.tableIDExt = m.Enable
+		c.mu.Unlock()
+		return nil
+	case *openflow.DescStatsRequest:
+		return c.queueMsg(&openflow.DescStatsReply{Envelope: env, Mfr: DescMfr, HW: DescHW, SW: DescSW,
+			Serial: DescSerial, DP: DescDP})
+	case *openflow.FlowStatsRequest:
+		return c.flowStats(env, m)
+	case *openflow.AggregateStatsRequest:
+		return c.aggregateStats(env, m)
+	case *openflow.TableStatsRequest:
+		return c.tableStats(env)
+	case *openflow.PortStatsRequest:
+		return c.portStats(raw, env, m)
+	case *openflow.PortDescRequest:
+		ports := c.m.ofPorts(v)
+		return c.sendParts(len(ports), func(lo, hi int) openflow.Msg {
+			return &openflow.PortDescReply{Envelope: env, Ports: ports[lo:hi]}
+		})
+	case *openflow.QueueStatsRequest:
+		// The switch has no queues: an empty answer is the truthful one.
+		return c.queueMsg(&openflow.QueueStatsReply{Envelope: env})
+	case *openflow.TableFeaturesRequest:
+		if len(m.Tables) > 0 {
+			return c.sendError(raw, openflow.Err13TypeTableFeatFailed, openflow.TableFeaturesFailed13EPerm)
+		}
+		tables := tableFeatures()
+		return c.sendParts(len(tables), func(lo, hi int) openflow.Msg {
+			return &openflow.TableFeaturesReply{Envelope: env, Tables: tables[lo:hi]}
+		})
+	}
+	// Anything else is a message only a switch sends, or one this switch
+	// does not implement.
+	return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadType)
+}
+
+// sendError answers raw with OFPT_ERROR type/code in the connection's
+// version, quoting the first 64 bytes of raw.
+func (c *Conn) sendError(raw []byte, typ, code uint16) error {
+	e := &openflow.Error{Version: c.Version(), Type: typ, Code: code}
+	return c.queueMsg(e.Reply(raw))
+}
+
+// isSlave reports whether the connection may not change the switch; if so
+// it has answered raw with the error.
+func (c *Conn) isSlave(raw []byte) (bool, error) {
+	if c.Role() != openflow.RoleSlave {
+		return false, nil
+	}
+	code := openflow.BadRequest13IsSlave
+	if c.Version() == openflow.Version10 {
+		code = openflow.BadRequestEPerm
+	}
+	return true, c.sendError(raw, openflow.ErrTypeBadRequest, code)
+}
+
+// sendParts sends a multipart reply of n entries built by build(lo, hi),
+// split into as many messages as the 64 KiB limit needs, each but the last
+// flagged REPLY_MORE. An encoding error other than length is returned and
+// nothing is sent.
+func (c *Conn) sendParts(n int, build func(lo, hi int) openflow.Msg) error {
+	var parts [][]byte
+	var rec func(lo, hi int) error
+	rec = func(lo, hi int) error {
+		b, err := build(lo, hi).Append(c.m.getBuf())
+		if err == nil {
+			parts = append(parts, b)
+			return nil
+		}
+		c.m.putBuf(b)
+		if hi-lo > 1 && errors.Is(err, openflow.ErrTooLong) {
+			mid := (lo + hi) / 2
+			if err := rec(lo, mid); err != nil {
+				return err
+			}
+			return rec(mid, hi)
+		}
+		return err
+	}
+	if err := rec(0, n); err != nil {
+		for _, p := range parts {
+			c.m.putBuf(p)
+		}
+		return fmt.Errorf("stats reply: %w", err)
+	}
+	for i, p := range parts {
+		if i < len(parts)-1 {
+			p[11] |= byte(openflow.StatsReplyMore) // flags are bytes 10-11 in 1.0 and 1.3
+		}
+		if !c.enqueue(p, true) {
+			for _, q := range parts[i+1:] {
+				c.m.putBuf(q)
+			}
+			return errConnClosed
+		}
+	}
+	return nil
+}
+
+// ofPort converts a bridge port to its OpenFlow description in version v;
+// ok is false for a port 1.0 cannot number.
+func ofPort(p *Port, v uint8) (openflow.Port, bool) {
+	op := openflow.Port{PortNo: p.OFPort, HWAddr: p.HWAddr, Name: p.Name}
+	if v == openflow.Version10 {
+		if _, ok := openflow.Port32To10(p.OFPort); !ok {
+			return op, false
+		}
+		if p.NoFlood {
+			op.Config |= openflow.Port10ConfigNoFlood
+		}
+	}
+	if p.Down {
+		op.Config |= openflow.PortConfigDown
+	}
+	return op, true
+}
+
+// ofPorts lists the bridge's ports in version v.
+func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
+	list := m.b.Ports.Snapshot().List()
+	out := make([]openflow.Port, 0, len(list))
+	for _, p := range list {
+		if op, ok := ofPort(p, v); ok {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func (c *Conn) features(env openflow.Envelope) error {
+	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
+		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
+	if env.Version == openflow.Version10 {
+		r.Capabilities |= openflow.Cap10ARPMatch
+		r.Actions = 0xfff // every OpenFlow 1.0 action
+		r.Ports = c.m.ofPorts(env.Version)
+	}
+	b, err := r.Append(c.m.getBuf())
+	if errors.Is(err, openflow.ErrTooLong) {
+		// Too many ports for one message: send none, as OVS does, and
+		// the client asks for the port descriptions.
+		r.Ports = nil
+		b, err = r.Append(b[:0])
+	}
+	if err != nil {
+		c.m.putBuf(b)
+		return err
+	}
+	if !c.enqueue(b, true) {
+		return errConnClosed
+	}
+	return nil
+}
+
+// flowModError maps a flow table error to version v's error type and code.
+func flowModError(v uint8, err error) (typ, code uint16) {
+	k := ErrKind(err)
+	if v == openflow.Version13 {
+		switch k {
+		case ErrOverlap:
+			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13Overlap
+		case ErrTableFull:
+			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13TableFull
+		case ErrBadTableID:
+			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13BadTableID
+		case ErrBadCommand:
+			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13BadCommand
+		case ErrBadOutPort:
+			return openflow.ErrTypeBadAction, openflow.BadActionBadOutPort
+		case ErrBadTimeout:
+			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13BadTimeout
+		}
+		return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13Unknown
+	}
+	switch k {
+	case ErrOverlap:
+		return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10Overlap
+	case ErrTableFull:
+		return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10AllTablesFull
+	case ErrBadCommand:
+		return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10BadCommand
+	case ErrBadOutPort:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadOutPort
+	case ErrBadTimeout:
+		return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10BadEmergTimeout
+	}
+	// OpenFlow 1.0 has no bad-table code; OVS answers with its catch-all
+	// "unsupported".
+	return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10Unsupported
+}
+
+// toFlowMod maps a wire flow mod onto the tables' version-independent
+// form, with this connection's Nicira settings. ok false means it has
+// already been answered with an error.
+func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint16, ok bool) {
+	v := m.Version
+	fm = FlowMod{Command: Command(m.Command), Table: m.TableID, Priority: m.Priority,
+		Match:  classifier.Match{Key: m.Match.Key, Mask: m.Match.Mask},
+		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
+		OutPort: m.OutPort, Instructions: m.Instructions}
+	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
+	if v == openflow.Version10 {
+		c.mu.Lock()
+		ext := c.tableIDExt
+		c.mu.Unlock()
+		if !ext {
+			fm.Table = openflow.TableAll
+		}
+		if m.Flags&openflow.Flow10Emerg != 0 {
+			return fm, openflow.Err10TypeFlowModFail, openflow.FlowModFailed10Unsupported, false
+		}
+		fm.Flags = m.Flags & (FlagSendFlowRem | FlagCheckOverlap)
+		// OpenFlow 1.0 selects by match only; a modify sets the cookie
+		// and adds the flow when nothing matches.
+		fm.CookieMask = 0
+		if isModify {
+			fm.ModifyAdds, fm.SetCookie, fm.NewCookie = true, true, m.Cookie
+		}
+	} else {
+		fm.Flags = m.Flags & (FlagSendFlowRem | FlagCheckOverlap | FlagResetCounts | FlagNoPktCounts | FlagNoBytCounts)
+	}
+	if fm.Command == CmdAdd && fm.Table == openflow.TableAll && v == openflow.Version10 {
+		fm.Table = 0
+	}
+	if fm.Command < CmdDelete {
+		// out_port filters deletes only.
+		fm.OutPort = openflow.PortAny
+	}
+	return fm, 0, 0, true
+}
+
+func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	fm, typ, code, ok := c.toFlowMod(m)
+	if !ok {
+		return c.sendError(raw, typ, code)
+	}
+	if fm.Command >= CmdDelete && m.OutGroup != openflow.GroupAny {
+		// There are no groups, so no flow outputs to one.
+		return nil
+	}
+	now := time.Now()
+	var err error
+	if fm.Table == openflow.TableAll && (fm.Command == CmdModify || fm.Command == CmdModifyStrict) {
+		err = c.m.modifyAllTables(&fm, now)
+	} else {
+		err = c.m.b.Tables.Apply(&fm, now)
+	}
+	if err != nil {
+		typ, code := flowModError(m.Version, err)
+		c.log.Debug("flow mod failed", "err", err)
+		return c.sendError(raw, typ, code)
+	}
+	if m.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
+		// The switch buffers no packets; the flow is in, but there is no
+		// packet to apply it to.
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBufferUnknown)
+	}
+	return nil
+}
+
+// modifyAllTables applies a modify aimed at every table (an OpenFlow 1.0
+// modify without the table-id extension): each table holding a matching
+// flow is modified; if none does and the modify may add, the flow goes
+// into table 0.
+func (m *ConnManager) modifyAllTables(fm *FlowMod, now time.Time) error {
+	ts := m.b.Tables
+	key := fm.Match
+	key.Key = key.Key.Apply(&key.Mask)
+	matched := false
+	for id := 0; id < NumTables; id++ {
+		snap := ts.Table(uint8(id)).Snapshot()
+		if snap.Len() == 0 {
+			continue
+		}
+		var hit bool
+		if fm.Command == CmdModifyStrict {
+			r := snap.Find(&key, int(fm.Priority))
+			hit = r != nil && r.Priority <= 0xffff && (r.Value.Cookie^fm.Cookie)&fm.CookieMask == 0
+		} else {
+			for _, r := range ts.Select(uint8(id), &fm.Match, fm.Cookie, fm.CookieMask, openflow.PortAny) {
+				if r.Priority <= 0xffff {
+					hit = true
+					break
+				}
+			}
+		}
+		if !hit {
+			continue
+		}
+		matched = true
+		sub := *fm
+		sub.Table, sub.ModifyAdds = uint8(id), false
+		if err := ts.Apply(&sub, now); err != nil {
+			return err
+		}
+	}
+	if !matched && fm.ModifyAdds {
+		sub := *fm
+		sub.Table = 0
+		return ts.Apply(&sub, now)
+	}
+	return nil
+}
+
+func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	v := c.Version()
+	if m.BufferID != openflow.NoBuffer {
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBufferUnknown)
+	}
+	in := m.InPort
+	switch in {
+	case openflow.PortController, openflow.PortLocal, openflow.PortAny:
+	default:
+		if in >= openflow.PortMax || c.m.b.Ports.Snapshot().ByOF(in) == nil {
+			code := openflow.BadRequest13BadPort
+			if v == openflow.Version10 {
+				code = openflow.BadRequestEPerm
+			}
+			return c.sendError(raw, openflow.ErrTypeBadRequest, code)
+		}
+	}
+	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
+		c.log.Info("packet-out failed", "err", err)
+		return c.sendError(raw, openflow.ErrTypeBadAction, openflow.BadActionBadArgument)
+	}
+	return nil
+}
+
+func (c *Conn) portMod(raw []byte, m *openflow.PortMod) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	v := c.Version()
+	badPort, badHW := uint16(openflow.Err10TypePortModFail), openflow.PortModFailedBadPort
+	if v == openflow.Version13 {
+		badPort = openflow.Err13TypePortModFailed
+	}
+	b := c.m.b
+	p := b.Ports.Snapshot().ByOF(m.PortNo)
+	if p == nil {
+		return c.sendError(raw, badPort, badHW)
+	}
+	if p.HWAddr != m.HWAddr {
+		return c.sendError(raw, badPort, openflow.PortModFailedBadHWAddr)
+	}
+	np := *p
+	if m.Mask&openflow.PortConfigDown != 0 {
+		np.Down = m.Config&openflow.PortConfigDown != 0
+	}
+	if v == openflow.Version10 && m.Mask&openflow.Port10ConfigNoFlood != 0 {
+		np.NoFlood = m.Config&openflow.Port10ConfigNoFlood != 0
+	}
+	if np == *p {
+		return nil
+	}
+	if err := b.Ports.Add(np); err != nil {
+		return c.sendError(raw, badPort, badHW)
+	}
+	c.m.portEvent(PortEvent{Reason: openflow.PortReasonModify, Port: np})
+	if err := b.Udpif.Purge(); err != nil {
+		c.log.Warn("flushing datapath flows after a port change", "err", err)
+	}
+	return nil
+}
+
+func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
+	m := c.m
+	m.mu.Lock()
+	switch r.Role {
+	case openflow.RoleNoChange, openflow.RoleEqual:
+	case openflow.RoleMaster, openflow.RoleSlave:
+		if m.genSet && int64(r.GenerationID-m.genID) < 0 {
+			m.mu.Unlock()
+			return c.sendError(raw, openflow.Err13TypeRoleRequestFail, openflow.RoleRequestFailed13Stale)
+		}
+		m.genID, m.genSet = r.GenerationID, true
+	default:
+		m.mu.Unlock()
+		return c.sendError(raw, openflow.Err13TypeRoleRequestFail, openflow.RoleRequestFailed13BadRole)
+	}
+	if r.Role == openflow.RoleMaster {
+		// There is one master: the old one becomes a slave.
+		for o := range m.conns {
+			if o != c {
+				o.mu.Lock()
+				if o.role == openflow.RoleMaster {
+					o.role = openflow.RoleSlave
+				}
+				o.mu.Unlock()
+			}
+		}
+	}
+	c.mu.Lock()
+	if r.Role != openflow.RoleNoChange {
+		c.role = r.Role
+	}
+	role := c.role
+	c.mu.Unlock()
+	gen := m.genID
+	m.mu.Unlock()
+	return c.queueMsg(&openflow.RoleReply{Envelope: r.Envelope, Role: role, GenerationID: gen})
+}
+
+// statsRules returns the OpenFlow rules a flow or aggregate request
+// selects; the fail-open rule (priority above 16 bits) is not one.
+func (m *ConnManager) statsRules(req *openflow.FlowStatsRequest) []*Rule {
+	if req.OutGroup != openflow.GroupAny {
+		return nil
+	}
+	cookie, mask := req.Cookie, req.CookieMask
+	if req.Version == openflow.Version10 {
+		mask = 0
+	}
+	rules := m.b.Tables.Select(req.TableID, &classifier.Match{Key: req.Match.Key, Mask: req.Match.Mask},
+		cookie, mask, req.OutPort)
+	out := rules[:0]
+	for _, r := range rules {
+		if r.Priority <= 0xffff {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// flowStatsEntry describes rule r at now for version v (nx: NXST_FLOW).
+func flowStatsEntry(r *Rule, v uint8, nx bool, now time.Time) openflow.FlowStats {
+	e := r.Value
+	p, by := e.Stats()
+	d := now.Sub(e.Created)
+	if d < 0 {
+		d = 0
+	}
+	fs := openflow.FlowStats{TableID: e.Table, DurationSec: uint32(d / time.Second),
+		DurationNsec: uint32(d % time.Second), Priority: uint16(r.Priority), IdleTimeout: e.IdleTimeout,
+		HardTimeout: e.HardTimeout, Cookie: e.Cookie, PacketCount: p, ByteCount: by,
+		Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}, Instructions: e.Instructions}
+	if v == openflow.Version13 {
+		fs.Flags = e.Flags
+	}
+	if nx {
+		fs.IdleAge = ageSeconds(now.Sub(e.LastUsed()))
+		fs.HardAge = ageSeconds(d)
+	}
+	return fs
+}
+
+// ageSeconds is an NXST_FLOW age: whole seconds plus one (0 = unknown).
+func ageSeconds(d time.Duration) uint16 {
+	s := d/time.Second + 1
+	if s < 1 {
+		s = 1
+	}
+	if s > 0xffff {
+		s = 0xffff
+	}
+	return uint16(s)
+}
+
+func (c *Conn) flowStats(env openflow.Envelope, req *openflow.FlowStatsRequest) error {
+	rules := c.m.statsRules(req)
+	now := time.Now()
+	stats := make([]openflow.FlowStats, len(rules))
+	for i, r := range rules {
+		stats[i] = flowStatsEntry(r, env.Version, req.NXM, now)
+	}
+	// Leave out flows the connection's format cannot express (an IPv6
+	// match or goto_table in plain OpenFlow 1.0), as OVS does.
+	scratch := c.m.getBuf()
+	keep := stats[:0]
+	for i := range stats {
+		var err error
+		scratch, err = (&openflow.FlowStatsReply{Envelope: env, NXM: req.NXM, Stats: stats[i : i+1]}).Append(scratch[:0])
+		if err != nil {
+			c.log.Debug("flow left out of flow stats", "err", err)
+			continue
+		}
+		keep = append(keep, stats[i])
+	}
+	c.m.putBuf(scratch)
+	stats = keep
+	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {
+		return &openflow.FlowStatsReply{Envelope: env, NXM: req.NXM, Stats: stats[lo:hi]}
+	})
+}
+
+func (c *Conn) aggregateStats(env openflow.Envelope, req *openflow.AggregateStatsRequest) error {
+	r := &openflow.AggregateStatsReply{Envelope: env, NXM: req.NXM}
+	for _, rule := range c.m.statsRules((*openflow.FlowStatsRequest)(req)) {
+		p, b := rule.Value.Stats()
+		r.PacketCount += p
+		r.ByteCount += b
+		r.FlowCount++
+	}
+	return c.queueMsg(r)
+}
+
+// tableName is what table stats call table id: OVS's names.
+func tableName(id int) string {
+	if id == 0 {
+		return "classifier"
+	}
+	return fmt.Sprintf("table%d", id)
+}
+
+func (c *Conn) tableStats(env openflow.Envelope) error {
+	ts := c.m.b.Tables
+	max := uint32(1000000)
+	if ts.MaxFlows > 0 {
+		max = uint32(ts.MaxFlows)
+	}
+	stats := make([]openflow.TableStats, NumTables)
+	for id := range stats {
+		n := ts.Table(uint8(id)).Snapshot().Len()
+		if id == 0 && c.m.FailOpen() {
+			n--
+		}
+		stats[id] = openflow.TableStats{TableID: uint8(id), Name: tableName(id), Wildcards: openflow.Wildcard10All,
+			MaxEntries: max, ActiveCount: uint32(n)}
+	}
+	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {
+		return &openflow.TableStatsReply{Envelope: env, Stats: stats[lo:hi]}
+	})
+}
+
+func (c *Conn) portStats(raw []byte, env openflow.Envelope, req *openflow.PortStatsRequest) error {
+	vports, err := c.m.b.DP.Vports()
+	if err != nil {
+		c.log.Warn("port stats: listing datapath ports", "err", err)
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestEPerm)
+	}
+	ports := c.m.b.Ports.Snapshot()
+	var stats []openflow.PortStats
+	for i := range vports {
+		vp := &vports[i]
+		p := ports.ByDP(vp.PortNo)
+		if p == nil || req.PortNo != openflow.PortAny && req.PortNo != p.OFPort {
+			continue
+		}
+		if _, ok := openflow.Port32To10(p.OFPort); !ok && env.Version == openflow.Version10 {
+			continue
+		}
+		s := vp.Stats
+		stats = append(stats, openflow.PortStats{PortNo: p.OFPort,
+			RxPackets: s.RxPackets, TxPackets: s.TxPackets, RxBytes: s.RxBytes, TxBytes: s.TxBytes,
+			RxDropped: s.RxDropped, TxDropped: s.TxDropped, RxErrors: s.RxErrors, TxErrors: s.TxErrors,
+			// Counters the datapath does not keep are all-ones, as
+			// OpenFlow asks; so is the unknown duration.
+			RxFrameErr: ^uint64(0), RxOverErr: ^uint64(0), RxCRCErr: ^uint64(0), Collisions: ^uint64(0),
+			DurationSec: ^uint32(0), DurationNsec: ^uint32(0)})
+	}
+	if req.PortNo != openflow.PortAny && len(stats) == 0 {
+		code := openflow.BadRequest13BadPort
+		if env.Version == openflow.Version10 {
+			code = openflow.BadRequestEPerm
+		}
+		return c.sendError(raw, openflow.ErrTypeBadRequest, code)
+	}
+	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {
+		return &openflow.PortStatsReply{Envelope: env, Stats: stats[lo:hi]}
+	})
+}
+
+// OpenFlow 1.3 instruction and action types the switch carries out, for
+// table features.
+var (
+	featInstructions = []uint16{1, 2, 3, 4, 5}         // goto_table, write_metadata, write/apply/clear actions
+	featActions      = []uint16{0, 17, 18, 23, 24, 25} // output, push/pop_vlan, set/dec_nw_ttl, set_field
+)
+
+// tableFeatures describes every table truthfully and minimally: what it
+// matches, the instructions and actions it takes, where it may go next.
+func tableFeatures() []openflow.TableFeatures {
+	ids := func(types []uint16) []byte {
+		var b []byte
+		for _, t := range types {
+			b = append(b, byte(t>>8), byte(t), 0, 4)
+		}
+		return b
+	}
+	var fieldHdrs []byte
+	for f := openflow.FieldNone + 1; f.Size() > 0; f++ {
+		if h, ok := f.Header(false); ok && h>>16 == uint32(openflow.ClassOpenFlow) {
+			fieldHdrs = append(fieldHdrs, byte(h>>24), byte(h>>16), byte(h>>8), byte(h))
+		}
+	}
+	acts := ids(featActions)
+	out := make([]openflow.TableFeatures, NumTables)
+	for id := range out {
+		insts := featInstructions
+		if id == NumTables-1 {
+			insts = insts[1:] // the last table has nowhere to go
+		}
+		var next []byte
+		for n := id + 1; n < NumTables; n++ {
+			next = append(next, byte(n))
+		}
+		out[id] = openflow.TableFeatures{TableID: uint8(id), Name: tableName(id), MetadataMatch: ^uint64(0),
+			MetadataWrite: ^uint64(0), MaxEntries: 1000000, Properties: []openflow.TableFeatureProp{
+				{Type: openflow.TFPInstructions, Data: ids(insts)},
+				{Type: openflow.TFPNextTables, Data: next},
+				{Type: openflow.TFPWriteActions, Data: acts},
+				{Type: openflow.TFPApplyActions, Data: acts},
+				{Type: openflow.TFPMatch, Data: fieldHdrs},
+				{Type: openflow.TFPWildcards, Data: fieldHdrs},
+				{Type: openflow.TFPWriteSetField, Data: fieldHdrs},
+				{Type: openflow.TFPApplySetField, Data: fieldHdrs},
+			}}
+	}
+	return out
+}
+
+// encodeAsync appends the asynchronous message ev, in c's version and
+// formats, to b.
+func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []byte) ([]byte, error) {
+	v := c.Version()
+	c.mu.Lock()
+	nxFlows, nxPin := c.nxmFlows, c.nxmPacketIn
+	c.mu.Unlock()
+	env := openflow.Envelope{Version: v}
+	switch ev.kind {
+	case asyncPacketIn:
+		pin := &ev.pin
+		p := m.b.Ports.Snapshot().ByDP(pin.Key.InPort)
+		if p == nil {
+			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
+		}
+		// The switch buffers nothing, so the whole packet goes up
+		// (buffer_id none), whatever max_len or miss_send_len say.
+		msg := openflow.PacketIn{Envelope: env, NXM: v == openflow.Version10 && nxPin, BufferID: openflow.NoBuffer,
+			TotalLen: uint16(min(len(pin.Packet), 0xffff)), InPort: p.OFPort, Reason: pin.Reason,
+			TableID: pin.Table, Cookie: pin.Cookie, Data: pin.Packet}
+		msg.Match.Key.InPort, msg.Match.Mask.InPort = p.OFPort, ^uint32(0)
+		if len(pin.Packet) > 0xffff-128 {
+			return b, fmt.Errorf("packet of %d bytes too long for a packet-in", len(pin.Packet))
+		}
+		return msg.Append(b)
+	case asyncPortStatus:
+		op, ok := ofPort(&ev.port.Port, v)
+		if !ok {
+			return b, fmt.Errorf("port %d has no OpenFlow 1.0 number", ev.port.Port.OFPort)
+		}
+		msg := openflow.PortStatus{Envelope: env, Reason: ev.port.Reason, Port: op}
+		return msg.Append(b)
+	case asyncFlowRemoved:
+		r := ev.rem.Rule
+		e := r.Value
+		p, by := e.Stats()
+		d := ev.rem.At.Sub(e.Created)
+		if d < 0 {
+			d = 0
+		}
+		msg := openflow.FlowRemoved{Envelope: env, NXM: v == openflow.Version10 && nxFlows,
+			Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}, Cookie: e.Cookie,
+			Priority: uint16(r.Priority), Reason: uint8(ev.rem.Reason), TableID: e.Table,
+			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, PacketCount: p, ByteCount: by}
+		return msg.Append(b)
+	}
+	return b, fmt.Errorf("unknown async event %d", ev.kind)
+}
