@@ -2,7 +2,6 @@ package openflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -216,5 +215,4 @@ func TestOvsTestcontrollerCaptures(t *testing.T) {
 			t.Logf("ovs-testcontroller sent: %s", strings.Join(kinds, " "))
 		})
 	}
-	_ = errors.New
 }
