@@ -994,7 +994,9 @@ func (p *parser) wildcardOnly(name string, off int) error {
 	if tok == "" {
 		return nil
 	}
-	for _, f := range strings.Split(tok, ",") {
+	for rest := tok; rest != ""; {
+		var f string
+		f, rest, _ = strings.Cut(rest, ",")
 		eq := strings.IndexByte(f, '=')
 		slash := strings.LastIndexByte(f, '/')
 		if eq < 0 || slash < eq || !zeroMask(f[slash+1:]) {
@@ -1041,15 +1043,23 @@ func hexBytes(s string) bool {
 	if s == "" {
 		return false
 	}
-	for _, f := range strings.Split(s, " ") {
-		if len(f) != 2 {
+	for {
+		if len(s) < 2 || !isHex(s[0]) || !isHex(s[1]) {
 			return false
 		}
-		if _, err := strconv.ParseUint(f, 16, 8); err != nil {
+		s = s[2:]
+		if s == "" {
+			return true
+		}
+		if s[0] != ' ' {
 			return false
 		}
+		s = s[1:]
 	}
-	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // zeroMask reports whether s is an all-zero number or address.

@@ -672,3 +672,22 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestParseAllocs(t *testing.T) {
+	line := "recirc_id(0),tunnel(tun_id=0x2a,ipv6_src=2001:db8::1,ipv6_dst=2001:db8::2,ttl=64,flags(-df+key))," +
+		"in_port(1),ct_state(-new+est+trk),ct_label(0x1/0xff),eth(src=52:54:00:12:34:01,dst=52:54:00:12:34:02)," +
+		"eth_type(0x8100),vlan(vid=100,pcp=0),encap(eth_type(0x86dd),ipv6(src=2001:db8:1::/ffff:ffff:ffff:ffff::," +
+		"label=0x5,proto=6,frag=no),key32(00 00/00 00),tcp(dst=443),tcp_flags(+syn-ack))," +
+		"ct_tuple6(src=::/::,dst=::/::,proto=0/0,tp_src=0/0,tp_dst=0/0)"
+	if _, _, err := Parse(line); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := Parse(line); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Parse allocates %v times on success, want 0", allocs)
+	}
+}
