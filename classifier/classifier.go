@@ -259,8 +259,10 @@ func rulesIn[T any](st *subtable[T], filter *Match, yield func(*Rule[T]) bool) b
 	}
 	return st.table.each(func(_ uint64, head *entry[T]) bool {
 		for e := head; e != nil; e = e.next {
-			if filter != nil && !e.key.EqualMasked(&filter.Key, &filter.Mask) {
-				continue
+			if filter != nil {
+				if key := st.expand(e); !key.EqualMasked(&filter.Key, &filter.Mask) {
+					continue
+				}
 			}
 			for _, r := range e.rules {
 				if !yield(r) {
@@ -280,7 +282,7 @@ func overlapsIn[T any](st *subtable[T], m *Match, p int) bool {
 	common.And(&m.Mask)
 	return !st.table.each(func(_ uint64, head *entry[T]) bool {
 		for e := head; e != nil; e = e.next {
-			if !e.key.EqualMasked(&m.Key, &common) {
+			if key := st.expand(e); !key.EqualMasked(&m.Key, &common) {
 				continue
 			}
 			for _, r := range e.rules {

@@ -75,8 +75,30 @@ type portTrie struct {
 // Entries are immutable; a change makes a new one.
 type entry[T any] struct {
 	next  *entry[T] // another entry whose key has the same hash, or nil
-	key   flow.Key
 	rules []*Rule[T]
+	// vals are the masked key's words the subtable's plan selects, in
+	// plan order: a rule costs the words its mask uses, not a whole Key.
+	vals []uint64
+}
+
+// compact returns the plan words of k under the mask.
+func (st *subtable[T]) compact(k *flow.Key) []uint64 {
+	kw := k.Words()
+	vals := make([]uint64, st.planLen())
+	for w := range vals {
+		vals[w] = kw[st.words[w]] & st.masks[w]
+	}
+	return vals
+}
+
+// expand returns e's masked key as a whole Key.
+func (st *subtable[T]) expand(e *entry[T]) flow.Key {
+	var k flow.Key
+	kw := k.Words()
+	for w, v := range e.vals {
+		kw[st.words[w]] = v
+	}
+	return k
 }
 
 // chainReplace returns the chain starting at head with old replaced by nw,
@@ -170,10 +192,9 @@ func (st *subtable[T]) planLen() int {
 
 // matches reports whether k, under the subtable's mask, equals e's key.
 func (st *subtable[T]) matches(e *entry[T], k *flow.Key) bool {
-	kw, ew := k.Words(), e.key.Words()
-	for w := range st.planLen() {
-		i := st.words[w]
-		if kw[i]&st.masks[w] != ew[i] {
+	kw := k.Words()
+	for w, v := range e.vals {
+		if kw[st.words[w]]&st.masks[w] != v {
 			return false
 		}
 	}
@@ -213,7 +234,7 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 		// Every bit is looked at, whatever the answer.
 		*wc = flow.ExactMask()
 		for e, _ := st.table.get(k.Hash(0)); e != nil; e = e.next {
-			if e.key == *k {
+			if st.matches(e, k) {
 				return e.rules[0]
 			}
 		}
@@ -302,7 +323,7 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 	}
 	var e *entry[T]
 	if old == nil {
-		e = &entry[T]{next: head, key: *key, rules: []*Rule[T]{r}}
+		e = &entry[T]{next: head, vals: st.compact(key), rules: []*Rule[T]{r}}
 		c.table, _ = c.table.set(full, e)
 		for i := 0; i < int(c.nStages)-1 && !c.exact; i++ {
 			n, _ := c.index[i].get(staged[i])
@@ -317,7 +338,7 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 			}
 		}
 	} else {
-		e = &entry[T]{key: old.key}
+		e = &entry[T]{vals: old.vals}
 		pos, found := slices.BinarySearchFunc(old.rules, r.Priority, func(x *Rule[T], p int) int {
 			return cmp.Compare(p, x.Priority) // descending
 		})
@@ -361,7 +382,7 @@ func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, g
 	}
 	c := *st
 	if len(old.rules) > 1 {
-		ne := &entry[T]{key: old.key, rules: slices.Delete(slices.Clone(old.rules), pos, pos+1)}
+		ne := &entry[T]{vals: old.vals, rules: slices.Delete(slices.Clone(old.rules), pos, pos+1)}
 		c.table, _ = c.table.set(full, chainReplace(head, old, ne))
 		if c.catchAll {
 			c.top = ne.rules[0]
