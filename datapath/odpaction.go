@@ -29,7 +29,7 @@ const (
 	ActionSample      ActionType = 6  // nested OVS_SAMPLE_ATTR_*
 	ActionRecirc      ActionType = 7  // u32 recirculation ID
 	ActionHash        ActionType = 8  // struct ovs_action_hash
-	ActionPushMPLS    ActionType = 9  // struct ovs_action_push_mpls
+	ActionPushMPLS    ActionType = 9  // struct ovs_action_push_mpls (8 bytes with padding)
 	ActionPopMPLS     ActionType = 10 // be16 ethertype
 	ActionSetMasked   ActionType = 11 // one nested OVS_KEY_ATTR_* with value then mask
 	ActionCT          ActionType = 12 // nested OVS_CT_ATTR_*
@@ -180,7 +180,7 @@ type Action struct {
 var actionLen = [actionMax + 1]int8{
 	ActionOutput: 4, ActionUserspace: -1, ActionSet: -1, ActionPushVLAN: 4,
 	ActionPopVLAN: 0, ActionSample: -1, ActionRecirc: 4, ActionHash: 8,
-	ActionPushMPLS: 6, ActionPopMPLS: 2, ActionSetMasked: -1, ActionCT: -1,
+	ActionPushMPLS: 8, ActionPopMPLS: 2, ActionSetMasked: -1, ActionCT: -1,
 	ActionTrunc: 4, ActionPushEth: 12, ActionPopEth: 0, ActionCTClear: 0,
 	ActionPushNSH: -1, ActionPopNSH: 0, ActionMeter: 4, ActionClone: -1,
 	ActionCheckPktLen: -1, ActionAddMPLS: 8, ActionDecTTL: -1,
@@ -806,7 +806,9 @@ func AppendHash(b []byte, alg, basis uint32) []byte {
 // AppendPushMPLS appends a push_mpls action pushing label stack entry lse
 // and setting the ethertype to ethType (0x8847 or 0x8848).
 func AppendPushMPLS(b []byte, lse uint32, ethType uint16) []byte {
-	b, p := netlinkio.AppendReserve(b, uint16(ActionPushMPLS), 6)
+	// sizeof(struct ovs_action_push_mpls) is 8: the kernel wants the
+	// struct's tail padding too.
+	b, p := netlinkio.AppendReserve(b, uint16(ActionPushMPLS), 8)
 	binary.BigEndian.PutUint32(p, lse)
 	binary.BigEndian.PutUint16(p[4:], ethType)
 	return b

@@ -139,8 +139,8 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 	KeyAttrCtZone:         2,
 	KeyAttrCtMark:         4,
 	KeyAttrCtLabels:       sizeLabels,
-	KeyAttrCtOrigTupleV4:  13,
-	KeyAttrCtOrigTupleV6:  37,
+	KeyAttrCtOrigTupleV4:  16, // struct ovs_key_ct_tuple_ipv4: 13 bytes and padding
+	KeyAttrCtOrigTupleV6:  40, // struct ovs_key_ct_tuple_ipv6: 37 bytes and padding
 	KeyAttrNSH:            -1,
 	KeyAttrPacketType:     4,
 	KeyAttrNDExtensions:   -1,
@@ -179,7 +179,7 @@ type keyShape struct {
 
 func shapeOf(k *flow.Key) keyShape {
 	var s keyShape
-	if k.EthType == 0 {
+	if k.EthType == 0 && k.EthSrc == [6]byte{} && k.EthDst == [6]byte{} && !vlanPresent(k.VLANs[0]) {
 		s.noHeaders = true
 		return s
 	}
@@ -227,15 +227,19 @@ func shapeOf(k *flow.Key) keyShape {
 	return s
 }
 
-// AppendKey appends k as a flow key: the payload of OVS_FLOW_ATTR_KEY or
-// OVS_PACKET_ATTR_KEY. It never allocates when b has MaxKeyLen bytes of
+// AppendKey appends k as a flow key: the payload of OVS_PACKET_ATTR_KEY,
+// or of OVS_FLOW_ATTR_KEY for a flow without a mask. For a flow put with a
+// mask use AppendFlowKey. It never allocates when b has MaxKeyLen bytes of
 // spare capacity.
 //
-// Metadata attributes are always present, zero or not, as the kernel itself
-// writes them, so that any mask AppendMask derives has a key attribute to
-// apply to (the kernel rejects mask attributes absent from the key). The
-// tunnel attribute is present when k.Tunnel is not the zero Tunnel; the
-// kernel then requires a destination address. A Key with EthType zero has no
+// RECIRC_ID, DP_HASH, PRIORITY, IN_PORT and SKB_MARK are always present,
+// zero or not, as the kernel writes them. The conntrack attributes
+// (CT_STATE, CT_ZONE, CT_MARK, CT_LABELS) are present only when non-zero:
+// the kernel knows each only when built with the matching conntrack option
+// (CONFIG_NF_CONNTRACK_ZONES, _MARK, _LABELS) and rejects a key that
+// carries one it lacks; kernel 6.1 in the test bed has no zones. The tunnel
+// attribute is present when k.Tunnel is not the zero Tunnel; the kernel
+// then requires a destination address. A Key with EthType zero has no
 // packet headers and encodes as metadata only, which is what an
 // OVS_PACKET_CMD_EXECUTE needs; a flow key needs an EthType (flow.EthTypeNone
 // for an 802.3 frame). OFMetadata and Regs never reach the datapath.
@@ -244,8 +248,21 @@ func shapeOf(k *flow.Key) keyShape {
 // in_port of 65536 or more, ct_state bits outside 0xff, an ARP opcode above
 // 0xff or a flow label above 0xfffff.
 func AppendKey(b []byte, k *flow.Key) []byte {
+	return AppendFlowKey(b, k, nil)
+}
+
+// AppendFlowKey appends k as the flow key of a flow put whose mask is m
+// (nil for none): AppendKey, plus every conntrack attribute that
+// AppendMask(k, m) matches on even where k's value is zero, since the
+// kernel rejects a mask attribute absent from the key. Matching a
+// conntrack field the kernel was built without fails the put with EINVAL.
+func AppendFlowKey(b []byte, k *flow.Key, m *flow.Mask) []byte {
 	s := shapeOf(k)
-	b = appendMeta(b, k, k, false, k.Tunnel != flow.Tunnel{})
+	var need ctAttrs
+	if m != nil {
+		need = ctMasked(m)
+	}
+	b = appendMeta(b, k, k, false, k.Tunnel != flow.Tunnel{}, need|ctNonZero(k))
 	if s.noHeaders {
 		return b
 	}
@@ -253,25 +270,65 @@ func AppendKey(b []byte, k *flow.Key) []byte {
 }
 
 // AppendMask appends the mask m for the flow key k: the payload of
-// OVS_FLOW_ATTR_MASK, in the shape AppendKey gives k. m is first fitted to
-// what the kernel can hold (see FitMask; m itself is not modified), so the
-// mask the kernel installs is exactly FitMask(k, m). It never allocates when
-// b has MaxKeyLen bytes of spare capacity.
+// OVS_FLOW_ATTR_MASK, in the shape AppendFlowKey gives k. m is first
+// fitted to what the kernel can hold (see FitMask; m itself is not
+// modified), so the mask the kernel installs is exactly FitMask(k, m). It
+// never allocates when b has MaxKeyLen bytes of spare capacity.
 func AppendMask(b []byte, k *flow.Key, m *flow.Mask) []byte {
 	fm := *m
 	FitMask(k, &fm)
 	s := shapeOf(k)
 	v := fm.Key()
-	b = appendMeta(b, k, v, true, fm.Tunnel != flow.Tunnel{})
+	b = appendMeta(b, k, v, true, fm.Tunnel != flow.Tunnel{}, ctMasked(&fm))
 	if s.noHeaders {
 		return b
 	}
 	return appendHeaders(b, k, v, &s, true)
 }
 
-// appendMeta appends the metadata attributes of v; k is the key they belong
-// to (the same as v for a key, the key of mask v otherwise).
-func appendMeta(b []byte, k, v *flow.Key, isMask, tunnel bool) []byte {
+// ctAttrs says which conntrack attributes to write.
+type ctAttrs uint8
+
+const (
+	ctState ctAttrs = 1 << iota
+	ctZone
+	ctMark
+	ctLabels
+)
+
+// ctNonZero returns the conntrack attributes whose values in v are not
+// zero.
+func ctNonZero(v *flow.Key) ctAttrs {
+	var c ctAttrs
+	if v.CtState != 0 {
+		c |= ctState
+	}
+	if v.CtZone != 0 {
+		c |= ctZone
+	}
+	if v.CtMark != 0 {
+		c |= ctMark
+	}
+	if v.CtLabels != [16]byte{} {
+		c |= ctLabels
+	}
+	return c
+}
+
+// ctMasked returns the conntrack attributes the fitted form of mask m
+// matches on.
+func ctMasked(m *flow.Mask) ctAttrs {
+	c := ctNonZero(m.Key())
+	if m.CtState&ctStateSupported == 0 {
+		c &^= ctState
+	}
+	return c
+}
+
+// appendMeta appends the metadata attributes of v, with the conntrack
+// attributes ct; k is the key they belong to (the same as v for a key, the
+// key of mask v otherwise).
+func appendMeta(b []byte, k, v *flow.Key, isMask, tunnel bool, ct ctAttrs) []byte {
 	b = netlinkio.AppendU32(b, KeyAttrRecircID, v.RecircID)
 	b = netlinkio.AppendU32(b, KeyAttrDPHash, v.DPHash)
 	b = netlinkio.AppendU32(b, KeyAttrPriority, v.Priority)
@@ -280,10 +337,19 @@ func appendMeta(b []byte, k, v *flow.Key, isMask, tunnel bool) []byte {
 	}
 	b = netlinkio.AppendU32(b, KeyAttrInPort, v.InPort)
 	b = netlinkio.AppendU32(b, KeyAttrSkbMark, v.Mark)
-	b = netlinkio.AppendU32(b, KeyAttrCtState, v.CtState)
-	b = netlinkio.AppendU16(b, KeyAttrCtZone, v.CtZone)
-	b = netlinkio.AppendU32(b, KeyAttrCtMark, v.CtMark)
-	return netlinkio.AppendAttr(b, KeyAttrCtLabels, v.CtLabels[:])
+	if ct&ctState != 0 {
+		b = netlinkio.AppendU32(b, KeyAttrCtState, v.CtState)
+	}
+	if ct&ctZone != 0 {
+		b = netlinkio.AppendU16(b, KeyAttrCtZone, v.CtZone)
+	}
+	if ct&ctMark != 0 {
+		b = netlinkio.AppendU32(b, KeyAttrCtMark, v.CtMark)
+	}
+	if ct&ctLabels != 0 {
+		b = netlinkio.AppendAttr(b, KeyAttrCtLabels, v.CtLabels[:])
+	}
+	return b
 }
 
 func isZero4(a [4]byte) bool   { return a == [4]byte{} }
@@ -415,11 +481,14 @@ func appendHeaders(b []byte, k, v *flow.Key, s *keyShape, isMask bool) []byte {
 			b = netlinkio.AppendAttr(b, KeyAttrEncap, nil)
 		}
 	case k.EthType < 0x600:
-		// 802.3: no ethertype in a key; in a mask, an exact match on it.
-		// Inside a tag the mask needs it even when zero: the kernel drops
-		// an empty (all-zero) encap from a mask and then rejects the
-		// tag's vlan attribute.
-		if isMask && (v.EthType != 0 || depth > 0) {
+		// 802.3 (EthTypeNone): no ethertype in a key; in a mask, an
+		// exact match on it. Inside a tag the mask needs it even when
+		// zero: the kernel drops an empty (all-zero) encap from a mask
+		// and then rejects the tag's vlan attribute. Other values below
+		// 0x600 are written as they are: the kernel writes them in the
+		// masked keys of flows that wildcard the ethertype (and rejects
+		// them in a put).
+		if isMask && (v.EthType != 0 || depth > 0) || !isMask && k.EthType != flow.EthTypeNone {
 			b = netlinkio.AppendBE16(b, KeyAttrEthertype, v.EthType)
 		}
 	default:
@@ -522,6 +591,7 @@ func FitMask(k *flow.Key, m *flow.Mask) {
 		meta := *m
 		*m = flow.Mask{}
 		copyMeta(m, &meta)
+		m.VLANs[0].TCI, m.VLANs[1].TCI = 0xffff, 0xffff
 		return
 	}
 
@@ -660,6 +730,17 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 	for i := range ones16 {
 		ones16[i] = 0xff
 	}
+	if *kt == (flow.Tunnel{}) {
+		// The kernel matches "not tunnelled" by the tunnel protocol,
+		// which any tunnel mask attribute makes exact, and keeps no
+		// address bits for an untunnelled key (it dumps none). The TTL
+		// mask keeps the attribute there once the addresses are gone.
+		if !isZero4(mt.IPv4Src) || !isZero4(mt.IPv4Dst) || !isZero16(mt.IPv6Src) || !isZero16(mt.IPv6Dst) {
+			mt.IPv4Src, mt.IPv4Dst, mt.IPv6Src, mt.IPv6Dst = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}
+			mt.TTL = 0xff
+		}
+		return
+	}
 	if maskTunnelIPv6(kt, mt) {
 		if !isZero4(mt.IPv4Src) || !isZero4(mt.IPv4Dst) {
 			mt.IPv4Src, mt.IPv4Dst = [4]byte{}, [4]byte{}
@@ -718,7 +799,9 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 		if want := int(keyAttrLen[t]); want >= 0 && len(d) != want {
 			return keyErr("attribute %d has %d bytes, want %d", t, len(d), want)
 		}
-		if t == KeyAttrMPLS && (len(d) == 0 || len(d)%sizeMPLS != 0) {
+		if t == KeyAttrMPLS && len(d)%sizeMPLS != 0 {
+			// Kernel 6.1 writes one entry per label it matches on: none
+			// in the masked key of a flow that wildcards them.
 			return keyErr("mpls attribute has %d bytes, want a multiple of 4", len(d))
 		}
 		if a.has(t) {
@@ -747,9 +830,10 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // ones Key has no fields for: conntrack original-direction tuples, NSH,
 // tunnel options (Geneve, VXLAN-GBP, ERSPAN), IPv6 extension headers. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
-// duplicate, truncated), an ethertype below 0x600, a fragment type above
-// 2, a VLAN ethertype without its tag, or an attribute that does not apply
-// to the key's protocols (TCP ports of a later fragment, say).
+// duplicate, truncated), a fragment type above 2, a VLAN ethertype without
+// its tag, or an attribute that does not apply to the key's protocols (TCP
+// ports of a later fragment, say). An ethertype below 0x600 is kept as it
+// is: the kernel writes 0 in the masked key of a flow that wildcards it.
 func DecodeKey(b []byte, k *flow.Key) error {
 	*k = flow.Key{}
 	var a attrSet
@@ -794,11 +878,6 @@ func DecodeKey(b []byte, k *flow.Key) error {
 		switch {
 		case a.has(KeyAttrEthertype):
 			k.EthType = binary.BigEndian.Uint16(a.take(KeyAttrEthertype))
-			if k.EthType < 0x600 {
-				// An 802.3 length, which the kernel never writes and
-				// rejects: such frames have no ethertype attribute.
-				return keyErr("ethertype %#04x below 0x600", k.EthType)
-			}
 		case hasEth:
 			k.EthType = flow.EthTypeNone
 		}
@@ -957,7 +1036,9 @@ func decodeL3L4(a *attrSet, k, v *flow.Key, isMask bool) error {
 			copy(v.ArpSHA[:], d[10:16])
 			copy(v.ArpTHA[:], d[16:22])
 		case KeyAttrMPLS:
-			v.MPLSLSE = binary.BigEndian.Uint32(d)
+			if len(d) >= sizeMPLS {
+				v.MPLSLSE = binary.BigEndian.Uint32(d)
+			}
 		}
 		if s.l3 == KeyAttrIPv4 || s.l3 == KeyAttrIPv6 {
 			if isMask {
@@ -1027,11 +1108,13 @@ func DecodeMask(b []byte, k *flow.Key, m *flow.Mask) error {
 	if err := decodeMeta(&a, v, true); err != nil {
 		return err
 	}
+	// The kernel always matches the TCI in full unless the mask says
+	// otherwise (for a metadata-only key too: FitMask agrees).
+	m.VLANs[0].TCI, m.VLANs[1].TCI = 0xffff, 0xffff
 	s := shapeOf(k)
 	if s.noHeaders {
 		return leftover(&a)
 	}
-	m.VLANs[0].TCI, m.VLANs[1].TCI = 0xffff, 0xffff
 	if a.has(KeyAttrEthernet) {
 		d := a.take(KeyAttrEthernet)
 		copy(m.EthSrc[:], d[0:6])

@@ -156,10 +156,7 @@ func TestAppendKeyGolden(t *testing.T) {
 		0800 0200 00000000              // PRIORITY 0
 		0800 0300 01000000              // IN_PORT 1
 		0800 0f00 00000000              // SKB_MARK 0
-		0800 1600 00000000              // CT_STATE 0
-		0600 1700 0000 0000             // CT_ZONE 0, padding
-		0800 1800 00000000              // CT_MARK 0
-		1400 1900 00000000000000000000000000000000 // CT_LABELS, 16 zero bytes
+		                                // (conntrack attributes only when non-zero)
 		1000 0400 001122334455 66778899aabb        // ETHERNET src, dst
 		0600 0600 8100 0000             // ETHERTYPE 0x8100 (the tag's TPID, be16)
 		0600 0500 100a 0000             // VLAN tci 0x100a: present bit | vid 10
@@ -195,10 +192,7 @@ func TestAppendMaskGolden(t *testing.T) {
 		0800 0200 00000000              // PRIORITY
 		0800 0300 ffffffff              // IN_PORT exact
 		0800 0f00 00000000              // SKB_MARK
-		0800 1600 00000000              // CT_STATE
-		0600 1700 0000 0000             // CT_ZONE
-		0800 1800 00000000              // CT_MARK
-		1400 1900 00000000000000000000000000000000 // CT_LABELS
+		                                // (conntrack attributes only when matched)
 		1000 0400 000000000000 000000000000        // ETHERNET wildcarded
 		0600 0600 ffff 0000             // ETHERTYPE exact (required by the IPv6 mask)
 		2c00 0800                       // IPV6
@@ -407,7 +401,7 @@ func TestDecodeKeyErrors(t *testing.T) {
 func TestDecodeKeySkipsUnrepresented(t *testing.T) {
 	k := testKeys()[4].key
 	b := AppendKey(nil, &k)
-	b = netlinkio.AppendAttr(b, KeyAttrCtOrigTupleV4, make([]byte, 13))
+	b = netlinkio.AppendAttr(b, KeyAttrCtOrigTupleV4, make([]byte, 16))
 	b = netlinkio.AppendU32(b, 200, 1) // a type from the future
 	var got flow.Key
 	if err := DecodeKey(b, &got); err != nil || got != k {
@@ -515,3 +509,59 @@ func BenchmarkUpcallKeyDecode(b *testing.B) {
 }
 
 func newSeedRand() *rand.Rand { return rand.New(rand.NewPCG(5, 6)) }
+
+// TestAppendFlowKeyConntrack checks that conntrack attributes appear in a
+// key when non-zero or matched by the mask, and only then: kernels built
+// without a conntrack option reject the attribute.
+func TestAppendFlowKeyConntrack(t *testing.T) {
+	k := testKeys()[4].key // ipv4 tcp, conntrack fields zero
+	ct := testKeys()[len(testKeys())-1].key
+	if ct.CtZone == 0 {
+		t.Fatal("last test key should be the conntrack one")
+	}
+	tests := []struct {
+		name string
+		key  *flow.Key
+		mask *flow.Mask
+		want []KeyAttr
+	}{
+		{"zero, no mask", &k, nil, nil},
+		{"zero, mask without conntrack", &k, &flow.Mask{InPort: 1}, nil},
+		{"zero, mask on state and zone", &k, &flow.Mask{CtState: flow.CtTracked, CtZone: 0xffff}, []KeyAttr{KeyAttrCtState, KeyAttrCtZone}},
+		{"zero, mask on unsupported state bits only", &k, &flow.Mask{CtState: 0x100}, nil},
+		{"zero, mask on labels", &k, &flow.Mask{CtLabels: [16]byte{15: 1}}, []KeyAttr{KeyAttrCtLabels}},
+		{"non-zero, no mask", &ct, nil, []KeyAttr{KeyAttrCtState, KeyAttrCtZone, KeyAttrCtMark, KeyAttrCtLabels}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := AppendFlowKey(nil, tc.key, tc.mask)
+			var got []KeyAttr
+			it := netlinkio.NewAttrIter(b)
+			for it.Next() {
+				if typ := it.Type(); typ >= KeyAttrCtState && typ <= KeyAttrCtLabels {
+					got = append(got, typ)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("conntrack attributes %v, want %v", got, tc.want)
+			}
+			var back flow.Key
+			if err := DecodeKey(b, &back); err != nil || back != *tc.key {
+				t.Errorf("DecodeKey = %v, %v", &back, err)
+			}
+			if tc.mask != nil {
+				// Every attribute of the mask has one in the key.
+				var ka, ma attrSet
+				if err := ka.parse(b, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := ma.parse(AppendMask(nil, tc.key, tc.mask), true); err != nil {
+					t.Fatal(err)
+				}
+				if extra := ma.present &^ ka.present; extra != 0 {
+					t.Errorf("mask attributes %#x absent from the key", extra)
+				}
+			}
+		})
+	}
+}
