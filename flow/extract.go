@@ -62,9 +62,11 @@ const (
 // the inner. TCI is the wire TCI with VLANPresent (0x1000) forced on; TPID
 // is the tag's TPID. A tag is parsed only when its 4 bytes and the 2-byte
 // type after it are present; otherwise parsing stops and the TPID is read
-// as the EthType (such a frame never reaches a datapath port, whose receive
-// path drops it, but a frame from elsewhere reads this way). A third tag
-// is not parsed: EthType is then its TPID and no L3 fields are set.
+// as the EthType, as in the kernel's own key. (A port's receive path drops
+// a tagged frame shorter than 20 bytes, so only an inner tag can be cut
+// short there; the kernel's upcall then shows it as ETHERTYPE 0, VLAN 0,
+// an empty ENCAP, which OVS userspace rejects.) A third tag is not parsed:
+// EthType is then its TPID and no L3 fields are set.
 //
 // 802.3. A type/length field below 0x600 is a length: if the next 8 bytes
 // are an LLC/SNAP header (DSAP=SSAP=0xaa, OUI 0; the control byte is not
