@@ -571,6 +571,9 @@ func appendL3L4(b []byte, v *flow.Key, s *keyShape, isMask bool) []byte {
 //     the fields that decide the protocols (ethertype, IP protocol, fragment
 //     type, ICMPv6 type) are made exact first, so the fitted mask never
 //     matches a packet the original mask would not.
+//   - Tunnel masks: only the flags the kernel knows, the key flag with any
+//     ID bit, addresses of the key's family only (none for an untunnelled
+//     key, where any tunnel mask makes the kernel match "not tunnelled").
 //   - OFMetadata and Regs are cleared: the datapath never sees them.
 //
 // Every change either adds bits (a more specific flow) or removes bits

@@ -448,6 +448,7 @@ func TestKeyCodecAllocs(t *testing.T) {
 		fn   func()
 	}{
 		{"AppendKey", func() { buf = AppendKey(buf[:0], &k) }},
+		{"AppendFlowKey", func() { buf = AppendFlowKey(buf[:0], &k, &m) }},
 		{"AppendMask", func() { buf = AppendMask(buf[:0], &k, &m) }},
 		{"DecodeKey", func() {
 			if err := DecodeKey(enc, &dk); err != nil {
@@ -479,7 +480,7 @@ func BenchmarkFlowPutEncode(b *testing.B) {
 			buf := make([]byte, 0, 3*MaxKeyLen)
 			b.ReportAllocs()
 			for b.Loop() {
-				buf = AppendKey(buf[:0], &tc.key)
+				buf = AppendFlowKey(buf[:0], &tc.key, &m)
 				buf = AppendMask(buf, &tc.key, &m)
 				buf = AppendOutput(buf, 2)
 			}
