@@ -94,7 +94,12 @@ func (s *fakeSwitch) serve(c net.Conn) {
 		if reply == nil {
 			continue
 		}
-		if buf, err = reply.Append(buf[:0]); err != nil {
+		if fs, ok := reply.(*FlowStatsReply); ok {
+			buf, err = fs.AppendParts(buf[:0], 0) // dumps may need several parts
+		} else {
+			buf, err = reply.Append(buf[:0])
+		}
+		if err != nil {
 			s.record(nil, nil, fmt.Errorf("encoding reply %T: %w", reply, err))
 			return
 		}
@@ -173,8 +178,12 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 		}
 		return r
 	case *FlowStatsRequest:
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return &FlowStatsReply{Envelope: env, NXM: m.NXM, Stats: s.flows}
 	case *AggregateStatsRequest:
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return &AggregateStatsReply{Envelope: env, NXM: m.NXM, PacketCount: 7, ByteCount: 700, FlowCount: uint32(len(s.flows))}
 	case *PortStatsRequest:
 		return &PortStatsReply{Envelope: env, Stats: []PortStats{{PortNo: 1, RxPackets: 11, TxPackets: 22, RxBytes: 1100, TxBytes: 2200}}}
@@ -306,6 +315,20 @@ func TestOvsOfctl(t *testing.T) {
 		}
 	}
 	// What ovs-ofctl printed from our replies.
+	// A dump bigger than one message: split replies, all of them printed.
+	s.mu.Lock()
+	s.flows = manyFlows(3000)
+	s.mu.Unlock()
+	for _, args := range [][]string{{"dump-flows", "SW"}, {"-O", "OpenFlow13", "dump-flows", "SW"}} {
+		out := s.ofctl(t, args...)
+		s.take(t)
+		if n := strings.Count(out, " cookie="); n != 3000 {
+			t.Errorf("%v printed %d flows, want 3000", args, n)
+		}
+		if !strings.Contains(out, "priority=2999,ip,nw_dst=10.0.11.183 actions=output:24") {
+			t.Errorf("%v: last flow missing", args)
+		}
+	}
 	for _, tc := range []struct{ name, want string }{
 		{"dump-flows-nxm", "cookie=0x1234, duration=4s, table=0, n_packets=10, n_bytes=600, priority=300,tcp,tp_dst=80 actions=output:2"},
 		{"dump-flows-nxm", "table=1, n_packets=0, n_bytes=0, ipv6,reg0=0x5,ipv6_src=2001:db8::1 actions=resubmit(,2),CONTROLLER:65535"},

@@ -443,18 +443,18 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 	return m, nil
 }
 
-func (m *FlowStatsReply) Append(b []byte) ([]byte, error) {
+func (m *FlowStatsReply) body() replyBody {
 	nx := m.NXM && m.Version == Version10
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsFlow, m.Flags, nx, NXSTFlow)
-	if err != nil {
-		return b, err
-	}
-	for i := range m.Stats {
-		if b, err = appendFlowStats(b, m.Version, nx, &m.Stats[i]); err != nil {
-			return b[:start], err
-		}
-	}
-	return finish(b, start)
+	return replyBody{env: &m.Envelope, typ: StatsFlow, flags: m.Flags, nx: nx, sub: NXSTFlow, n: len(m.Stats),
+		entry: func(b []byte, i int) ([]byte, error) { return appendFlowStats(b, m.Version, nx, &m.Stats[i]) }}
+}
+
+func (m *FlowStatsReply) Append(b []byte) ([]byte, error) { return appendReply(b, m.body(), 0, false) }
+
+// AppendParts encodes m as as many replies of at most maxLen bytes (0:
+// 65535) as its entries need, each but the last flagged StatsReplyMore.
+func (m *FlowStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	return appendReply(b, m.body(), maxLen, true)
 }
 
 func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
@@ -581,22 +581,24 @@ func decodeTableStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 	return m, nil
 }
 
-func (m *TableStatsReply) Append(b []byte) ([]byte, error) {
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsTable, m.Flags, false, 0)
-	if err != nil {
-		return b, err
-	}
-	for i := range m.Stats {
-		s := &m.Stats[i]
-		b = zeros(append(b, s.TableID), 3)
-		if m.Version == Version13 {
-			b = be64(be64(be32(b, s.ActiveCount), s.LookupCount), s.MatchedCount)
-			continue
-		}
-		b = be32(be32(be32(appendCString(b, s.Name, 32), s.Wildcards), s.MaxEntries), s.ActiveCount)
-		b = be64(be64(b, s.LookupCount), s.MatchedCount)
-	}
-	return finish(b, start)
+func (m *TableStatsReply) body() replyBody {
+	return replyBody{env: &m.Envelope, typ: StatsTable, flags: m.Flags, n: len(m.Stats),
+		entry: func(b []byte, i int) ([]byte, error) {
+			s := &m.Stats[i]
+			b = zeros(append(b, s.TableID), 3)
+			if m.Version == Version13 {
+				return be64(be64(be32(b, s.ActiveCount), s.LookupCount), s.MatchedCount), nil
+			}
+			b = be32(be32(be32(appendCString(b, s.Name, 32), s.Wildcards), s.MaxEntries), s.ActiveCount)
+			return be64(be64(b, s.LookupCount), s.MatchedCount), nil
+		}}
+}
+
+func (m *TableStatsReply) Append(b []byte) ([]byte, error) { return appendReply(b, m.body(), 0, false) }
+
+// AppendParts splits the reply as FlowStatsReply.AppendParts does.
+func (m *TableStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	return appendReply(b, m.body(), maxLen, true)
 }
 
 // PortStatsRequest asks for one port's counters, or all ports' with
@@ -686,26 +688,31 @@ func (s *PortStats) counters() [12]*uint64 {
 		&s.RxErrors, &s.TxErrors, &s.RxFrameErr, &s.RxOverErr, &s.RxCRCErr, &s.Collisions}
 }
 
-func (m *PortStatsReply) Append(b []byte) ([]byte, error) {
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsPort, m.Flags, false, 0)
-	if err != nil {
-		return b, err
-	}
-	for i := range m.Stats {
-		s := &m.Stats[i]
-		at := len(b)
-		if b, err = appendPortNo(b, m.Version, s.PortNo); err != nil {
-			return b[:start], err
-		}
-		b = zeros(b, 8-(len(b)-at))
-		for _, p := range s.counters() {
-			b = be64(b, *p)
-		}
-		if m.Version == Version13 {
-			b = be32(be32(b, s.DurationSec), s.DurationNsec)
-		}
-	}
-	return finish(b, start)
+func (m *PortStatsReply) body() replyBody {
+	return replyBody{env: &m.Envelope, typ: StatsPort, flags: m.Flags, n: len(m.Stats),
+		entry: func(b []byte, i int) ([]byte, error) {
+			s := &m.Stats[i]
+			at := len(b)
+			b, err := appendPortNo(b, m.Version, s.PortNo)
+			if err != nil {
+				return b, err
+			}
+			b = zeros(b, 8-(len(b)-at))
+			for _, p := range s.counters() {
+				b = be64(b, *p)
+			}
+			if m.Version == Version13 {
+				b = be32(be32(b, s.DurationSec), s.DurationNsec)
+			}
+			return b, nil
+		}}
+}
+
+func (m *PortStatsReply) Append(b []byte) ([]byte, error) { return appendReply(b, m.body(), 0, false) }
+
+// AppendParts splits the reply as FlowStatsReply.AppendParts does.
+func (m *PortStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	return appendReply(b, m.body(), maxLen, true)
 }
 
 // QueueStatsRequest asks for queue counters (PortAny / QueueAll = all).
@@ -766,24 +773,29 @@ func decodeQueueStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 	return m, nil
 }
 
-func (m *QueueStatsReply) Append(b []byte) ([]byte, error) {
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsQueue, m.Flags, false, 0)
-	if err != nil {
-		return b, err
-	}
-	for i := range m.Stats {
-		s := &m.Stats[i]
-		at := len(b)
-		if b, err = appendPortNo(b, m.Version, s.PortNo); err != nil {
-			return b[:start], err
-		}
-		b = be32(zeros(b, 4-(len(b)-at)), s.QueueID)
-		b = be64(be64(be64(b, s.TxBytes), s.TxPackets), s.TxErrors)
-		if m.Version == Version13 {
-			b = be32(be32(b, s.DurationSec), s.DurationNsec)
-		}
-	}
-	return finish(b, start)
+func (m *QueueStatsReply) body() replyBody {
+	return replyBody{env: &m.Envelope, typ: StatsQueue, flags: m.Flags, n: len(m.Stats),
+		entry: func(b []byte, i int) ([]byte, error) {
+			s := &m.Stats[i]
+			at := len(b)
+			b, err := appendPortNo(b, m.Version, s.PortNo)
+			if err != nil {
+				return b, err
+			}
+			b = be32(zeros(b, 4-(len(b)-at)), s.QueueID)
+			b = be64(be64(be64(b, s.TxBytes), s.TxPackets), s.TxErrors)
+			if m.Version == Version13 {
+				b = be32(be32(b, s.DurationSec), s.DurationNsec)
+			}
+			return b, nil
+		}}
+}
+
+func (m *QueueStatsReply) Append(b []byte) ([]byte, error) { return appendReply(b, m.body(), 0, false) }
+
+// AppendParts splits the reply as FlowStatsReply.AppendParts does.
+func (m *QueueStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	return appendReply(b, m.body(), maxLen, true)
 }
 
 // PortDescRequest asks for the port list (OFPMP_PORT_DESC; in 1.0 the OVS
@@ -809,15 +821,68 @@ type PortDescReply struct {
 	Ports []Port
 }
 
-func (m *PortDescReply) Append(b []byte) ([]byte, error) {
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsPortDesc, m.Flags, false, 0)
+func (m *PortDescReply) body() replyBody {
+	return replyBody{env: &m.Envelope, typ: StatsPortDesc, flags: m.Flags, n: len(m.Ports),
+		entry: func(b []byte, i int) ([]byte, error) { return appendPort(b, m.Version, &m.Ports[i]) }}
+}
+
+func (m *PortDescReply) Append(b []byte) ([]byte, error) { return appendReply(b, m.body(), 0, false) }
+
+// AppendParts splits the reply as FlowStatsReply.AppendParts does.
+func (m *PortDescReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	return appendReply(b, m.body(), maxLen, true)
+}
+
+// replyBody is a stats reply seen as a header and a run of entries, so
+// one encoder can split it into parts.
+type replyBody struct {
+	env   *Envelope
+	typ   uint16
+	flags uint16
+	nx    bool
+	sub   uint32
+	n     int
+	entry func(b []byte, i int) ([]byte, error)
+}
+
+// appendReply encodes r as one message, or with split as several of at
+// most maxLen bytes (0: 65535), each but the last flagged StatsReplyMore.
+// An entry that alone overflows a part fails with ErrTooLong.
+func appendReply(b []byte, r replyBody, maxLen int, split bool) ([]byte, error) {
+	if maxLen <= 0 || maxLen > MaxMessageLen {
+		maxLen = MaxMessageLen
+	}
+	first := len(b)
+	b, start, err := statsHeader(b, r.env, true, r.typ, r.flags, r.nx, r.sub)
 	if err != nil {
 		return b, err
 	}
-	for i := range m.Ports {
-		if b, err = appendPort(b, m.Version, &m.Ports[i]); err != nil {
-			return b[:start], err
+	inPart := 0
+	for i := 0; i < r.n; i++ {
+		at := len(b)
+		if b, err = r.entry(b, i); err != nil {
+			return b[:first], err
 		}
+		if len(b)-start <= maxLen {
+			inPart++
+			continue
+		}
+		if !split || inPart == 0 {
+			return b[:first], fmt.Errorf("openflow: stats reply entry %d does not fit %d bytes: %w", i, maxLen, ErrTooLong)
+		}
+		// Close this part without entry i and encode it again in the next.
+		b = b[:at]
+		flags := u16(b[start+10:]) | StatsReplyMore
+		b[start+10], b[start+11] = byte(flags>>8), byte(flags)
+		if b, err = finish(b, start); err != nil {
+			return b[:first], err
+		}
+		b, start, _ = statsHeader(b, r.env, true, r.typ, r.flags, r.nx, r.sub)
+		inPart = 0
+		i--
 	}
-	return finish(b, start)
+	if b, err = finish(b, start); err != nil {
+		return b[:first], err
+	}
+	return b, nil
 }
