@@ -48,7 +48,7 @@ func TestIntegrationDpctlText(t *testing.T) {
 		flows = append(flows, pair{name: "curated " + strconv.Itoa(i), k: k, m: m})
 	}
 	rng := rand.New(rand.NewSource(2))
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 120; i++ {
 		k, m := kernelPair(rng)
 		flows = append(flows, pair{name: "random " + strconv.Itoa(i), k: k, m: m})
 	}
