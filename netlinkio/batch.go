@@ -63,6 +63,11 @@ func (b *Batch) Reset() {
 	b.replies = b.replies[:0]
 }
 
+// Bytes returns the encoded requests, back to back, for inspection. Their
+// sequence numbers are those of the last Transact (zero before). The slice
+// aliases the batch and is valid until the next Begin or Reset.
+func (b *Batch) Bytes() []byte { return b.buf }
+
 // Len returns the number of requests in the batch.
 func (b *Batch) Len() int { return len(b.msgs) }
 
