@@ -202,25 +202,32 @@ func decodeTableFeatures(b []byte) ([]TableFeatures, error) {
 
 func appendTableFeatures(b []byte, tables []TableFeatures) ([]byte, error) {
 	for i := range tables {
-		t := &tables[i]
-		at := len(b)
-		b = zeros(append(zeros(b, 2), t.TableID), 5)
-		b = appendCString(b, t.Name, 32)
-		b = be32(be32(be64(be64(b, t.MetadataMatch), t.MetadataWrite), t.Config), t.MaxEntries)
-		for _, p := range t.Properties {
-			if 4+len(p.Data) > 0xffff {
-				return b, ErrTooLong
-			}
-			pat := len(b)
-			b = append(be16(be16(b, p.Type), uint16(4+len(p.Data))), p.Data...)
-			b = pad8(b, pat)
+		var err error
+		if b, err = appendTableFeature(b, &tables[i]); err != nil {
+			return b, err
 		}
-		n := len(b) - at
-		if n > 0xffff {
+	}
+	return b, nil
+}
+
+func appendTableFeature(b []byte, t *TableFeatures) ([]byte, error) {
+	at := len(b)
+	b = zeros(append(zeros(b, 2), t.TableID), 5)
+	b = appendCString(b, t.Name, 32)
+	b = be32(be32(be64(be64(b, t.MetadataMatch), t.MetadataWrite), t.Config), t.MaxEntries)
+	for _, p := range t.Properties {
+		if 4+len(p.Data) > 0xffff {
 			return b, ErrTooLong
 		}
-		b[at], b[at+1] = byte(n>>8), byte(n)
+		pat := len(b)
+		b = append(be16(be16(b, p.Type), uint16(4+len(p.Data))), p.Data...)
+		b = pad8(b, pat)
 	}
+	n := len(b) - at
+	if n > 0xffff {
+		return b, ErrTooLong
+	}
+	b[at], b[at+1] = byte(n>>8), byte(n)
 	return b, nil
 }
 
@@ -238,18 +245,25 @@ func (m *TableFeaturesRequest) Append(b []byte) ([]byte, error) {
 	return finish(b, start)
 }
 
+func (m *TableFeaturesReply) body() replyBody {
+	return replyBody{env: &m.Envelope, typ: StatsTableFeatures, flags: m.Flags, n: len(m.Tables),
+		entry: func(b []byte, i int) ([]byte, error) { return appendTableFeature(b, &m.Tables[i]) }}
+}
+
 func (m *TableFeaturesReply) Append(b []byte) ([]byte, error) {
 	if m.Version != Version13 {
 		return b, fmt.Errorf("openflow: table features need OpenFlow 1.3: %w", ErrUnsupported)
 	}
-	b, start, err := statsHeader(b, &m.Envelope, true, StatsTableFeatures, m.Flags, false, 0)
-	if err != nil {
-		return b, err
+	return appendReply(b, m.body(), 0, false)
+}
+
+// AppendParts splits the reply as FlowStatsReply.AppendParts does; a
+// switch with all 254 tables and their properties needs it.
+func (m *TableFeaturesReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
+	if m.Version != Version13 {
+		return b, fmt.Errorf("openflow: table features need OpenFlow 1.3: %w", ErrUnsupported)
 	}
-	if b, err = appendTableFeatures(b, m.Tables); err != nil {
-		return b[:start], err
-	}
-	return finish(b, start)
+	return appendReply(b, m.body(), maxLen, true)
 }
 
 // AppendOXMHeaders appends the 4-byte OXM headers of fields (no values), the

@@ -90,6 +90,46 @@ func TestAppendParts(t *testing.T) {
 			}
 		})
 	}
+	// 254 tables with a few hundred bytes of properties each overflow one
+	// message, as a real switch's do.
+	tf := &TableFeaturesReply{Envelope: env13(2)}
+	for i := 0; i < 254; i++ {
+		tf.Tables = append(tf.Tables, TableFeatures{TableID: uint8(i), Name: "t", MaxEntries: 1 << 20,
+			Properties: []TableFeatureProp{{Type: TFPMatch, Data: AppendOXMHeaders(nil, FieldInPort, FieldEthSrc,
+				FieldEthDst, FieldEthType, FieldVLANVID, FieldIPv4Src, FieldIPv4Dst, FieldIPv6Src, FieldIPv6Dst,
+				FieldIPProto, FieldTCPSrc, FieldTCPDst, FieldUDPSrc, FieldUDPDst, FieldICMPv4Type, FieldICMPv6Type,
+				FieldARPOp, FieldARPSPA, FieldARPTPA, FieldTunnelID, FieldMetadata, FieldNDTarget)},
+				{Type: TFPWildcards, Data: AppendOXMHeaders(nil, FieldIPv4Src, FieldIPv4Dst, FieldIPv6Src, FieldIPv6Dst,
+					FieldMetadata, FieldEthSrc, FieldEthDst, FieldVLANVID, FieldTunnelID, FieldARPSPA, FieldARPTPA)},
+				{Type: TFPApplySetField, Data: AppendOXMHeaders(nil, FieldEthSrc, FieldEthDst, FieldVLANVID, FieldIPv4Src,
+					FieldIPv4Dst, FieldIPv6Src, FieldIPv6Dst, FieldTCPSrc, FieldTCPDst, FieldUDPSrc, FieldUDPDst)},
+				{Type: TFPWriteSetField, Data: AppendOXMHeaders(nil, FieldEthSrc, FieldEthDst, FieldVLANVID, FieldIPv4Src,
+					FieldIPv4Dst, FieldIPv6Src, FieldIPv6Dst, FieldTCPSrc, FieldTCPDst, FieldUDPSrc, FieldUDPDst)}}})
+	}
+	if _, err := tf.Append(nil); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("254 tables in one message: %v", err)
+	}
+	tb, err := tf.AppendParts(nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables, parts int
+	for f, r := NewFramer(0), bytes.NewReader(tb); ; {
+		raw, err := f.ReadMsg(r)
+		if err != nil {
+			break
+		}
+		dm, err := Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts++
+		tables += len(dm.(*TableFeaturesReply).Tables)
+	}
+	if parts < 2 || tables != 254 {
+		t.Fatalf("table features: %d parts, %d tables", parts, tables)
+	}
+
 	one := &PortDescReply{Envelope: env13(1), Ports: []Port{port13()}}
 	if _, err := one.AppendParts(nil, 80); err != nil {
 		t.Fatalf("a part exactly at the limit: %v", err)
