@@ -19,6 +19,10 @@
 // Key.InPort in a Match holds such an OpenFlow port number; mapping it to a
 // datapath port is the ofproto layer's job.
 //
+// Stats/multipart replies that may outgrow one 64 KiB message (flow dumps,
+// port lists, table features) also have AppendParts, which splits them
+// into REPLY_MORE-flagged parts.
+//
 // Decoding never panics, whatever the input: every length is checked
 // against the buffer it claims to describe. Decoded messages alias the input
 // buffer (packet data, echo payloads, vendor bodies); the caller must not

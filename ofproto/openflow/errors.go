@@ -240,12 +240,10 @@ const (
 	kBadStat
 	kBadVendor
 	kBadSubtype
-	kBadTableID
 	kActBadType
 	kActBadLen
 	kActBadVendor
 	kActBadVendorType
-	kActBadOutPort
 	kActBadArgument
 	kActBadSetType
 	kActBadSetLen
@@ -270,12 +268,10 @@ var codes10 = [...][2]uint16{
 	kBadStat:           {ErrTypeBadRequest, BadRequestBadStat},
 	kBadVendor:         {ErrTypeBadRequest, BadRequestBadVendor},
 	kBadSubtype:        {ErrTypeBadRequest, BadRequestBadSubtype},
-	kBadTableID:        {ErrTypeBadRequest, BadRequestNXMInvalid},
 	kActBadType:        {ErrTypeBadAction, BadActionBadType},
 	kActBadLen:         {ErrTypeBadAction, BadActionBadLen},
 	kActBadVendor:      {ErrTypeBadAction, BadActionBadVendor},
 	kActBadVendorType:  {ErrTypeBadAction, BadActionBadVendorType},
-	kActBadOutPort:     {ErrTypeBadAction, BadActionBadOutPort},
 	kActBadArgument:    {ErrTypeBadAction, BadActionBadArgument},
 	kActBadSetType:     {ErrTypeBadAction, BadActionBadType},
 	kActBadSetLen:      {ErrTypeBadAction, BadActionBadLen},
@@ -299,12 +295,10 @@ var codes13 = [...][2]uint16{
 	kBadStat:           {ErrTypeBadRequest, BadRequestBadStat},
 	kBadVendor:         {ErrTypeBadRequest, BadRequestBadVendor},
 	kBadSubtype:        {ErrTypeBadRequest, BadRequestBadSubtype},
-	kBadTableID:        {ErrTypeBadRequest, BadRequest13BadTableID},
 	kActBadType:        {ErrTypeBadAction, BadActionBadType},
 	kActBadLen:         {ErrTypeBadAction, BadActionBadLen},
 	kActBadVendor:      {ErrTypeBadAction, BadActionBadVendor},
 	kActBadVendorType:  {ErrTypeBadAction, BadActionBadVendorType},
-	kActBadOutPort:     {ErrTypeBadAction, BadActionBadOutPort},
 	kActBadArgument:    {ErrTypeBadAction, BadActionBadArgument},
 	kActBadSetType:     {ErrTypeBadAction, BadAction13BadSetType},
 	kActBadSetLen:      {ErrTypeBadAction, BadAction13BadSetLen},

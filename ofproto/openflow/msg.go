@@ -7,7 +7,9 @@ import (
 // Decode parses one whole OpenFlow 1.0 or 1.3 message (as Framer.Next
 // returns it). The message aliases b. Errors are *Error values naming the
 // OFPT_ERROR to answer with (Error.Reply), except for a b too short to hold
-// a header.
+// a header. A message in a version other than 1.0 and 1.3 yields a
+// BAD_REQUEST/BAD_VERSION *Error in 1.3 numbering; set its reply's Version
+// to the connection's before sending it.
 func Decode(b []byte) (Msg, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
