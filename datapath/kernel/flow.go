@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -25,6 +26,7 @@ const (
 	flowAttrUsed      = 5
 	flowAttrClear     = 6
 	flowAttrMask      = 7
+	flowAttrProbe     = 8
 	flowAttrUFID      = 9
 	flowAttrUFIDFlags = 10
 
@@ -83,6 +85,9 @@ func (d *Datapath) appendPut(b *netlinkio.Batch, f *datapath.Flow, flags datapat
 	}
 	if echo {
 		buf = netlinkio.AppendU32(buf, flowAttrUFIDFlags, ufidOmitAll)
+	}
+	if d.probing {
+		buf = netlinkio.AppendFlag(buf, flowAttrProbe)
 	}
 	return b.End(buf)
 }
@@ -323,6 +328,9 @@ func (d *Datapath) Operate(ops []datapath.Op) error {
 func (d *Datapath) DumpFlows(terse bool, fn func(f *datapath.Flow) error) error {
 	d.dump.Lock()
 	defer d.dump.Unlock()
+	if d.dumpClosed {
+		return datapath.WrapError("dump flows", d.name, os.ErrClosed)
+	}
 	if d.dumpSock == nil {
 		s, err := netlinkio.OpenSocket()
 		if err != nil {
@@ -355,10 +363,11 @@ func (d *Datapath) DumpFlows(terse bool, fn func(f *datapath.Flow) error) error 
 
 // dumpState is the dump socket and its scratch, under its own lock.
 type dumpState struct {
-	dump     sync.Mutex
-	dumpSock *netlinkio.Socket
-	dumpMsg  []byte
-	dumpFlow datapath.Flow
+	dump       sync.Mutex
+	dumpSock   *netlinkio.Socket
+	dumpClosed bool
+	dumpMsg    []byte
+	dumpFlow   datapath.Flow
 }
 
 // decodeStats reads the stats of a flow reply (genl header included).

@@ -130,7 +130,11 @@ type Datapath struct {
 	// nextPID picks the handler of the next vport under per-vport
 	// dispatch: one PID per vport, round robin, as OVS gives each vport
 	// one channel. (Kernel 6.1 refuses an array of several PIDs.)
-	nextPID atomic.Uint32
+	nextPID   atomic.Uint32
+	closeOnce sync.Once
+	// probing marks the flow put of a feature probe, which asks the kernel
+	// not to log the error it expects (OVS_FLOW_ATTR_PROBE).
+	probing bool
 	// noCtZone is set when the kernel was built without conntrack zones
 	// and refuses an OVS_KEY_ATTR_CT_ZONE in keys and masks.
 	noCtZone bool
@@ -331,22 +335,31 @@ func (d *Datapath) Handlers() []datapath.Handler {
 	return hs
 }
 
-// Close closes the datapath's sockets; the kernel datapath stays.
+// Close closes the datapath's sockets, unblocking handlers; the kernel
+// datapath stays. Calls after Close fail (the sockets are closed); a second
+// Close returns nil.
 func (d *Datapath) Close() error {
-	var errs []error
-	for _, h := range d.handlers {
-		errs = append(errs, h.sock.Close())
-	}
-	d.handlers = nil
-	if d.sock != nil {
-		errs = append(errs, d.sock.Close())
-		d.sock = nil
-	}
-	if d.conn != nil {
-		errs = append(errs, d.conn.Close())
-		d.conn = nil
-	}
-	return errors.Join(errs...)
+	var err error
+	d.closeOnce.Do(func() {
+		var errs []error
+		for _, h := range d.handlers {
+			errs = append(errs, h.sock.Close())
+		}
+		if d.sock != nil {
+			errs = append(errs, d.sock.Close())
+		}
+		if d.conn != nil {
+			errs = append(errs, d.conn.Close())
+		}
+		d.dump.Lock()
+		if d.dumpSock != nil {
+			errs = append(errs, d.dumpSock.Close())
+		}
+		d.dumpClosed = true
+		d.dump.Unlock()
+		err = errors.Join(errs...)
+	})
+	return err
 }
 
 // probeUFID reports whether the kernel indexes flows by UFID: a get of a
@@ -372,7 +385,9 @@ func (d *Datapath) probeCtZone() bool {
 	probe.Mask.InPort = ^uint32(0)
 	probe.Mask.EthType = 0xffff
 	probe.Mask.CtZone = 0xffff
+	d.probing = true
 	err := d.PutFlow(&probe, datapath.PutCreate)
+	d.probing = false
 	if errors.Is(err, unix.EINVAL) {
 		return false
 	}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/netlinkio"
@@ -221,13 +222,11 @@ func (d *Datapath) WatchVports(fn func(datapath.VportEvent)) (func(), error) {
 			}
 		}
 	}()
-	var once bool
+	var once sync.Once
 	return func() {
-		if once {
-			return
-		}
-		once = true
-		c.Close()
-		<-done
+		once.Do(func() {
+			c.Close()
+			<-done
+		})
 	}, nil
 }
