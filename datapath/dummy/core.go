@@ -26,12 +26,18 @@ type core struct {
 	stats    datapath.Stats
 	// handlers receive upcalls; those of the last open. pidHandler maps
 	// their PIDs for userspace actions.
-	handlers   []*handler
-	perCPU     bool
-	watchers   map[int]func(datapath.VportEvent)
-	nextWatch  int
-	destroyed  bool
-	recircLeft int // recirculation budget of the packet being processed
+	handlers  []*handler
+	perCPU    bool
+	watchers  map[int]func(datapath.VportEvent)
+	nextWatch int
+	destroyed bool
+
+	// The executor and its state while it runs (c.mu held): cur is the
+	// flow key of the packet being run, recircQ the packets it sent
+	// back for another lookup.
+	ex      datapath.Executor
+	cur     flow.Key
+	recircQ []recirc
 }
 
 type port struct {
@@ -57,11 +63,13 @@ type dpFlow struct {
 }
 
 func newCore(p *Provider, name string, index int) *core {
-	return &core{
+	c := &core{
 		p: p, name: name, index: index, epoch: time.Now(),
 		ports: map[uint32]*port{}, nextPort: 1,
 		byUFID: map[datapath.UFID]*dpFlow{}, watchers: map[int]func(datapath.VportEvent){},
 	}
+	c.bindExecutor()
+	return c
 }
 
 // now returns the datapath's monotonic milliseconds, never 0.
@@ -381,13 +389,19 @@ func (c *core) receive(pt *port, frame []byte) {
 	pt.v.Stats.RxPackets++
 	pt.v.Stats.RxBytes += uint64(len(frame))
 	md := flow.Metadata{InPort: pt.v.PortNo}
-	c.recircLeft = 4
-	c.processLocked(frame, &md)
+	c.recircQ = c.recircQ[:0]
+	c.runFlowLocked(frame, &md)
+	for i := 0; i < len(c.recircQ) && i < maxRecirc; i++ {
+		r := c.recircQ[i]
+		c.runFlowLocked(r.pkt, &r.md)
+	}
+	c.recircQ = c.recircQ[:0]
 }
 
-// processLocked looks a packet up and runs its flow's actions, or sends it
-// up as a MISS.
-func (c *core) processLocked(frame []byte, md *flow.Metadata) {
+// runFlowLocked looks a packet up and runs its flow's actions, or sends it
+// up as a MISS. Recirculations the actions ask for are queued in recircQ
+// for the caller.
+func (c *core) runFlowLocked(frame []byte, md *flow.Metadata) {
 	k := flow.Extract(frame, *md)
 	f := c.lookupLocked(&k, true)
 	if f == nil {
@@ -402,8 +416,7 @@ func (c *core) processLocked(frame []byte, md *flow.Metadata) {
 	if k.NwProto == flow.IPProtoTCP && (k.EthType == flow.EthTypeIPv4 || k.EthType == flow.EthTypeIPv6) {
 		f.stats.TCPFlags |= k.TCPFlags
 	}
-	x := executor{c: c, key: k}
-	x.run(frame, f.actions)
+	_ = c.runOneLocked(&k, frame, f.actions) // validated when put
 }
 
 // missHandlerLocked picks the handler of a miss: under per-CPU dispatch by

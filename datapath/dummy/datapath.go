@@ -1,6 +1,7 @@
 package dummy
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -198,13 +199,10 @@ func (c *core) executeLocked(packet []byte, md *flow.Key, actions []byte) error 
 	if err := validateActions(actions, 0); err != nil {
 		return err
 	}
-	x := executor{c: c}
-	x.key = flow.Extract(packet, flow.Metadata{
-		InPort: md.InPort, Priority: md.Priority, Mark: md.Mark, RecircID: md.RecircID, DPHash: md.DPHash,
-		Tunnel: md.Tunnel, CtState: md.CtState, CtZone: md.CtZone, CtMark: md.CtMark, CtLabels: md.CtLabels,
-	})
-	c.recircLeft = 4
-	x.run(packet, actions)
+	key := flow.Extract(packet, metadataOf(md))
+	if err := c.runLocked(&key, packet, actions); err != nil {
+		return fmt.Errorf("%w: %w", unix.EINVAL, err)
+	}
 	return nil
 }
 

@@ -1,9 +1,7 @@
 package dummy
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -11,13 +9,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxActionDepth bounds the nesting of sample, clone and check_pkt_len, as
-// the kernel's SAMPLE_ACTION_DEPTH / OVS_COPY_ACTIONS_MAX_DEPTH do.
-const maxActionDepth = 16
+// Actions run through datapath.Executor, the codec package's packet
+// rewriter; this file binds its callbacks to the datapath (ports, handlers,
+// recirculation) and checks actions up front, as the kernel does when a
+// flow is put or a packet executed.
 
-// validateActions checks actions as the kernel does when a flow is put or
-// a packet executed: malformed ones are EINVAL; well-formed ones the dummy
-// cannot execute are ErrNotSupported.
+// maxActionDepth bounds the nesting of sample, clone and check_pkt_len.
+const maxActionDepth = 8
+
+// maxRecirc bounds how many times one packet is recirculated, as the
+// kernel's OVS_RECURSION_LIMIT does.
+const maxRecirc = 4
+
+// validateActions checks actions as the kernel does when a flow is put or a
+// packet executed: malformed ones are EINVAL; well-formed ones the executor
+// cannot run (ct, hash, meter, NSH, push/pop_eth, dec_ttl, add_mpls, sets
+// of the tunnel or conntrack state) are datapath.ErrNotSupported.
 func validateActions(b []byte, depth int) error {
 	if depth > maxActionDepth {
 		return fmt.Errorf("actions nested %d deep: %w", depth, unix.EINVAL)
@@ -26,15 +33,21 @@ func validateActions(b []byte, depth int) error {
 	for it.Next() {
 		a := it.Action()
 		switch a.Type {
-		case datapath.ActionOutput, datapath.ActionPushVLAN, datapath.ActionPopVLAN,
-			datapath.ActionRecirc, datapath.ActionHash, datapath.ActionTrunc:
+		case datapath.ActionOutput, datapath.ActionPushVLAN, datapath.ActionPopVLAN, datapath.ActionRecirc,
+			datapath.ActionPushMPLS, datapath.ActionPopMPLS, datapath.ActionCTClear:
+		case datapath.ActionTrunc:
+			if a.MaxLen < 14 {
+				return fmt.Errorf("trunc(%d): %w", a.MaxLen, unix.EINVAL)
+			}
 		case datapath.ActionUserspace:
 			if a.Userspace.PID == 0 {
 				return fmt.Errorf("userspace action without pid: %w", unix.EINVAL)
 			}
 		case datapath.ActionSet, datapath.ActionSetMasked:
 			switch a.SetAttr {
-			case datapath.KeyAttrEthernet, datapath.KeyAttrPriority, datapath.KeyAttrSkbMark:
+			case datapath.KeyAttrPriority, datapath.KeyAttrSkbMark, datapath.KeyAttrCtMark, datapath.KeyAttrCtLabels,
+				datapath.KeyAttrEthernet, datapath.KeyAttrIPv4, datapath.KeyAttrIPv6,
+				datapath.KeyAttrTCP, datapath.KeyAttrUDP, datapath.KeyAttrSCTP, datapath.KeyAttrMPLS:
 			default:
 				return fmt.Errorf("set of key attribute %d: %w", a.SetAttr, datapath.ErrNotSupported)
 			}
@@ -62,115 +75,59 @@ func validateActions(b []byte, depth int) error {
 	return nil
 }
 
-// executor runs validated actions on one packet. key is the flow key the
-// packet had when it entered (upcalls carry it, as in the kernel); md is
-// the metadata actions change (priority, mark, hash) for recirculation.
-type executor struct {
-	c     *core
-	key   flow.Key
-	trunc uint32
+// recirc is a packet waiting to be looked up again.
+type recirc struct {
+	md  flow.Metadata
+	pkt []byte
 }
 
-func (x *executor) metadata() flow.Metadata {
-	k := &x.key
+// bindExecutor points the core's executor at its ports and handlers.
+func (c *core) bindExecutor() {
+	c.ex.Output = c.outputLocked
+	c.ex.Userspace = func(u datapath.Userspace, _ flow.Key, pkt []byte) {
+		// The kernel sends the key the packet had when it entered, not
+		// the one its actions made.
+		c.upcallLocked(datapath.UpcallAction, &c.cur, pkt, u.Userdata, c.actionHandlerLocked(&c.cur, u.PID))
+	}
+	// The executor calls Recirc from inside a run: queue the packet and
+	// look it up once the run is over, as the kernel defers it.
+	c.ex.Recirc = func(md flow.Key, pkt []byte) {
+		c.recircQ = append(c.recircQ, recirc{md: metadataOf(&md), pkt: slices.Clone(pkt)})
+	}
+}
+
+func metadataOf(k *flow.Key) flow.Metadata {
 	return flow.Metadata{
 		InPort: k.InPort, Priority: k.Priority, Mark: k.Mark, RecircID: k.RecircID, DPHash: k.DPHash,
 		Tunnel: k.Tunnel, CtState: k.CtState, CtZone: k.CtZone, CtMark: k.CtMark, CtLabels: k.CtLabels,
 	}
 }
 
-// run executes actions on a copy of pkt; c.mu is held.
-func (x *executor) run(pkt []byte, actions []byte) {
-	pkt = slices.Clone(pkt)
-	it := datapath.NewActionIter(actions)
-	for it.Next() {
-		a := it.Action()
-		switch a.Type {
-		case datapath.ActionOutput:
-			x.output(a.Port, pkt)
-			x.trunc = 0
-		case datapath.ActionUserspace:
-			out := pkt
-			if x.trunc != 0 && uint32(len(out)) > x.trunc {
-				out = out[:x.trunc]
-			}
-			x.trunc = 0
-			x.c.upcallLocked(datapath.UpcallAction, &x.key, out, a.Userspace.Userdata, x.c.actionHandlerLocked(&x.key, a.Userspace.PID))
-		case datapath.ActionPushVLAN:
-			if len(pkt) >= 12 {
-				tag := [4]byte{}
-				binary.BigEndian.PutUint16(tag[:], a.VLAN.TPID)
-				binary.BigEndian.PutUint16(tag[2:], a.VLAN.TCI&^flow.VLANPresent)
-				pkt = slices.Insert(pkt, 12, tag[:]...)
-			}
-		case datapath.ActionPopVLAN:
-			if len(pkt) >= 18 {
-				if t := binary.BigEndian.Uint16(pkt[12:]); t == flow.EthTypeVLAN || t == flow.EthTypeQinQ {
-					pkt = slices.Delete(pkt, 12, 16)
-				}
-			}
-		case datapath.ActionSet, datapath.ActionSetMasked:
-			var k flow.Key
-			var m flow.Mask
-			if a.DecodeSet(&k, &m) != nil {
-				continue
-			}
-			switch a.SetAttr {
-			case datapath.KeyAttrEthernet:
-				if len(pkt) >= 12 {
-					for i := range 6 {
-						pkt[i] = pkt[i]&^m.EthDst[i] | k.EthDst[i]&m.EthDst[i]
-						pkt[6+i] = pkt[6+i]&^m.EthSrc[i] | k.EthSrc[i]&m.EthSrc[i]
-					}
-				}
-			case datapath.KeyAttrPriority:
-				x.key.Priority = x.key.Priority&^m.Priority | k.Priority&m.Priority
-			case datapath.KeyAttrSkbMark:
-				x.key.Mark = x.key.Mark&^m.Mark | k.Mark&m.Mark
-			}
-		case datapath.ActionRecirc:
-			if x.c.recircLeft > 0 {
-				x.c.recircLeft--
-				md := x.metadata()
-				md.RecircID = a.ID
-				x.c.processLocked(pkt, &md)
-			}
-		case datapath.ActionHash:
-			k := flow.Extract(pkt, x.metadata())
-			x.key.DPHash = uint32(k.Hash(uint64(a.HashBasis)))
-			if x.key.DPHash == 0 {
-				x.key.DPHash = 1
-			}
-		case datapath.ActionTrunc:
-			x.trunc = a.MaxLen
-		case datapath.ActionClone:
-			sub := *x
-			sub.run(pkt, a.Actions)
-		case datapath.ActionSample:
-			if a.Prob == ^uint32(0) || (a.Prob != 0 && rand.Uint32() < a.Prob) {
-				sub := *x
-				sub.run(pkt, a.Actions)
-			}
-		case datapath.ActionCheckPktLen:
-			sub := *x
-			if len(pkt) > int(a.PktLen) {
-				sub.run(pkt, a.IfGreater)
-			} else {
-				sub.run(pkt, a.IfLessEq)
-			}
-		}
+// runLocked runs actions on a packet whose flow key is key, then the
+// recirculations they asked for. c.mu is held.
+func (c *core) runLocked(key *flow.Key, pkt, actions []byte) error {
+	c.recircQ = c.recircQ[:0]
+	err := c.runOneLocked(key, pkt, actions)
+	for i := 0; i < len(c.recircQ) && i < maxRecirc; i++ {
+		r := c.recircQ[i]
+		c.runFlowLocked(r.pkt, &r.md)
 	}
+	c.recircQ = c.recircQ[:0]
+	return err
 }
 
-// output sends a copy of pkt out of port no; a missing port or one without
-// a device drops it, as the kernel does.
-func (x *executor) output(no uint32, pkt []byte) {
-	pt := x.c.ports[no]
+func (c *core) runOneLocked(key *flow.Key, pkt, actions []byte) error {
+	c.cur = *key
+	md := *key
+	return c.ex.Execute(pkt, &md, actions)
+}
+
+// outputLocked sends a copy of pkt out of port no; a missing port, or one
+// without a device, drops it as the kernel does.
+func (c *core) outputLocked(no uint32, pkt []byte) {
+	pt := c.ports[no]
 	if pt == nil {
 		return
-	}
-	if x.trunc != 0 && uint32(len(pkt)) > x.trunc {
-		pkt = pkt[:x.trunc]
 	}
 	if pt.dev == nil {
 		pt.v.Stats.TxDropped++

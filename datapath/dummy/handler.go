@@ -59,53 +59,63 @@ func (h *handler) enqueue(p pending) bool {
 func (h *handler) close() { h.once.Do(func() { close(h.closed) }) }
 
 // Recv waits for upcalls and stores up to min(len(ups), len(bufs)).
+// An upcall too big for its buffer is dropped and counted in Lost.
 func (h *handler) Recv(ups []datapath.Upcall, bufs [][]byte) (int, error) {
 	n := min(len(ups), len(bufs))
 	if n == 0 {
 		return 0, nil
 	}
-	h.mu.Lock()
-	dl := h.deadline
-	h.mu.Unlock()
-	var first pending
-	select {
-	case first = <-h.q:
-	case <-h.closed:
-		return 0, datapath.WrapError("recv upcalls", "", os.ErrClosed)
-	default:
-		var timeout <-chan time.Time
-		if !dl.IsZero() {
-			t := time.NewTimer(time.Until(dl))
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case first = <-h.q:
-		case <-h.closed:
-			return 0, datapath.WrapError("recv upcalls", "", os.ErrClosed)
-		case <-timeout:
-			return 0, datapath.WrapError("recv upcalls", "", os.ErrDeadlineExceeded)
-		}
-	}
-	got := 0
-	p := first
 	for {
-		if h.store(&ups[got], bufs[got], &p) {
-			got++
+		p, err := h.wait()
+		if err != nil {
+			return 0, err
 		}
-		if got == n {
-			return got, nil
-		}
-		select {
-		case p = <-h.q:
-			continue
-		default:
+		got := 0
+		for {
+			if h.store(&ups[got], bufs[got], &p) {
+				got++
+			}
+			if got == n {
+				return got, nil
+			}
+			select {
+			case p = <-h.q:
+				continue
+			default:
+			}
+			break
 		}
 		if got > 0 {
 			return got, nil
 		}
-		// Every upcall so far was too big for its buffer: wait again.
-		return h.Recv(ups, bufs)
+	}
+}
+
+// wait returns the next queued upcall, waiting until the deadline.
+func (h *handler) wait() (pending, error) {
+	select {
+	case p := <-h.q:
+		return p, nil
+	case <-h.closed:
+		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrClosed)
+	default:
+	}
+	h.mu.Lock()
+	dl := h.deadline
+	h.mu.Unlock()
+	var timeout <-chan time.Time
+	if !dl.IsZero() {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case p := <-h.q:
+		return p, nil
+	case <-h.closed:
+		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrClosed)
+	case <-timeout:
+		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrDeadlineExceeded)
 	}
 }
 
