@@ -25,6 +25,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"Lifecycle", testLifecycle},
 		{"Vports", testVports},
+		{"TunnelVports", testTunnelVports},
 		{"MissUpcall", func(t *testing.T, h *Harness) { testMissUpcall(t, h, datapath.Config{Handlers: 2}) }},
 		{"MissUpcallPerVport", func(t *testing.T, h *Harness) {
 			testMissUpcall(t, h, datapath.Config{Handlers: 2, NoPerCPU: true})
@@ -297,6 +298,44 @@ func testVports(t *testing.T, h *Harness) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// testTunnelVports adds and removes one port of each tunnel type, with the
+// UDP port of VXLAN and Geneve given or defaulted.
+func testTunnelVports(t *testing.T, h *Harness) {
+	dp := newDP(t, h, datapath.Config{})
+	suffix := dp.Name()
+	if len(suffix) > 11 {
+		suffix = suffix[len(suffix)-11:]
+	}
+	tests := []struct {
+		name     string
+		typ      datapath.VportType
+		dstPort  uint16
+		wantPort uint16
+	}{
+		{"vx" + suffix, datapath.VportVXLAN, 4790, 4790},
+		{"gn" + suffix, datapath.VportGeneve, 0, 6081},
+		{"gr" + suffix, datapath.VportGRE, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ.String(), func(t *testing.T) {
+			v, err := dp.AddVport(datapath.VportSpec{Name: tt.name, Type: tt.typ, DstPort: tt.dstPort})
+			if err != nil {
+				t.Fatalf("AddVport(%s %s): %v", tt.typ, tt.name, err)
+			}
+			if v.Type != tt.typ || v.Name != tt.name || v.PortNo == 0 || v.DstPort != tt.wantPort {
+				t.Errorf("AddVport = %+v; want type %s, dst port %d", v, tt.typ, tt.wantPort)
+			}
+			got, err := dp.Vport(tt.name)
+			if err != nil || got.PortNo != v.PortNo || got.DstPort != tt.wantPort {
+				t.Errorf("Vport(%s) = %+v, %v", tt.name, got, err)
+			}
+			if err := dp.DeleteVport(v.PortNo); err != nil {
+				t.Errorf("DeleteVport: %v", err)
+			}
+		})
 	}
 }
 
