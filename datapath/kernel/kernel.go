@@ -247,9 +247,25 @@ func (d *Datapath) negotiate(cfg datapath.Config, create bool) error {
 		d.index = info.index
 		d.features.Raw = info.features
 		d.features.PerCPUDispatch = info.features&datapath.DPFeaturePerCPUDispatch != 0
+		if d.features.PerCPUDispatch && !d.validatesFeatures() {
+			// A kernel that takes any bit would echo per-CPU dispatch
+			// back without doing it: ask again without it.
+			create = false
+			continue
+		}
 		return nil
 	}
 	return fmt.Errorf("user features: %w: %w", datapath.ErrNotSupported, err)
+}
+
+// validatesFeatures reports whether the kernel refuses user features it
+// does not know, as OVS probes it: a set with bit 31 must fail with
+// EOPNOTSUPP. Only then is an accepted per-CPU dispatch bit meaningful.
+func (d *Datapath) validatesFeatures() bool {
+	b := dpRequest(0, d.name)
+	b = netlinkio.AppendU32(b, dpAttrUserFeatures, 1<<31)
+	_, err := d.conn.Execute("dp probe features", d.fams.dp, dpCmdSet, netlinkio.FlagEcho, b)
+	return errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // perCPUPIDs lays the handlers out over the CPUs as OVS does: CPU i goes
