@@ -173,22 +173,21 @@ func (st *subtable[T]) mayBeat(p int, bst *subtable[T]) bool {
 // about the key: each trie is walked at most once, by the first subtable
 // that asks.
 type trieCtx struct {
-	roots *[numGlobalTries]*trieNode
-	done  [numGlobalTries]bool
-	set   [numGlobalTries]plenSet
-	check [numGlobalTries]int
+	roots   *[numGlobalTries]*trieNode
+	started [numGlobalTries]bool
+	walks   [numGlobalTries]trieWalk
 }
 
 // mayMatch reports whether some rule matching a prefix of length plen of
 // field f agrees with k there, and how many leading bits of the field
-// decided that (see trieNode.lookup).
+// decided that (see trieWalk.query).
 func (c *trieCtx) mayMatch(k *flow.Key, f prefixField, plen int) (bool, int) {
-	if !c.done[f] {
-		v := f.value(k)
-		c.set[f], c.check[f] = c.roots[f].lookup(&v, f.width())
-		c.done[f] = true
+	w := &c.walks[f]
+	if !c.started[f] {
+		w.start(c.roots[f], f.value(k), f.width())
+		c.started[f] = true
 	}
-	return c.set[f].has(plen), c.check[f]
+	return w.query(plen)
 }
 
 // Find returns the rule whose match equals m (same mask, same key under

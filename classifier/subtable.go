@@ -253,7 +253,7 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 				// so the megaflow keeps the prerequisites (eth_type)
 				// of the address bits it matches.
 				st.widenStages(wc, i-1)
-				c.field.widen(wc, min(int(c.plen), check))
+				c.field.widen(wc, check)
 				return nil
 			}
 		}

@@ -158,3 +158,52 @@ func (n *trieNode) remove(v bits128, plen int) *trieNode {
 	}
 	return &c
 }
+
+// trieWalk is a lookup of one value that goes only as deep as the questions
+// asked so far need: a lookup that only asks about a /8 does not chase the
+// pointers down to the /32s. Its answers are those of trieNode.lookup.
+// The zero trieWalk is not ready; use start.
+type trieWalk struct {
+	v     bits128
+	width int
+	cur   *trieNode // next node to visit
+	last  int       // plen of the last node visited; -1 before the root
+	set   plenSet   // lengths found so far
+	ended bool      // the walk is over; check is valid
+	check int
+}
+
+func (w *trieWalk) start(root *trieNode, v bits128, width int) {
+	*w = trieWalk{v: v, width: width, cur: root, last: -1}
+}
+
+// query reports whether length p is in lookup's set, and how many leading
+// bits of the value decide that: min(p, check) of a full lookup.
+func (w *trieWalk) query(p int) (bool, int) {
+	for !w.ended {
+		n := w.cur
+		if n == nil {
+			w.ended, w.check = true, w.last+1
+			break
+		}
+		cp := commonPrefix(&w.v, &n.bits)
+		if cp < n.plen {
+			w.ended, w.check = true, cp+1
+			break
+		}
+		if n.plen > p {
+			// Every stored prefix of length <= p on the value's path has
+			// been seen, and the value follows the path past bit p.
+			return w.set.has(p), p
+		}
+		if n.count > 0 && n.plen > 0 {
+			w.set.add(n.plen)
+		}
+		if n.plen >= w.width {
+			w.ended, w.check = true, w.width
+			break
+		}
+		w.cur, w.last = n.sub[w.v.bit(n.plen)], n.plen
+	}
+	return w.set.has(p), min(p, w.check)
+}

@@ -96,6 +96,15 @@ func TestTrieAgainstBruteForce(t *testing.T) {
 						v = bits128{r.Uint64(), r.Uint64()}.prefix(tt.width)
 					}
 					set, check := ver.root.lookup(&v, tt.width)
+					// A lazy walk, asked in any order, answers the same.
+					var w trieWalk
+					w.start(ver.root, v, tt.width)
+					for range 8 {
+						n := 1 + r.IntN(tt.width)
+						if has, bits := w.query(n); has != set.has(n) || bits != min(n, check) {
+							t.Fatalf("version %d: walk query(%d) = %v, %d; lookup says %v, %d", vi, n, has, bits, set.has(n), min(n, check))
+						}
+					}
 					if want := bruteSet(ver.stored, v, tt.width); set != want {
 						t.Fatalf("version %d: lookup(%x) set %x, want %x", vi, v, set, want)
 					}
