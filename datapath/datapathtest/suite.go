@@ -30,6 +30,7 @@ func Run(t *testing.T, h Harness) {
 		{"MissUpcallPerVport", func(t *testing.T, h *Harness) {
 			testMissUpcall(t, h, datapath.Config{Handlers: 2, NoPerCPU: true})
 		}},
+		{"OpenTakesOverUpcalls", testOpenTakesOver},
 		{"FlowForwarding", testFlowForwarding},
 		{"DeleteByKey", testDeleteByKey},
 		{"Execute", testExecute},
@@ -379,6 +380,32 @@ func testMissUpcall(t *testing.T, h *Harness, cfg datapath.Config) {
 	}
 }
 
+// testOpenTakesOver: opening a datapath again moves its upcalls to the new
+// handlers, under per-vport dispatch where each port names its handler.
+func testOpenTakesOver(t *testing.T, h *Harness) {
+	cfg := datapath.Config{NoPerCPU: true}
+	dp := newDP(t, h, cfg)
+	l, _ := addLink(t, h, dp)
+	dp2, err := h.Provider.Open(dp.Name(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	ups := collect(t, dp2)
+	dp.Close()
+	tag := []byte("takeover")
+	if err := l.Send(udpFrame(macA, macB, ipA, ipB, 3, 3, tag)); err != nil {
+		t.Fatal(err)
+	}
+	r := ups.wait(t, h, hasTag(tag))
+	if r.up.Cmd != datapath.UpcallMiss {
+		t.Errorf("upcall %v, want miss", r.up.Cmd)
+	}
+	v, err := dp2.Vport(l.Name())
+	if err != nil || len(v.UpcallPIDs) != 1 || v.UpcallPIDs[0] != ups.pids[0] {
+		t.Errorf("port upcall PIDs %v (%v); want the new handler's %v", v.UpcallPIDs, err, ups.pids)
+	}
+}
+
 // twoPorts makes a datapath with links A and B attached.
 func twoPorts(t *testing.T, h *Harness, cfg datapath.Config) (datapath.Datapath, Link, Link, datapath.Vport, datapath.Vport) {
 	dp := newDP(t, h, cfg)
@@ -654,9 +681,21 @@ func testOperate(t *testing.T, h *Harness) {
 	if _, err := lb.Recv(h.timeout(), hasTag([]byte("operate"))); err != nil {
 		t.Errorf("executed frame: %v", err)
 	}
-	count := 0
-	if err := dp.DumpFlows(true, func(*datapath.Flow) error { count++; return nil }); err != nil || count != n {
-		t.Errorf("dump: %d flows, %v; want %d", count, err, n)
+	for _, terse := range []bool{true, false} {
+		// A full dump of this many flows spans several kernel dump parts.
+		count := 0
+		seen := map[datapath.UFID]bool{}
+		err := dp.DumpFlows(terse, func(f *datapath.Flow) error {
+			count++
+			seen[f.UFID] = true
+			if !terse && !bytes.Equal(f.Actions, ops[0].Flow.Actions) {
+				return fmt.Errorf("flow %s actions %s", f.UFID, datapath.FormatActions(f.Actions))
+			}
+			return nil
+		})
+		if err != nil || count != n || len(seen) != n {
+			t.Errorf("dump (terse %v): %d flows, %d UFIDs, %v; want %d", terse, count, len(seen), err, n)
+		}
 	}
 
 	// Delete them all in one batch, with stats.
