@@ -74,7 +74,7 @@ func (d *Datapath) appendPut(b *netlinkio.Batch, f *datapath.Flow, flags datapat
 	}
 	var start int
 	buf, start = netlinkio.BeginNested(buf, flowAttrKey)
-	buf = d.fixKey(datapath.AppendKey(buf, &f.Key), start)
+	buf = d.fixKey(datapath.AppendFlowKey(buf, &f.Key, &f.Mask), start)
 	buf = netlinkio.EndNested(buf, start)
 	buf, start = netlinkio.BeginNested(buf, flowAttrMask)
 	buf = d.fixMask(datapath.AppendMask(buf, &f.Key, &f.Mask), start)
