@@ -165,8 +165,12 @@ func TestGenFuzzCorpus(t *testing.T) {
 		t.Skip("set GEN_FUZZ_CORPUS=1 to regenerate testdata/fuzz")
 	}
 	var msgs10, msgs13 [][]byte
+	names := []string{"../ovs-testcontroller/of10", "../ovs-testcontroller/of13"}
 	for _, c := range ofctlCaptures {
-		for _, raw := range readCapture(t, c.name) {
+		names = append(names, c.name)
+	}
+	for _, name := range names {
+		for _, raw := range readCapture(t, name) {
 			if raw[0] == Version10 {
 				msgs10 = append(msgs10, raw)
 			} else {
