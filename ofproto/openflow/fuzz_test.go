@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"testing"
 
@@ -218,7 +219,14 @@ func TestGenFuzzCorpus(t *testing.T) {
 		write("FuzzDecode13", i, m)
 	}
 	i := 0
-	for _, m := range richMatches() {
+	rich := richMatches()
+	var richNames []string
+	for name := range rich {
+		richNames = append(richNames, name)
+	}
+	sort.Strings(richNames) // deterministic seeds: no churn on regeneration
+	for _, name := range richNames {
+		m := rich[name]
 		nxm, _ := AppendNXM(nil, &m)
 		oxm, _ := AppendOXM(nil, &m)
 		write("FuzzDecodeNXM", i, nxm)
