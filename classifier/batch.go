@@ -177,23 +177,35 @@ func (b *Batch[T]) Commit() *Snapshot[T] {
 	if b.base != nil {
 		old, seq = b.base.subtables, b.base.seq
 	}
-	var drop, add []*subtable[T]
+	var drop, add, swapOld, swapNew []*subtable[T]
 	for m, st := range b.dirty {
-		if o := c.tables[m]; o != nil {
+		o := c.tables[m]
+		switch {
+		case o != nil && st != nil && o.maxPri == st.maxPri:
+			// Same mask, same place in the order: swap in place.
+			swapOld, swapNew = append(swapOld, o), append(swapNew, st)
+		case o != nil:
 			drop = append(drop, o)
 		}
 		if st != nil {
-			add = append(add, st)
+			if o == nil || o.maxPri != st.maxPri {
+				add = append(add, st)
+			}
 			c.tables[m] = st
 		} else {
 			delete(c.tables, m)
 		}
 	}
 	snap := &Snapshot[T]{tries: b.tries, n: b.n, seq: seq + 1}
-	if len(drop)+len(add) <= 16 {
-		// A few changes: move them within a copy of the old order.
+	if len(drop)+len(add)+len(swapOld) <= 16 {
+		// A few changes: make them within a copy of the old order.
 		list := make([]*subtable[T], len(old), len(old)+len(add))
 		copy(list, old)
+		for i, o := range swapOld {
+			if j, ok := slices.BinarySearchFunc(list, o, visitOrder[T]); ok {
+				list[j] = swapNew[i]
+			}
+		}
 		for _, o := range drop {
 			if i, ok := slices.BinarySearchFunc(list, o, visitOrder[T]); ok {
 				list = slices.Delete(list, i, i+1)
@@ -205,10 +217,14 @@ func (b *Batch[T]) Commit() *Snapshot[T] {
 		}
 		snap.subtables = list
 	} else {
-		gone := make(map[*subtable[T]]bool, len(drop))
+		gone := make(map[*subtable[T]]bool, len(drop)+len(swapOld))
 		for _, o := range drop {
 			gone[o] = true
 		}
+		for _, o := range swapOld {
+			gone[o] = true
+		}
+		add = append(add, swapNew...)
 		list := make([]*subtable[T], 0, len(old)+len(add))
 		for _, st := range old {
 			if !gone[st] {
