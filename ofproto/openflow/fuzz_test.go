@@ -233,6 +233,15 @@ func TestGenFuzzCorpus(t *testing.T) {
 		write("FuzzDecodeNXM", i+1, oxm[4:])
 		i += 2
 	}
+	for j, name := range richNames {
+		m := rich[name]
+		var raw []byte
+		kw, mw := m.Key.Words(), m.Mask.Words()
+		for w := range kw {
+			raw = be64(be64(raw, kw[w]), mw[w])
+		}
+		write("FuzzEncodeMatch", j, raw)
+	}
 	a10, _ := AppendActions10(nil, []Action{Output(1, 0), {Type: ActEnqueue, Port: 1, Queue: 2}, Resubmit(1, 2),
 		{Type: ActRegLoad, Field: FieldReg0, NBits: 32, Load: 1}, {Type: ActSetVLANVID, VLANVID: 3}})
 	nd := richMatches()["ipv6 nd"]
@@ -243,4 +252,42 @@ func TestGenFuzzCorpus(t *testing.T) {
 	stream, _ := testStream(t)
 	write("FuzzFramer", 0, uint16(0), uint8(7), stream)
 	write("FuzzFramer", 1, uint16(100), uint8(0), stream)
+}
+
+// FuzzEncodeMatch holds the match encoders to arbitrary Key/Mask values
+// (the fuzzer's bytes laid over their words): no panic, a failure is
+// ErrUnsupported, and whatever encodes decodes back to the masked match.
+func FuzzEncodeMatch(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var m Match
+		kw, mw := m.Key.Words(), m.Mask.Words()
+		for i := 0; i < len(kw) && 16*i+16 <= len(raw); i++ {
+			kw[i], mw[i] = u64(raw[16*i:]), u64(raw[16*i+8:])
+		}
+		want := Match{Key: m.Key.Apply(&m.Mask), Mask: m.Mask}
+		for _, enc := range []struct {
+			name string
+			fn   func([]byte, *Match) ([]byte, error)
+			dec  func([]byte, *Match) error
+		}{
+			{"NXM", AppendNXM, func(b []byte, m *Match) error { return DecodeNXM(Version10, b, m) }},
+			{"OXM", AppendOXM, func(b []byte, m *Match) error { _, err := DecodeOXM(b, m); return err }},
+			{"1.0", AppendMatch10, DecodeMatch10},
+		} {
+			b, err := enc.fn(nil, &m)
+			if err != nil {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("%s: %v", enc.name, err)
+				}
+				continue
+			}
+			var got Match
+			if err := enc.dec(b, &got); err != nil {
+				t.Fatalf("%s: our own encoding does not decode: %v\n% x", enc.name, err, b)
+			}
+			if got != want {
+				t.Fatalf("%s: round trip changed the match\n got %+v\nwant %+v", enc.name, got, want)
+			}
+		}
+	})
 }

@@ -239,6 +239,7 @@ func appendMatch10(b []byte, m *Match) ([]byte, error) {
 	if !rest.IsZero() {
 		return b, fmt.Errorf("openflow: match uses fields beyond OpenFlow 1.0 (use NXM): %w", ErrUnsupported)
 	}
+	start := len(b)
 	b = be32(b, w)
 	b = be16(b, inPort)
 	b = append(b, k.EthSrc[:]...)
@@ -250,7 +251,16 @@ func appendMatch10(b []byte, m *Match) ([]byte, error) {
 	b = append(b, k.IPv4Src[:]...)
 	b = append(b, k.IPv4Dst[:]...)
 	b = be16(b, k.TpSrc)
-	return be16(b, k.TpDst), nil
+	b = be16(b, k.TpDst)
+	// A peer reads 1.0 fields only under their prerequisites (tp_dst needs
+	// an IP protocol, nw_src an IP or ARP dl_type); refuse what it would
+	// read differently.
+	var back Match
+	decodeMatch10(b[start:], &back)
+	if back.Mask != m.Mask || back.Key != k {
+		return b[:start], fmt.Errorf("openflow: match fields without their prerequisites in OpenFlow 1.0: %w", ErrUnsupported)
+	}
+	return b, nil
 }
 
 // AppendMatch10 appends m as an OpenFlow 1.0 ofp_match (40 bytes).

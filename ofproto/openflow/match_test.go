@@ -129,6 +129,15 @@ func TestMatch10EncodeRejects(t *testing.T) {
 		{"ECN bits", func(m *Match) { m.Mask.NwTos = 0x03 }},
 		{"odd VLAN mask", func(m *Match) { m.Mask.VLANs[0].TCI = 0x0fff }},
 		{"masked tp_dst", func(m *Match) { m.Mask.TpDst = 0xff00 }},
+		{"tp_dst without nw_proto", func(m *Match) {
+			m.Key.EthType, m.Mask.EthType = flow.EthTypeIPv4, 0xffff
+			m.Key.TpDst, m.Mask.TpDst = 80, 0xffff
+		}},
+		{"nw_src without dl_type", func(m *Match) { m.Key.IPv4Src, m.Mask.IPv4Src = [4]byte{10}, [4]byte{0xff} }},
+		{"nw_tos on ARP", func(m *Match) {
+			m.Key.EthType, m.Mask.EthType = flow.EthTypeARP, 0xffff
+			m.Key.NwTos, m.Mask.NwTos = 0x10, 0xfc
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m Match
