@@ -26,6 +26,9 @@ import (
 type fakeSwitch struct {
 	ln    net.Listener
 	flows []FlowStats // returned by flow stats requests
+	// rejectNX makes the switch refuse Nicira messages the way a switch
+	// without the extensions does (OFPBRC_BAD_SUBTYPE).
+	rejectNX bool
 
 	mu   sync.Mutex
 	got  [][]byte // raw messages, in arrival order over all connections
@@ -90,6 +93,11 @@ func (s *fakeSwitch) serve(c net.Conn) {
 			return
 		default:
 			reply = s.answer(m)
+			s.mu.Lock()
+			if _, ok := m.(*NXSetFlowFormat); ok && s.rejectNX {
+				reply = (&Error{Version: Version10, Type: ErrTypeBadRequest, Code: BadRequestBadSubtype}).Reply(raw)
+			}
+			s.mu.Unlock()
 		}
 		if reply == nil {
 			continue
@@ -328,6 +336,19 @@ func TestOvsOfctl(t *testing.T) {
 		if !strings.Contains(out, "priority=2999,ip,nw_dst=10.0.11.183 actions=output:24") {
 			t.Errorf("%v: last flow missing", args)
 		}
+	}
+	// The fallback: a switch that answers NXT_SET_FLOW_FORMAT with
+	// BAD_REQUEST/BAD_SUBTYPE gets a plain OpenFlow 1.0 flow stats request.
+	s.mu.Lock()
+	s.rejectNX, s.flows = true, dumpFlows()[:1]
+	s.mu.Unlock()
+	out := s.ofctl(t, "dump-flows", "SW")
+	_, msgs := s.take(t)
+	if r, n := findMsg[*FlowStatsRequest](msgs); n != 1 || r.NXM {
+		t.Errorf("after BAD_SUBTYPE ovs-ofctl sent %d flow stats requests (%+v), want one plain 1.0 request", n, r)
+	}
+	if !strings.Contains(out, "OFPST_FLOW reply") || !strings.Contains(out, "priority=300,tcp,tp_dst=80 actions=output:2") {
+		t.Errorf("fallback dump-flows printed:\n%s", out)
 	}
 	for _, tc := range []struct{ name, want string }{
 		{"dump-flows-nxm", "cookie=0x1234, duration=4s, table=0, n_packets=10, n_bytes=600, priority=300,tcp,tp_dst=80 actions=output:2"},
