@@ -157,3 +157,30 @@ func (a Action) Equal(b Action) bool {
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
 		bytes.Equal(a.Data, b.Data)
 }
+
+// OutputsTo reports whether a sends packets to port: an output or enqueue
+// to it. This is the flow mod and flow stats out_port filter; PortAny
+// matches every action list, as the specs say, so callers test for it
+// first.
+func (a *Action) OutputsTo(port uint32) bool {
+	return (a.Type == ActOutput || a.Type == ActEnqueue) && a.Port == port
+}
+
+// OutputsTo reports whether any action in the apply or write lists outputs
+// to port (see Action.OutputsTo); PortAny is always true.
+func (in *Instructions) OutputsTo(port uint32) bool {
+	if port == PortAny {
+		return true
+	}
+	for i := range in.Apply {
+		if in.Apply[i].OutputsTo(port) {
+			return true
+		}
+	}
+	for i := range in.Write {
+		if in.Write[i].OutputsTo(port) {
+			return true
+		}
+	}
+	return false
+}

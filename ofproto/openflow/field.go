@@ -272,7 +272,7 @@ func init() {
 	defInt(FieldIPECN, "nw_ecn", nx1(28), oxm(9), 1, false, both, preIP, tos, 0, 3)
 	defInt(FieldIPTTL, "nw_ttl", nx1(29), noHeader, 1, false, both, preIP,
 		func(k *flow.Key) *uint8 { return &k.NwTTL }, 0, 0xff)
-	defInt(FieldIPFrag, "nw_frag", nx1(26), noHeader, 1, true, both, preIP,
+	defInt(FieldIPFrag, "ip_frag", nx1(26), noHeader, 1, true, both, preIP,
 		func(k *flow.Key) *uint8 { return &k.NwFrag }, 0, 3)
 	defInt(FieldARPOp, "arp_op", nx0(15), oxm(21), 2, false, both, preARP, proto, 0, 0xff)
 	defBytes(FieldARPSPA, "arp_spa", nx0(16), oxm(22), 4, true, both, preARP,
