@@ -178,6 +178,11 @@ type trieCtx struct {
 	walks   [numGlobalTries]trieWalk
 }
 
+// walking reports whether this lookup has begun walking f's trie. Going
+// on costs little (the top of the trie is cached, and the walk only goes
+// deeper); starting is what a lookup that hits everywhere can avoid.
+func (c *trieCtx) walking(f prefixField) bool { return c.started[f] }
+
 // mayMatch reports whether some rule matching a prefix of length plen of
 // field f agrees with k there, and how many leading bits of the field
 // decided that (see trieWalk.query).

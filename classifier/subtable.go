@@ -244,16 +244,19 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 	var h uint64
 	w, t := 0, 0
 	for i := range int(st.nStages) {
+		// Trie checks whose walk this lookup has begun are cheap and can
+		// spare the stage's hash probe: do them first. The others wait
+		// until the stage misses, the only time their answer matters (a
+		// key the stage matches has a rule whose prefix matches too), so
+		// a lookup that never misses never walks a trie.
+		t0 := t
 		for ; t < int(st.nTries) && int(st.tries[t].stage) == i; t++ {
 			c := &st.tries[t]
+			if !tc.walking(c.field) {
+				continue
+			}
 			if ok, check := tc.mayMatch(k, c.field, int(c.plen)); !ok {
-				// No rule anywhere has a prefix of this length that
-				// matches. The skip depends on the address bits the
-				// trie looked at; the stages passed so far go in too,
-				// so the megaflow keeps the prerequisites (eth_type)
-				// of the address bits it matches.
-				st.widenStages(wc, i-1)
-				c.field.widen(wc, check)
+				st.trieSkip(wc, i, c, check)
 				return nil
 			}
 		}
@@ -269,31 +272,52 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 			} else {
 				_, ok = st.index[i].get(sh)
 			}
-			if !ok {
-				st.widenStages(wc, i)
+			if ok {
+				continue
+			}
+		} else {
+			for e, _ := st.table.get(flow.HashFinish(h, w)); e != nil; e = e.next {
+				if st.matches(e, k) {
+					st.widenStages(wc, last)
+					return e.rules[0]
+				}
+			}
+		}
+		// The stage missed. Say why with as few bits as possible.
+		for j := t0; j < t; j++ {
+			c := &st.tries[j]
+			if ok, check := tc.mayMatch(k, c.field, int(c.plen)); !ok {
+				st.trieSkip(wc, i, c, check)
 				return nil
 			}
 		}
-	}
-	for e, _ := st.table.get(flow.HashFinish(h, w)); e != nil; e = e.next {
-		if st.matches(e, k) {
-			st.widenStages(wc, last)
-			return e.rules[0]
+		if i == last {
+			for j := range st.ports {
+				p := &st.ports[j]
+				v := p.field.value(k)
+				if set, check := p.root.lookup(&v, p.field.width()); !set.has(p.plen) {
+					// No entry has this port prefix, whatever the other
+					// fields of the last stage hold.
+					st.widenStages(wc, last-1)
+					p.field.widen(wc, min(p.plen, check))
+					return nil
+				}
+			}
 		}
+		st.widenStages(wc, i)
+		return nil
 	}
-	for i := range st.ports {
-		p := &st.ports[i]
-		v := p.field.value(k)
-		if set, check := p.root.lookup(&v, p.field.width()); !set.has(p.plen) {
-			// No entry has this port prefix, whatever the other fields
-			// of the last stage hold.
-			st.widenStages(wc, last-1)
-			p.field.widen(wc, min(p.plen, check))
-			return nil
-		}
-	}
-	st.widenStages(wc, last)
-	return nil
+	return nil // not reached: the last stage returns
+}
+
+// trieSkip records why the subtable was skipped at stage i: no rule
+// anywhere has a prefix of c's length on c's field that matches the key.
+// That depends on the first check bits of the field; the stages passed
+// before i go in too, so the megaflow keeps the prerequisites (eth_type)
+// of the address bits it matches.
+func (st *subtable[T]) trieSkip(wc *flow.Mask, i int, c *trieCheck, check int) {
+	st.widenStages(wc, i-1)
+	c.field.widen(wc, check)
 }
 
 // setIndex stores a new version of index[i] and notes whether it holds a

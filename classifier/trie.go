@@ -180,6 +180,11 @@ func (w *trieWalk) start(root *trieNode, v bits128, width int) {
 // query reports whether length p is in lookup's set, and how many leading
 // bits of the value decide that: min(p, check) of a full lookup.
 func (w *trieWalk) query(p int) (bool, int) {
+	if !w.ended && p <= w.last {
+		// Every node of length <= p on the path has been visited, and
+		// the value continues past bit p.
+		return w.set.has(p), p
+	}
 	for !w.ended {
 		n := w.cur
 		if n == nil {
