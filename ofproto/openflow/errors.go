@@ -62,6 +62,9 @@ const (
 	BadRequestNXMBadMask   uint16 = 0x103
 	BadRequestNXMBadPrereq uint16 = 0x104
 	BadRequestNXMDupType   uint16 = 0x105
+	// BadRequestNXBadRole (NXBRC_BAD_ROLE) rejects an unknown
+	// NXT_ROLE_REQUEST role.
+	BadRequestNXBadRole uint16 = 0x201
 )
 
 // OFPET_BAD_ACTION codes.

@@ -40,6 +40,25 @@ func goldenNicira() []golden {
 			01 04 0014 00000003  // header: VENDOR, length 20
 			00002320 00000010    // vendor Nicira, subtype SET_PACKET_IN_FORMAT
 			00000001             // format NXM`},
+		{"nx role request", &RoleRequest{Envelope: env10(20), Role: RoleMaster}, `
+			01 04 0014 00000014  // header: VENDOR, length 20
+			00002320 0000000a    // vendor Nicira, subtype ROLE_REQUEST
+			00000001             // NX_ROLE_MASTER`},
+		{"nx role reply", &RoleReply{Envelope: env10(20), Role: RoleSlave}, `
+			01 04 0014 00000014  // header: VENDOR, length 20
+			00002320 0000000b    // vendor Nicira, subtype ROLE_REPLY
+			00000002             // NX_ROLE_SLAVE`},
+		{"nx set async config", &SetAsync{Envelope: env10(21), AsyncConfig: AsyncConfig{
+			PacketInMask: [2]uint32{3, 0}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{0xf, 0}}}, `
+			01 04 0028 00000015  // header: VENDOR, length 40
+			00002320 00000013    // vendor Nicira, subtype SET_ASYNC_CONFIG
+			00000003 00000000    // packet_in_mask master/other, slave
+			00000007 00000007    // port_status_mask
+			0000000f 00000000    // flow_removed_mask`},
+		{"nx set controller id", &NXSetControllerID{Envelope: env10(22), ID: 7}, `
+			01 04 0018 00000016  // header: VENDOR, length 24
+			00002320 00000014    // vendor Nicira, subtype SET_CONTROLLER_ID
+			000000000000 0007    // pad, controller_id 7`},
 		{"nx flow mod", &FlowMod{Envelope: env10(4), NXM: true, Cookie: 1, TableID: 2, Command: FlowModify,
 			Priority: 10, BufferID: NoBuffer, OutPort: PortAny, OutGroup: GroupAny, Match: nxm,
 			Instructions: Instructions{Apply: []Action{Output(1, 0)}}}, `

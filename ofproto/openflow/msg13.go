@@ -10,14 +10,15 @@ const (
 	RoleSlave    uint32 = 3
 )
 
-// RoleRequest is OFPT_ROLE_REQUEST (1.3).
+// RoleRequest is OFPT_ROLE_REQUEST (1.3), or NXT_ROLE_REQUEST in 1.0
+// (where GenerationID does not exist and RoleNoChange cannot be sent).
 type RoleRequest struct {
 	Envelope
 	Role         uint32
 	GenerationID uint64
 }
 
-// RoleReply is OFPT_ROLE_REPLY (1.3).
+// RoleReply is OFPT_ROLE_REPLY (1.3), or NXT_ROLE_REPLY in 1.0.
 type RoleReply struct {
 	Envelope
 	Role         uint32
@@ -35,8 +36,15 @@ func decodeRole(env Envelope, typ uint8, body []byte) (Msg, error) {
 }
 
 func appendRole(b []byte, e *Envelope, typ uint8, role uint32, gen uint64) ([]byte, error) {
+	if e.Version == Version10 {
+		sub := NXTRoleRequest
+		if typ == Type13RoleReply {
+			sub = NXTRoleReply
+		}
+		return appendNXRole(b, e, sub, role)
+	}
 	if e.Version != Version13 {
-		return b, fmt.Errorf("openflow: role messages need OpenFlow 1.3: %w", ErrUnsupported)
+		return b, fmt.Errorf("openflow: role messages in version %d: %w", e.Version, ErrUnsupported)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)
 	return finish(be64(zeros(be32(b, role), 4), gen), start)
@@ -75,7 +83,7 @@ type GetAsyncReply struct {
 	AsyncConfig
 }
 
-// SetAsync is OFPT_SET_ASYNC (1.3).
+// SetAsync is OFPT_SET_ASYNC (1.3), or NXT_SET_ASYNC_CONFIG in 1.0.
 type SetAsync struct {
 	Envelope
 	AsyncConfig
@@ -100,10 +108,14 @@ func appendAsync(b []byte, e *Envelope, typ uint8, c *AsyncConfig) ([]byte, erro
 		return b, fmt.Errorf("openflow: async config needs OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)
+	return finish(appendAsyncBody(b, c), start)
+}
+
+func appendAsyncBody(b []byte, c *AsyncConfig) []byte {
 	for _, a := range [3][2]uint32{c.PacketInMask, c.PortStatusMask, c.FlowRemovedMask} {
 		b = be32(be32(b, a[0]), a[1])
 	}
-	return finish(b, start)
+	return b
 }
 
 func (m *GetAsyncReply) Append(b []byte) ([]byte, error) {
@@ -111,6 +123,13 @@ func (m *GetAsyncReply) Append(b []byte) ([]byte, error) {
 }
 
 func (m *SetAsync) Append(b []byte) ([]byte, error) {
+	if m.Version == Version10 {
+		b, start, err := appendNXHeader(b, &m.Envelope, NXTSetAsyncConfig)
+		if err != nil {
+			return b, err
+		}
+		return finish(appendAsyncBody(b, &m.AsyncConfig), start)
+	}
 	return appendAsync(b, &m.Envelope, Type13SetAsync, &m.AsyncConfig)
 }
 

@@ -20,6 +20,7 @@ func TestDecodeErrorReplies(t *testing.T) {
 		code uint16
 	}{
 		{"1.0 unknown Nicira subtype", "01 04 0010 00000009 00002320 00000063", ErrTypeBadRequest, BadRequestBadSubtype},
+		{"1.0 Nicira role out of range", "01 04 0014 00000009 00002320 0000000a 00000003", ErrTypeBadRequest, BadRequestNXBadRole},
 		{"1.0 unknown vendor", "01 04 0010 00000009 00001234 00000000", ErrTypeBadRequest, BadRequestBadVendor},
 		{"1.3 unknown experimenter", "04 04 0010 00000009 00001234 00000000", ErrTypeBadRequest, BadRequestBadVendor},
 		{"1.3 Nicira message", "04 04 0014 00000009 00002320 0000000c 00000002", ErrTypeBadRequest, BadRequestBadSubtype},

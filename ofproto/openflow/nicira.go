@@ -1,5 +1,10 @@
 package openflow
 
+import (
+	"fmt"
+	"strconv"
+)
+
 // Nicira vendor message subtypes (NXT_*) this codec knows.
 const (
 	NXTRoleRequest       uint32 = 10
@@ -10,6 +15,17 @@ const (
 	NXTFlowModTableID    uint32 = 15
 	NXTSetPacketInFormat uint32 = 16
 	NXTPacketIn          uint32 = 17
+	NXTSetAsyncConfig    uint32 = 19
+	NXTSetControllerID   uint32 = 20
+)
+
+// Nicira controller roles (NX_ROLE_*), as carried by NXT_ROLE_REQUEST.
+// Decoding maps them onto the 1.3 roles: other→RoleEqual, master→
+// RoleMaster, slave→RoleSlave; encoding maps back.
+const (
+	NXRoleOther  uint32 = 0
+	NXRoleMaster uint32 = 1
+	NXRoleSlave  uint32 = 2
 )
 
 // Nicira flow formats (NXFF_*) and packet-in formats (NXPIF_*).
@@ -57,6 +73,27 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 		return decodeNXPacketIn(env, rest)
 	case NXTFlowRemoved:
 		return decodeNXFlowRemoved(env, rest)
+	case NXTRoleRequest, NXTRoleReply:
+		if len(rest) != 4 {
+			return nil, badLen(v, "Nicira role message", len(rest), 4)
+		}
+		role := u32(rest)
+		if role > NXRoleSlave {
+			return nil, &Error{Version: v, Type: ErrTypeBadRequest, Code: BadRequestNXBadRole, Err: ErrUnsupported,
+				Detail: "Nicira role " + itoa(role)}
+		}
+		role++ // NX other/master/slave are 1.3 equal/master/slave minus one
+		if sub == NXTRoleRequest {
+			return &RoleRequest{Envelope: env, Role: role}, nil
+		}
+		return &RoleReply{Envelope: env, Role: role}, nil
+	case NXTSetAsyncConfig:
+		return decodeAsync(env, Type13SetAsync, rest)
+	case NXTSetControllerID:
+		if len(rest) != 8 {
+			return nil, badLen(v, "NXT_SET_CONTROLLER_ID", len(rest), 8)
+		}
+		return &NXSetControllerID{Envelope: env, ID: u16(rest[6:])}, nil
 	}
 	return nil, errOf(v, kBadSubtype, "Nicira message subtype %d", sub)
 }
@@ -121,3 +158,32 @@ func (m *NXFlowModTableID) Append(b []byte) ([]byte, error) {
 	}
 	return finish(zeros(append(b, on), 7), start)
 }
+
+// NXSetControllerID is NXT_SET_CONTROLLER_ID: the controller's id for
+// NXAST_CONTROLLER actions.
+type NXSetControllerID struct {
+	Envelope
+	ID uint16
+}
+
+func (m *NXSetControllerID) Append(b []byte) ([]byte, error) {
+	b, start, err := appendNXHeader(b, &m.Envelope, NXTSetControllerID)
+	if err != nil {
+		return b, err
+	}
+	return finish(be16(zeros(b, 6), m.ID), start)
+}
+
+// appendNXRole encodes a 1.0 role request or reply as NXT_ROLE_*.
+func appendNXRole(b []byte, e *Envelope, sub uint32, role uint32) ([]byte, error) {
+	if role < RoleEqual || role > RoleSlave {
+		return b, fmt.Errorf("openflow: role %d has no Nicira form: %w", role, ErrUnsupported)
+	}
+	b, start, err := appendNXHeader(b, e, sub)
+	if err != nil {
+		return b, err
+	}
+	return finish(be32(b, role-1), start)
+}
+
+func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
