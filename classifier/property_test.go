@@ -239,8 +239,9 @@ func TestLookupAgainstLinear(t *testing.T) {
 }
 
 // TestStrictAndLooseAgainstLinear checks Find, Rules and Overlaps against
-// scans of the reference, on the same generated rule sets, both on the
-// published snapshot and inside a batch.
+// scans of the reference, on generated rule sets: on the published
+// snapshot, and inside an open batch that has staged its own changes,
+// which the batch must see and the snapshot must not.
 func TestStrictAndLooseAgainstLinear(t *testing.T) {
 	for set := range 300 {
 		seed := uint64(set) + 1
@@ -253,7 +254,19 @@ func TestStrictAndLooseAgainstLinear(t *testing.T) {
 			c.Insert(r)
 		}
 		s := c.Snapshot()
+		old := linear{rules: slices.Clone(ref.rules)}
 		b := c.Begin()
+		for i := range g.pick(10) {
+			if len(ref.rules) > 0 && g.chance(0.5) {
+				r := ref.rules[g.pick(len(ref.rules))]
+				ref.remove(r)
+				b.Remove(r)
+			} else {
+				r := &Rule[int]{Match: g.match(), Priority: g.priority(), Value: 1000 + i}
+				ref.insert(r)
+				b.Insert(r)
+			}
+		}
 		for q := range 30 {
 			var m Match
 			var p int
@@ -271,47 +284,51 @@ func TestStrictAndLooseAgainstLinear(t *testing.T) {
 			} else {
 				m, p = g.match(), g.priority()
 			}
-			var wantFind *Rule[int]
-			wantOverlap := false
-			var wantLoose []*Rule[int]
-			for _, r := range ref.rules {
-				if r.Priority == p && sameMatch(&r.Match, &m) {
-					wantFind = r
+			views := []struct {
+				name     string
+				ref      *linear
+				find     func(*Match, int) *Rule[int]
+				overlaps func(*Match, int) bool
+				rules    func(*Match) func(func(*Rule[int]) bool)
+			}{
+				{"Snapshot", &old, s.Find, s.Overlaps, func(m *Match) func(func(*Rule[int]) bool) { return s.Rules(m) }},
+				{"Batch", &ref, b.Find, b.Overlaps, func(m *Match) func(func(*Rule[int]) bool) { return b.Rules(m) }},
+			}
+			for _, v := range views {
+				var wantFind *Rule[int]
+				wantOverlap := false
+				var wantLoose []*Rule[int]
+				for _, r := range v.ref.rules {
+					if r.Priority == p && sameMatch(&r.Match, &m) {
+						wantFind = r
+					}
+					common := r.Match.Mask
+					common.And(&m.Mask)
+					if r.Priority == p && r.Match.Key.EqualMasked(&m.Key, &common) {
+						wantOverlap = true
+					}
+					if r.Match.Mask.Covers(&m.Mask) && r.Match.Key.EqualMasked(&m.Key, &m.Mask) {
+						wantLoose = append(wantLoose, r)
+					}
 				}
-				common := r.Match.Mask
-				common.And(&m.Mask)
-				if r.Priority == p && r.Match.Key.EqualMasked(&m.Key, &common) {
-					wantOverlap = true
+				if got := v.find(&m, p); got != wantFind {
+					t.Fatalf("seed %d: %s.Find = %s, want %s", seed, v.name, ruleName(got), ruleName(wantFind))
 				}
-				if r.Match.Mask.Covers(&m.Mask) && r.Match.Key.EqualMasked(&m.Key, &m.Mask) {
-					wantLoose = append(wantLoose, r)
+				if got := v.overlaps(&m, p); got != wantOverlap {
+					t.Fatalf("seed %d: %s.Overlaps = %v, want %v", seed, v.name, got, wantOverlap)
 				}
-			}
-			if got := s.Find(&m, p); got != wantFind {
-				t.Fatalf("seed %d: Snapshot.Find = %s, want %s", seed, ruleName(got), ruleName(wantFind))
-			}
-			if got := b.Find(&m, p); got != wantFind {
-				t.Fatalf("seed %d: Batch.Find = %s, want %s", seed, ruleName(got), ruleName(wantFind))
-			}
-			if got := s.Overlaps(&m, p); got != wantOverlap {
-				t.Fatalf("seed %d: Snapshot.Overlaps = %v, want %v", seed, got, wantOverlap)
-			}
-			if got := b.Overlaps(&m, p); got != wantOverlap {
-				t.Fatalf("seed %d: Batch.Overlaps = %v, want %v", seed, got, wantOverlap)
-			}
-			byValue := func(a, b *Rule[int]) int { return a.Value - b.Value }
-			slices.SortFunc(wantLoose, byValue)
-			for name, seq := range map[string]func(yield func(*Rule[int]) bool){
-				"Snapshot.Rules": s.Rules(&m), "Batch.Rules": b.Rules(&m),
-			} {
-				got := slices.SortedFunc(seq, byValue)
-				if !slices.Equal(got, wantLoose) {
-					t.Fatalf("seed %d: %s selected %d rules, want %d", seed, name, len(got), len(wantLoose))
+				byValue := func(a, b *Rule[int]) int { return a.Value - b.Value }
+				slices.SortFunc(wantLoose, byValue)
+				if got := slices.SortedFunc(v.rules(&m), byValue); !slices.Equal(got, wantLoose) {
+					t.Fatalf("seed %d: %s.Rules selected %d rules, want %d", seed, v.name, len(got), len(wantLoose))
+				}
+				if n := len(slices.Collect(v.rules(nil))); n != len(v.ref.rules) {
+					t.Fatalf("seed %d: %s.Rules(nil) yielded %d, want %d", seed, v.name, n, len(v.ref.rules))
 				}
 			}
 		}
-		if n := len(slices.Collect(s.Rules(nil))); n != len(ref.rules) {
-			t.Fatalf("seed %d: Rules(nil) yielded %d, want %d", seed, n, len(ref.rules))
+		if b.Len() != len(ref.rules) {
+			t.Fatalf("seed %d: Batch.Len = %d, want %d", seed, b.Len(), len(ref.rules))
 		}
 		b.Abort()
 	}
