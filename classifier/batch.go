@@ -18,6 +18,7 @@ import (
 // one Commit or Abort; using it after that panics.
 type Batch[T any] struct {
 	c     *Classifier[T]
+	id    uint64 // owner of the nodes this batch made (see trieNode.owner)
 	base  *Snapshot[T]
 	dirty map[flow.Mask]*subtable[T] // changed subtables; nil: gone
 	tries [numGlobalTries]*trieNode
@@ -31,7 +32,8 @@ func (c *Classifier[T]) Begin() *Batch[T] {
 	if c.tables == nil {
 		c.tables = make(map[flow.Mask]*subtable[T])
 	}
-	b := &Batch[T]{c: c, base: c.cur.Load(), dirty: make(map[flow.Mask]*subtable[T])}
+	c.batches++
+	b := &Batch[T]{c: c, id: c.batches, base: c.cur.Load(), dirty: make(map[flow.Mask]*subtable[T])}
 	if b.base != nil {
 		b.tries, b.n = b.base.tries, b.base.n
 	}
@@ -62,12 +64,13 @@ func (b *Batch[T]) Insert(r *Rule[T]) (replaced *Rule[T]) {
 	st := b.get(m)
 	if st == nil {
 		st = newSubtable[T](m)
+		st.owner = b.id
 	}
 	key := r.Match.Key.Apply(m)
-	ns, replaced, newEntry := st.insert(r, &key)
+	ns, replaced, newEntry := st.insert(r, &key, b.id)
 	if newEntry {
 		for _, c := range ns.tries[:ns.nTries] {
-			b.tries[c.field] = b.tries[c.field].insert(c.field.value(&key), int(c.plen))
+			b.tries[c.field] = b.tries[c.field].insert(c.field.value(&key), int(c.plen), b.id)
 		}
 	}
 	if replaced == nil {
@@ -86,13 +89,13 @@ func (b *Batch[T]) Remove(r *Rule[T]) bool {
 		return false
 	}
 	key := r.Match.Key.Apply(m)
-	ns, ok, goneEntry := st.remove(r, &key)
+	ns, ok, goneEntry := st.remove(r, &key, b.id)
 	if !ok {
 		return false
 	}
 	if goneEntry {
 		for _, c := range ns.tries[:ns.nTries] {
-			b.tries[c.field] = b.tries[c.field].remove(c.field.value(&key), int(c.plen))
+			b.tries[c.field] = b.tries[c.field].remove(c.field.value(&key), int(c.plen), b.id)
 		}
 	}
 	b.n--
@@ -117,10 +120,16 @@ func (b *Batch[T]) Find(m *Match, p int) *Rule[T] {
 // removing what it yields is fine.
 func (b *Batch[T]) Rules(filter *Match) iter.Seq[*Rule[T]] {
 	b.check()
+	// The batch may change its own subtables in place; their hash tables
+	// never are, so holding the roots holds the state as of now.
 	sts := b.current()
+	tables := make([]hmap[*entry[T]], len(sts))
+	for i, st := range sts {
+		tables[i] = st.table
+	}
 	return func(yield func(*Rule[T]) bool) {
-		for _, st := range sts {
-			if !rulesIn(st, filter, yield) {
+		for i, st := range sts {
+			if !rulesIn(st, tables[i], filter, yield) {
 				return
 			}
 		}

@@ -65,8 +65,9 @@ type Rule[T any] struct {
 type Classifier[T any] struct {
 	cur atomic.Pointer[Snapshot[T]]
 
-	mu     sync.Mutex                 // held by the open Batch
-	tables map[flow.Mask]*subtable[T] // committed subtables, by mask; under mu
+	mu      sync.Mutex                 // held by the open Batch
+	tables  map[flow.Mask]*subtable[T] // committed subtables, by mask; under mu
+	batches uint64                     // batches begun; under mu
 }
 
 // Snapshot returns the current version. It stays valid and unchanged for
@@ -221,7 +222,7 @@ func (s *Snapshot[T]) Rules(filter *Match) iter.Seq[*Rule[T]] {
 			return
 		}
 		for _, st := range s.subtables {
-			if !rulesIn(st, filter, yield) {
+			if !rulesIn(st, st.table, filter, yield) {
 				return
 			}
 		}
@@ -257,11 +258,13 @@ func findIn[T any](st *subtable[T], m *Match, p int) *Rule[T] {
 	return nil
 }
 
-func rulesIn[T any](st *subtable[T], filter *Match, yield func(*Rule[T]) bool) bool {
+// rulesIn yields the rules of table, a version of st's table, that filter
+// selects loosely.
+func rulesIn[T any](st *subtable[T], table hmap[*entry[T]], filter *Match, yield func(*Rule[T]) bool) bool {
 	if filter != nil && !st.mask.Covers(&filter.Mask) {
 		return true
 	}
-	return st.table.each(func(_ uint64, head *entry[T]) bool {
+	return table.each(func(_ uint64, head *entry[T]) bool {
 		for e := head; e != nil; e = e.next {
 			if filter != nil {
 				if key := st.expand(e); !key.EqualMasked(&filter.Key, &filter.Mask) {

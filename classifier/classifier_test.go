@@ -273,3 +273,44 @@ func TestNilSnapshot(t *testing.T) {
 		t.Fatalf("empty classifier yields rules")
 	}
 }
+
+// TestBatchRulesIsStable: Batch.Rules yields the batch's rules as they were
+// when it was called, even while the loop changes the batch (here: each
+// yielded rule removes every other rule, in subtables not visited yet too).
+func TestBatchRulesIsStable(t *testing.T) {
+	var c Classifier[int]
+	var all []*Rule[int]
+	for i := range 6 {
+		r := &Rule[int]{Priority: i, Value: i, Match: m(func(k *flow.Key, m *flow.Mask) {
+			if i%2 == 0 {
+				k.InPort, m.InPort = uint32(i), ^uint32(0)
+			} else {
+				k.TpDst, m.TpDst = uint16(i), 0xffff
+			}
+		})}
+		all = append(all, r)
+		c.Insert(r)
+	}
+	b := c.Begin()
+	defer b.Abort()
+	b.Insert(&Rule[int]{Priority: 9, Value: 9}) // a change before: seen
+	seen := map[int]bool{}
+	for r := range b.Rules(nil) {
+		seen[r.Value] = true
+		for _, o := range all {
+			b.Remove(o)
+		}
+		b.Insert(&Rule[int]{Priority: 10, Value: 10}) // a change during: not seen
+	}
+	for _, v := range []int{0, 1, 2, 3, 4, 5, 9} {
+		if !seen[v] {
+			t.Errorf("rule %d not yielded", v)
+		}
+	}
+	if seen[10] {
+		t.Errorf("rule inserted during the iteration was yielded")
+	}
+	if b.Len() != 2 {
+		t.Errorf("Len = %d after removing all six, want 2", b.Len())
+	}
+}

@@ -18,7 +18,7 @@ func TestCollisionChain(t *testing.T) {
 	k1, k2 := flow.Key{TpDst: 1}, flow.Key{TpDst: 2}
 	r1 := &Rule[int]{Match: Match{Key: k1, Mask: m}, Priority: 1, Value: 1}
 	r2 := &Rule[int]{Match: Match{Key: k2, Mask: m}, Priority: 1, Value: 2}
-	st, _, _ = st.insert(r1, &k1)
+	st, _, _ = st.insert(r1, &k1, 0)
 	_, h1 := st.hashes(&k1)
 	head, _ := st.table.get(h1)
 	// k2's entry goes in front of k1's, under k1's hash.
@@ -38,7 +38,7 @@ func TestCollisionChain(t *testing.T) {
 	}
 
 	hi := &Rule[int]{Match: r1.Match, Priority: 9, Value: 3}
-	st2, replaced, newEntry := st.insert(hi, &k1)
+	st2, replaced, newEntry := st.insert(hi, &k1, 0)
 	if replaced != nil || newEntry {
 		t.Fatalf("insert into a chained entry: replaced %v, new entry %v", replaced, newEntry)
 	}
@@ -52,11 +52,11 @@ func TestCollisionChain(t *testing.T) {
 		t.Fatalf("old version changed: %v", got)
 	}
 
-	st3, ok, gone := st2.remove(hi, &k1)
+	st3, ok, gone := st2.remove(hi, &k1, 0)
 	if !ok || gone {
 		t.Fatalf("remove hi: ok %v, gone %v", ok, gone)
 	}
-	st4, ok, gone := st3.remove(r1, &k1)
+	st4, ok, gone := st3.remove(r1, &k1, 0)
 	if !ok || !gone {
 		t.Fatalf("remove r1: ok %v, gone %v", ok, gone)
 	}

@@ -51,6 +51,7 @@ type subtable[T any] struct {
 	// Read by writers only.
 	pris     hmap[uint32] // number of rules per priority
 	nRules   int
+	owner    uint64 // the batch that may still change it in place (see trieNode.owner)
 	maskHash uint64 // hash of mask, to find a subtable by mask quickly
 	mask     flow.Mask
 }
@@ -334,8 +335,8 @@ func (st *subtable[T]) setIndex(i int, m hmap[uint32]) {
 // insert returns a version of st that also holds r under the masked key
 // key. If a rule with the same match and priority was there, r takes its
 // place and it is returned. newEntry reports that key was new to st.
-func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], replaced *Rule[T], newEntry bool) {
-	c := *st
+func (st *subtable[T]) insert(r *Rule[T], key *flow.Key, owner uint64) (ns *subtable[T], replaced *Rule[T], newEntry bool) {
+	c := st.own(owner)
 	staged, full := st.hashes(key)
 	head, _ := st.table.get(full)
 	var old *entry[T]
@@ -358,7 +359,7 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 			c.ports = slices.Clone(st.ports)
 			for i := range c.ports {
 				p := &c.ports[i]
-				p.root = p.root.insert(p.field.value(key), p.plen)
+				p.root = p.root.insert(p.field.value(key), p.plen, owner)
 			}
 		}
 	} else {
@@ -382,12 +383,12 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key) (ns *subtable[T], repla
 	if c.catchAll {
 		c.top = e.rules[0]
 	}
-	return &c, replaced, old == nil
+	return c, replaced, old == nil
 }
 
 // remove returns a version of st without r, whose masked key is key, and
 // whether r was there. goneEntry reports that no rule is left under key.
-func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, goneEntry bool) {
+func (st *subtable[T]) remove(r *Rule[T], key *flow.Key, owner uint64) (ns *subtable[T], ok, goneEntry bool) {
 	staged, full := st.hashes(key)
 	head, _ := st.table.get(full)
 	var old *entry[T]
@@ -404,7 +405,7 @@ func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, g
 	if pos < 0 {
 		return st, false, false
 	}
-	c := *st
+	c := st.own(owner)
 	if len(old.rules) > 1 {
 		ne := &entry[T]{vals: old.vals, rules: slices.Delete(slices.Clone(old.rules), pos, pos+1)}
 		c.table, _ = c.table.set(full, chainReplace(head, old, ne))
@@ -431,7 +432,7 @@ func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, g
 			c.ports = slices.Clone(st.ports)
 			for j := range c.ports {
 				p := &c.ports[j]
-				p.root = p.root.remove(p.field.value(key), p.plen)
+				p.root = p.root.remove(p.field.value(key), p.plen, owner)
 			}
 		}
 		if c.catchAll {
@@ -440,7 +441,18 @@ func (st *subtable[T]) remove(r *Rule[T], key *flow.Key) (ns *subtable[T], ok, g
 	}
 	c.addPriority(r.Priority, -1)
 	c.nRules--
-	return &c, true, goneEntry
+	return c, true, goneEntry
+}
+
+// own returns st itself if owner may change it in place, else a copy that
+// owner may change.
+func (st *subtable[T]) own(owner uint64) *subtable[T] {
+	if owner != 0 && st.owner == owner {
+		return st
+	}
+	c := *st
+	c.owner = owner
+	return &c
 }
 
 // addPriority adds d to the count of rules with priority p and keeps

@@ -68,6 +68,9 @@ type trieNode struct {
 	// sub[b] holds the longer prefixes whose bit plen is b. Every node with
 	// count 0 has two children (the trie is path-compressed).
 	sub [2]*trieNode
+	// owner is the batch that made the node and may still change it in
+	// place: nothing published can reach it yet. Zero: nobody may.
+	owner uint64
 }
 
 // lookup walks the trie along v, a value of width bits. It returns the set
@@ -98,57 +101,76 @@ func (n *trieNode) lookup(v *bits128, width int) (set plenSet, check int) {
 	return set, 0
 }
 
-// insert returns a trie that also counts the prefix (v, plen).
-func (n *trieNode) insert(v bits128, plen int) *trieNode {
+// own returns n itself if owner may change it in place, else a copy that
+// owner may change.
+func (n *trieNode) own(owner uint64) *trieNode {
+	if owner != 0 && n.owner == owner {
+		return n
+	}
+	c := *n
+	c.owner = owner
+	return &c
+}
+
+// insert returns a trie that also counts the prefix (v, plen). Nodes that
+// owner made are changed in place; all others are copied, so the old root
+// stays as it was unless owner made it.
+func (n *trieNode) insert(v bits128, plen int, owner uint64) *trieNode {
 	v = v.prefix(plen)
 	if n == nil {
-		return &trieNode{bits: v, plen: plen, count: 1}
+		return &trieNode{bits: v, plen: plen, count: 1, owner: owner}
 	}
 	cp := min(commonPrefix(&v, &n.bits), n.plen, plen)
 	if cp == n.plen {
-		c := *n
+		c := n.own(owner)
 		if plen == n.plen {
 			c.count++
 		} else {
 			b := v.bit(n.plen)
-			c.sub[b] = c.sub[b].insert(v, plen)
+			c.sub[b] = c.sub[b].insert(v, plen, owner)
 		}
-		return &c
+		return c
 	}
 	// v diverges from n, or is a shorter prefix of n, at bit cp < n.plen.
 	if cp == plen {
-		nn := &trieNode{bits: v, plen: plen, count: 1}
+		nn := &trieNode{bits: v, plen: plen, count: 1, owner: owner}
 		nn.sub[n.bits.bit(plen)] = n
 		return nn
 	}
-	br := &trieNode{bits: v.prefix(cp), plen: cp}
+	br := &trieNode{bits: v.prefix(cp), plen: cp, owner: owner}
 	br.sub[n.bits.bit(cp)] = n
-	br.sub[v.bit(cp)] = &trieNode{bits: v, plen: plen, count: 1}
+	br.sub[v.bit(cp)] = &trieNode{bits: v, plen: plen, count: 1, owner: owner}
 	return br
 }
 
-// remove returns a trie that counts the prefix (v, plen) once less. The
-// prefix must be present.
-func (n *trieNode) remove(v bits128, plen int) *trieNode {
+// remove returns a trie that counts the prefix (v, plen) once less; a
+// prefix that is not there changes nothing. Ownership is as for insert.
+func (n *trieNode) remove(v bits128, plen int, owner uint64) *trieNode {
 	v = v.prefix(plen)
 	if n == nil {
 		return nil
 	}
-	c := *n
+	var c *trieNode
 	if n.plen == plen {
-		if n.bits != v || c.count == 0 {
+		if n.bits != v || n.count == 0 {
 			return n
 		}
+		c = n.own(owner)
 		c.count--
 	} else {
 		if n.plen > plen || commonPrefix(&v, &n.bits) < n.plen {
 			return n
 		}
 		b := v.bit(n.plen)
-		c.sub[b] = c.sub[b].remove(v, plen)
+		sub := n.sub[b].remove(v, plen, owner)
+		if sub == n.sub[b] {
+			return n
+		}
+		c = n.own(owner)
+		c.sub[b] = sub
 	}
 	if c.count > 0 {
-		return &c
+		return c
 	}
 	switch {
 	case c.sub[0] == nil:
@@ -156,7 +178,7 @@ func (n *trieNode) remove(v bits128, plen int) *trieNode {
 	case c.sub[1] == nil:
 		return c.sub[0]
 	}
-	return &c
+	return c
 }
 
 // trieWalk is a lookup of one value that goes only as deep as the questions

@@ -26,7 +26,8 @@ func bruteSet(stored map[storedPrefix]int, v bits128, width int) plenSet {
 // TestTrieAgainstBruteForce checks lookup's set against a scan of the
 // stored prefixes, and its check bits: a value sharing min(n, check)
 // leading bits with the looked-up value must agree on whether length n is
-// in the set. Old roots must be unchanged by later updates.
+// in the set. Roots published between batches must be unchanged by later
+// batches, which change their own nodes in place.
 func TestTrieAgainstBruteForce(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -65,22 +66,25 @@ func TestTrieAgainstBruteForce(t *testing.T) {
 				stored map[storedPrefix]int
 			}
 			var old []version
+			// Ops come in batches of 50, each owning the nodes it makes and
+			// changing them in place; versions are taken between batches.
+			owner := func(op int) uint64 { return uint64(1 + op/50) }
 			for op := range 3000 {
 				if len(keys) > 0 && r.IntN(3) == 0 {
 					i := r.IntN(len(keys))
 					p := keys[i]
 					keys[i] = keys[len(keys)-1]
 					keys = keys[:len(keys)-1]
-					root = root.remove(p.v, p.plen)
+					root = root.remove(p.v, p.plen, owner(op))
 					stored[p]--
 				} else {
 					n := plen()
 					p := storedPrefix{pool[r.IntN(len(pool))].prefix(n), n}
-					root = root.insert(p.v, p.plen)
+					root = root.insert(p.v, p.plen, owner(op))
 					stored[p]++
 					keys = append(keys, p)
 				}
-				if op%101 == 0 {
+				if op%50 == 49 { // the owner changes next op: this version is final
 					cp := map[storedPrefix]int{}
 					for k, v := range stored {
 						cp[k] = v
