@@ -47,9 +47,11 @@ type port struct {
 	pids []uint32
 }
 
+// maskEntry holds the flows of one mask, by their key under it: as in the
+// kernel, a lookup costs one probe per mask, however many flows there are.
 type maskEntry struct {
 	mask  flow.Mask
-	flows []*dpFlow
+	flows map[flow.Key]*dpFlow
 }
 
 type dpFlow struct {
@@ -60,6 +62,7 @@ type dpFlow struct {
 	actions []byte
 	stats   datapath.FlowStats
 	me      *maskEntry
+	idx     int // position in core.flows
 }
 
 func newCore(p *Provider, name string, index int) *core {
@@ -199,13 +202,11 @@ func (c *core) destroy() {
 // kernel does, and counts the masks tried.
 func (c *core) lookupLocked(k *flow.Key, count bool) *dpFlow {
 	for i, me := range c.masks {
-		for _, f := range me.flows {
-			if k.EqualMasked(&f.masked, &me.mask) {
-				if count {
-					c.stats.MaskHit += uint64(i + 1)
-				}
-				return f
+		if f := me.flows[k.Apply(&me.mask)]; f != nil {
+			if count {
+				c.stats.MaskHit += uint64(i + 1)
 			}
+			return f
 		}
 	}
 	if count {
@@ -218,14 +219,8 @@ func (c *core) lookupLocked(k *flow.Key, count bool) *dpFlow {
 // of a flow put without a UFID).
 func (c *core) exactLocked(k *flow.Key, m *flow.Mask) *dpFlow {
 	for _, me := range c.masks {
-		if me.mask != *m {
-			continue
-		}
-		masked := k.Apply(m)
-		for _, f := range me.flows {
-			if f.masked == masked {
-				return f
-			}
+		if me.mask == *m {
+			return me.flows[k.Apply(m)]
 		}
 	}
 	return nil
@@ -266,11 +261,12 @@ func (c *core) insertLocked(f *dpFlow) {
 		}
 	}
 	if me == nil {
-		me = &maskEntry{mask: f.mask}
+		me = &maskEntry{mask: f.mask, flows: map[flow.Key]*dpFlow{}}
 		c.masks = append(c.masks, me)
 	}
 	f.me = me
-	me.flows = append(me.flows, f)
+	me.flows[f.masked] = f
+	f.idx = len(c.flows)
 	c.flows = append(c.flows, f)
 	if !f.ufid.IsZero() {
 		c.byUFID[f.ufid] = f
@@ -279,11 +275,16 @@ func (c *core) insertLocked(f *dpFlow) {
 
 func (c *core) removeLocked(f *dpFlow) {
 	me := f.me
-	me.flows = slices.DeleteFunc(me.flows, func(x *dpFlow) bool { return x == f })
+	delete(me.flows, f.masked)
 	if len(me.flows) == 0 {
 		c.masks = slices.DeleteFunc(c.masks, func(x *maskEntry) bool { return x == me })
 	}
-	c.flows = slices.DeleteFunc(c.flows, func(x *dpFlow) bool { return x == f })
+	// Swap-remove: dumps have no order to keep (the kernel's is a hash
+	// table's), and revalidators delete thousands of flows at a time.
+	last := c.flows[len(c.flows)-1]
+	c.flows[f.idx], last.idx = last, f.idx
+	c.flows[len(c.flows)-1] = nil
+	c.flows = c.flows[:len(c.flows)-1]
 	if !f.ufid.IsZero() {
 		delete(c.byUFID, f.ufid)
 	}
