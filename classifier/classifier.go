@@ -156,7 +156,7 @@ func (s *Snapshot[T]) Lookup(k *flow.Key, wc *flow.Mask) *Rule[T] {
 		}
 		if r := st.lookup(k, wc, &tc); r != nil {
 			if best == nil || r.Priority > best.Priority ||
-				r.Priority == best.Priority && compareMasks(&st.mask, &bestSt.mask) > 0 {
+				r.Priority == best.Priority && compareMasks(st.mask, bestSt.mask) > 0 {
 				best, bestSt = r, st
 			}
 		}
@@ -167,7 +167,7 @@ func (s *Snapshot[T]) Lookup(k *flow.Key, wc *flow.Mask) *Rule[T] {
 // mayBeat reports whether a rule of st could win over a rule of priority p
 // in subtable bst.
 func (st *subtable[T]) mayBeat(p int, bst *subtable[T]) bool {
-	return st.maxPri > p || st.maxPri == p && compareMasks(&st.mask, &bst.mask) > 0
+	return st.maxPri > p || st.maxPri == p && compareMasks(st.mask, bst.mask) > 0
 }
 
 // trieCtx memoises, for one lookup, what the classifier-wide tries say
@@ -204,7 +204,7 @@ func (s *Snapshot[T]) Find(m *Match, p int) *Rule[T] {
 	}
 	h := m.Mask.Key().Hash(0)
 	for _, st := range s.subtables {
-		if st.maskHash == h && st.mask == m.Mask {
+		if st.maskHash == h && *st.mask == m.Mask {
 			return findIn(st, m, p)
 		}
 	}
@@ -285,7 +285,7 @@ func overlapsIn[T any](st *subtable[T], m *Match, p int) bool {
 	if _, ok := st.pris.get(uint64(int64(p))); !ok {
 		return false
 	}
-	common := st.mask
+	common := *st.mask
 	common.And(&m.Mask)
 	return !st.table.each(func(_ uint64, head *entry[T]) bool {
 		for e := head; e != nil; e = e.next {

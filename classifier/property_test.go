@@ -63,10 +63,10 @@ func naive[T any](s *Snapshot[T], k *flow.Key) (*Rule[T], flow.Mask) {
 		if best != nil && !st.mayBeat(best.Priority, bestSt) {
 			break
 		}
-		m.Or(&st.mask)
+		m.Or(st.mask)
 		if r := st.lookup(k, &scratch, &tc); r != nil {
 			if best == nil || r.Priority > best.Priority ||
-				r.Priority == best.Priority && compareMasks(&st.mask, &bestSt.mask) > 0 {
+				r.Priority == best.Priority && compareMasks(st.mask, bestSt.mask) > 0 {
 				best, bestSt = r, st
 			}
 		}

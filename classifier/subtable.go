@@ -52,8 +52,8 @@ type subtable[T any] struct {
 	pris     hmap[uint32] // number of rules per priority
 	nRules   int
 	owner    uint64 // the batch that may still change it in place (see trieNode.owner)
-	maskHash uint64 // hash of mask, to find a subtable by mask quickly
-	mask     flow.Mask
+	maskHash uint64     // hash of mask, to find a subtable by mask quickly
+	mask     *flow.Mask // shared by every version
 }
 
 // trieCheck says the subtable matches a prefix of length plen on field,
@@ -119,8 +119,9 @@ func chainReplace[T any](head, old, nw *entry[T]) *entry[T] {
 }
 
 func newSubtable[T any](m *flow.Mask) *subtable[T] {
+	mc := *m
 	st := &subtable[T]{
-		mask:     *m,
+		mask:     &mc,
 		catchAll: m.IsZero(),
 		exact:    m.IsExact(),
 		maskHash: m.Key().Hash(0),
@@ -486,5 +487,5 @@ func (a *subtable[T]) before(b *subtable[T]) bool {
 	if a.maxPri != b.maxPri {
 		return a.maxPri > b.maxPri
 	}
-	return compareMasks(&a.mask, &b.mask) > 0
+	return compareMasks(a.mask, b.mask) > 0
 }

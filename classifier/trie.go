@@ -62,16 +62,18 @@ func (s *plenSet) has(n int) bool { return s[(n-1)>>6]&(1<<((n-1)&63)) != 0 }
 // Like the hamt, updates copy the path they change and leave old roots
 // intact for concurrent readers.
 type trieNode struct {
-	bits  bits128 // this node's prefix; bits past plen are zero
-	plen  int     // length of the prefix, 0..128
-	count int     // how many stored prefixes equal this one exactly
-	// sub[b] holds the longer prefixes whose bit plen is b. Every node with
-	// count 0 has two children (the trie is path-compressed).
+	bits bits128 // this node's prefix; bits past its length are zero
+	// sub[b] holds the longer prefixes whose bit plen() is b. Every node
+	// with count 0 has two children (the trie is path-compressed).
 	sub [2]*trieNode
 	// owner is the batch that made the node and may still change it in
 	// place: nothing published can reach it yet. Zero: nobody may.
-	owner uint64
+	owner  uint64
+	count  uint32 // how many stored prefixes equal this one exactly
+	length uint8  // length of the prefix, 0..128 (48-byte nodes)
 }
+
+func (n *trieNode) plen() int { return int(n.length) }
 
 // lookup walks the trie along v, a value of width bits. It returns the set
 // of lengths n such that v's first n bits are a stored prefix, and check:
@@ -81,20 +83,20 @@ type trieNode struct {
 func (n *trieNode) lookup(v *bits128, width int) (set plenSet, check int) {
 	for n != nil {
 		cp := commonPrefix(v, &n.bits)
-		if cp < n.plen {
+		if cp < n.plen() {
 			// v leaves the trie inside this node's prefix, at bit cp.
 			return set, cp + 1
 		}
-		if n.count > 0 && n.plen > 0 {
-			set.add(n.plen)
+		if n.count > 0 && n.plen() > 0 {
+			set.add(n.plen())
 		}
-		if n.plen >= width {
+		if n.plen() >= width {
 			return set, width
 		}
-		next := n.sub[v.bit(n.plen)]
+		next := n.sub[v.bit(n.plen())]
 		if next == nil {
 			// Nothing stored below here in v's direction; bit plen said so.
-			return set, n.plen + 1
+			return set, n.plen() + 1
 		}
 		n = next
 	}
@@ -118,28 +120,28 @@ func (n *trieNode) own(owner uint64) *trieNode {
 func (n *trieNode) insert(v bits128, plen int, owner uint64) *trieNode {
 	v = v.prefix(plen)
 	if n == nil {
-		return &trieNode{bits: v, plen: plen, count: 1, owner: owner}
+		return &trieNode{bits: v, length: uint8(plen), count: 1, owner: owner}
 	}
-	cp := min(commonPrefix(&v, &n.bits), n.plen, plen)
-	if cp == n.plen {
+	cp := min(commonPrefix(&v, &n.bits), n.plen(), plen)
+	if cp == n.plen() {
 		c := n.own(owner)
-		if plen == n.plen {
+		if plen == n.plen() {
 			c.count++
 		} else {
-			b := v.bit(n.plen)
+			b := v.bit(n.plen())
 			c.sub[b] = c.sub[b].insert(v, plen, owner)
 		}
 		return c
 	}
-	// v diverges from n, or is a shorter prefix of n, at bit cp < n.plen.
+	// v diverges from n, or is a shorter prefix of n, at bit cp < n.plen().
 	if cp == plen {
-		nn := &trieNode{bits: v, plen: plen, count: 1, owner: owner}
+		nn := &trieNode{bits: v, length: uint8(plen), count: 1, owner: owner}
 		nn.sub[n.bits.bit(plen)] = n
 		return nn
 	}
-	br := &trieNode{bits: v.prefix(cp), plen: cp, owner: owner}
+	br := &trieNode{bits: v.prefix(cp), length: uint8(cp), owner: owner}
 	br.sub[n.bits.bit(cp)] = n
-	br.sub[v.bit(cp)] = &trieNode{bits: v, plen: plen, count: 1, owner: owner}
+	br.sub[v.bit(cp)] = &trieNode{bits: v, length: uint8(plen), count: 1, owner: owner}
 	return br
 }
 
@@ -151,17 +153,17 @@ func (n *trieNode) remove(v bits128, plen int, owner uint64) *trieNode {
 		return nil
 	}
 	var c *trieNode
-	if n.plen == plen {
+	if n.plen() == plen {
 		if n.bits != v || n.count == 0 {
 			return n
 		}
 		c = n.own(owner)
 		c.count--
 	} else {
-		if n.plen > plen || commonPrefix(&v, &n.bits) < n.plen {
+		if n.plen() > plen || commonPrefix(&v, &n.bits) < n.plen() {
 			return n
 		}
-		b := v.bit(n.plen)
+		b := v.bit(n.plen())
 		sub := n.sub[b].remove(v, plen, owner)
 		if sub == n.sub[b] {
 			return n
@@ -214,23 +216,23 @@ func (w *trieWalk) query(p int) (bool, int) {
 			break
 		}
 		cp := commonPrefix(&w.v, &n.bits)
-		if cp < n.plen {
+		if cp < n.plen() {
 			w.ended, w.check = true, cp+1
 			break
 		}
-		if n.plen > p {
+		if n.plen() > p {
 			// Every stored prefix of length <= p on the value's path has
 			// been seen, and the value follows the path past bit p.
 			return w.set.has(p), p
 		}
-		if n.count > 0 && n.plen > 0 {
-			w.set.add(n.plen)
+		if n.count > 0 && n.plen() > 0 {
+			w.set.add(n.plen())
 		}
-		if n.plen >= w.width {
+		if n.plen() >= w.width {
 			w.ended, w.check = true, w.width
 			break
 		}
-		w.cur, w.last = n.sub[w.v.bit(n.plen)], n.plen
+		w.cur, w.last = n.sub[w.v.bit(n.plen())], n.plen()
 	}
 	return w.set.has(p), min(p, w.check)
 }
