@@ -51,7 +51,7 @@ type subtable[T any] struct {
 	// Read by writers only.
 	pris     hmap[uint32] // number of rules per priority
 	nRules   int
-	owner    uint64 // the batch that may still change it in place (see trieNode.owner)
+	owner    uint64     // the batch that may still change it in place (see trieNode.owner)
 	maskHash uint64     // hash of mask, to find a subtable by mask quickly
 	mask     *flow.Mask // shared by every version
 }
