@@ -1,0 +1,275 @@
+package ovsdb
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Global holds the Open_vSwitch.other_config knobs govswitchd honours.
+// A zero field means the key is absent: the daemon keeps its own setting.
+type Global struct {
+	FlowLimit    int           // flow-limit
+	MaxIdle      time.Duration // max-idle (milliseconds in the database)
+	Handlers     int           // n-handler-threads
+	Revalidators int           // n-revalidator-threads
+	// Governor is govswitch-governor: nil when absent, else true or false.
+	Governor *bool
+}
+
+// BridgeConfig is one bridge as the database asks for it.
+type BridgeConfig struct {
+	UUID     string
+	Name     string
+	FailMode string // "standalone" or "secure"
+	// Protocols are the OpenFlow wire versions allowed (1 = 1.0, 4 = 1.3);
+	// nil means the switch's default.
+	Protocols   []uint8
+	Controllers []ControllerConfig
+	// MACTableSize and MACAging come from other_config mac-table-size and
+	// mac-aging-time (seconds); zero means the daemon's default.
+	MACTableSize int
+	MACAging     time.Duration
+	Ports        []PortConfig // by name
+}
+
+// ControllerConfig is one Controller row of a bridge.
+type ControllerConfig struct {
+	Target string
+	// ProbeInterval and MaxBackoff are inactivity_probe and max_backoff;
+	// zero means the default.
+	ProbeInterval time.Duration
+	MaxBackoff    time.Duration
+}
+
+// PortConfig is one Port row with its (single) Interface.
+type PortConfig struct {
+	PortUUID  string
+	IfaceUUID string
+	Name      string // the interface's name, which is the device's
+	Type      string // "system" or "internal"
+	// OFPortRequest is ofport_request, 0 when unset.
+	OFPortRequest uint32
+	// Local marks the bridge's own internal interface (named as the
+	// bridge): the datapath's port 0, which the bridge creates itself.
+	Local bool
+	// Err, when set, says why the row cannot be configured; the switch is
+	// not asked to add the port, and Err goes to Interface.error.
+	Err string
+}
+
+// settingsEqual reports whether a and b ask for the same bridge-level
+// settings (everything but the ports).
+func settingsEqual(a, b *BridgeConfig) bool {
+	if a.Name != b.Name || a.FailMode != b.FailMode || a.MACTableSize != b.MACTableSize || a.MACAging != b.MACAging {
+		return false
+	}
+	if len(a.Protocols) != len(b.Protocols) || len(a.Controllers) != len(b.Controllers) {
+		return false
+	}
+	for i := range a.Protocols {
+		if a.Protocols[i] != b.Protocols[i] {
+			return false
+		}
+	}
+	for i := range a.Controllers {
+		if a.Controllers[i] != b.Controllers[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Desired is the configuration the database asks for.
+type Desired struct {
+	NextCfg int
+	Global  Global
+	Bridges []BridgeConfig // by name
+	// Problems are configuration mistakes that are not about one
+	// interface (those go to PortConfig.Err): a bad other_config value, a
+	// dangling reference, a port on two bridges. The caller logs them.
+	Problems []string
+}
+
+// Rows is a consistent copy of the tables, keyed by UUID.
+type Rows struct {
+	Root        *OpenvSwitch
+	Bridges     map[string]*Bridge
+	Ports       map[string]*Port
+	Interfaces  map[string]*Interface
+	Controllers map[string]*Controller
+}
+
+// Build turns the rows into the desired configuration. It never fails:
+// rows it cannot use are reported in Problems or PortConfig.Err. A nil
+// Root (the database not yet initialised by ovs-vsctl init) gives an
+// empty configuration.
+func Build(r *Rows) Desired {
+	var d Desired
+	if r.Root == nil {
+		return d
+	}
+	d.NextCfg = r.Root.NextCfg
+	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
+	portOwner := map[string]string{}  // port name -> bridge
+	ifaceOwner := map[string]string{} // interface name -> bridge/port
+	for _, bu := range r.Root.Bridges {
+		br := r.Bridges[bu]
+		if br == nil {
+			d.Problems = append(d.Problems, fmt.Sprintf("Open_vSwitch refers to missing bridge row %s", bu))
+			continue
+		}
+		bc := BridgeConfig{UUID: br.UUID, Name: br.Name, FailMode: "standalone"}
+		if br.Name == "" || len(br.Name) > 15 {
+			d.Problems = append(d.Problems, fmt.Sprintf("bridge %q: a bridge name is 1 to 15 characters (it names a datapath and a device); ignored", br.Name))
+			continue
+		}
+		if br.FailMode != nil && *br.FailMode == "secure" {
+			bc.FailMode = "secure"
+		}
+		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
+		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
+			bc.MACAging = time.Duration(s) * time.Second
+		}
+		for _, cu := range br.Controller {
+			c := r.Controllers[cu]
+			if c == nil {
+				d.Problems = append(d.Problems, fmt.Sprintf("bridge %s refers to missing controller row %s", br.Name, cu))
+				continue
+			}
+			cc := ControllerConfig{Target: c.Target}
+			if c.InactivityProbe != nil && *c.InactivityProbe > 0 {
+				cc.ProbeInterval = time.Duration(*c.InactivityProbe) * time.Millisecond
+			}
+			if c.MaxBackoff != nil && *c.MaxBackoff > 0 {
+				cc.MaxBackoff = time.Duration(*c.MaxBackoff) * time.Millisecond
+			}
+			bc.Controllers = append(bc.Controllers, cc)
+		}
+		sort.Slice(bc.Controllers, func(i, j int) bool { return bc.Controllers[i].Target < bc.Controllers[j].Target })
+		for _, pu := range br.Ports {
+			p := r.Ports[pu]
+			if p == nil {
+				d.Problems = append(d.Problems, fmt.Sprintf("bridge %s refers to missing port row %s", br.Name, pu))
+				continue
+			}
+			if other, dup := portOwner[p.Name]; dup {
+				d.Problems = append(d.Problems, fmt.Sprintf("port %s is on bridges %s and %s; ignored on %s", p.Name, other, br.Name, br.Name))
+				continue
+			}
+			portOwner[p.Name] = br.Name
+			for i, iu := range p.Interfaces {
+				in := r.Interfaces[iu]
+				if in == nil {
+					d.Problems = append(d.Problems, fmt.Sprintf("port %s refers to missing interface row %s", p.Name, iu))
+					continue
+				}
+				pc := PortConfig{PortUUID: p.UUID, IfaceUUID: in.UUID, Name: in.Name}
+				pc.Type, pc.Err = ifaceType(in.Type)
+				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
+					pc.OFPortRequest = uint32(*in.OfportRequest)
+				}
+				switch {
+				case pc.Err != "":
+				case len(p.Interfaces) > 1:
+					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
+				case in.Name == "" || len(in.Name) > 15:
+					pc.Err = fmt.Sprintf("could not open network device %q (a device name is 1 to 15 characters)", in.Name)
+				case in.Name != p.Name:
+					pc.Err = fmt.Sprintf("interface %s of port %s: govswitchd needs a port and its interface to have one name", in.Name, p.Name)
+				case in.Name == br.Name:
+					if pc.Type != "internal" {
+						pc.Err = fmt.Sprintf("interface %s is named as its bridge, so it must be of type internal", in.Name)
+					}
+					pc.Local = true
+				}
+				if owner, dup := ifaceOwner[in.Name]; dup && i == 0 {
+					pc.Err = fmt.Sprintf("interface %s is already on %s", in.Name, owner)
+				}
+				ifaceOwner[in.Name] = br.Name + "/" + p.Name
+				bc.Ports = append(bc.Ports, pc)
+			}
+		}
+		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
+		d.Bridges = append(d.Bridges, bc)
+	}
+	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })
+	return d
+}
+
+// ifaceType maps Interface.type to a datapath port type, or an error for
+// the interface.
+func ifaceType(t string) (typ, errMsg string) {
+	switch t {
+	case "", "system", "tap":
+		return "system", ""
+	case "internal":
+		return "internal", ""
+	}
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system and internal are)", t)
+}
+
+// parseProtocols maps Bridge.protocols to OpenFlow wire versions. Versions
+// the switch does not speak are reported and left out; if none is left,
+// the default (nil) applies.
+func parseProtocols(bridge string, ps []string, problems *[]string) []uint8 {
+	var vs []uint8
+	var skipped []string
+	for _, p := range ps {
+		switch p {
+		case "OpenFlow10":
+			vs = append(vs, 1)
+		case "OpenFlow13":
+			vs = append(vs, 4)
+		default:
+			skipped = append(skipped, p)
+		}
+	}
+	sort.Strings(skipped)
+	if len(skipped) > 0 {
+		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10 and OpenFlow13 are)", bridge, strings.Join(skipped, ",")))
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	return vs
+}
+
+func parseGlobal(oc map[string]string, problems *[]string) Global {
+	var g Global
+	g.FlowLimit = parseInt(oc, "flow-limit", 1, 1<<30, "Open_vSwitch", problems)
+	if ms := parseInt(oc, "max-idle", 1, 1<<30, "Open_vSwitch", problems); ms > 0 {
+		g.MaxIdle = time.Duration(ms) * time.Millisecond
+	}
+	g.Handlers = parseInt(oc, "n-handler-threads", 1, 1024, "Open_vSwitch", problems)
+	g.Revalidators = parseInt(oc, "n-revalidator-threads", 1, 1024, "Open_vSwitch", problems)
+	if v, ok := oc["govswitch-governor"]; ok {
+		switch v {
+		case "true":
+			t := true
+			g.Governor = &t
+		case "false":
+			f := false
+			g.Governor = &f
+		default:
+			*problems = append(*problems, fmt.Sprintf("Open_vSwitch other_config:govswitch-governor=%q: want true or false; ignored", v))
+		}
+	}
+	return g
+}
+
+// parseInt reads other_config[key] as an integer in [lo, hi]; 0 when
+// absent or bad (a bad value is reported).
+func parseInt(oc map[string]string, key string, lo, hi int, where string, problems *[]string) int {
+	v, ok := oc[key]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		*problems = append(*problems, fmt.Sprintf("%s other_config:%s=%q: want a number from %d to %d; ignored", where, key, v, lo, hi))
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,95 @@
+// Package ovsdb configures govswitchd from ovsdb-server, so that ovs-vsctl
+// works against it as it does against ovs-vswitchd. It monitors the
+// Open_vSwitch, Bridge, Port, Interface and Controller tables, turns them
+// into the switch's desired configuration, applies the difference through a
+// Switch, writes back what the switch did (Interface.ofport, ifindex,
+// mac_in_use, admin_state, link_state, error; Bridge.datapath_id), and then
+// sets Open_vSwitch.cur_cfg to the next_cfg it applied, which is what
+// ovs-vsctl waits for.
+//
+// The models below are hand-written subsets of the Open_vSwitch schema
+// (vswitch.ovsschema 8.x): libovsdb maps only the tagged columns, and each
+// tagged column must have the schema's native type (optional scalars are
+// pointers, sets are slices, maps are maps).
+package ovsdb
+
+import (
+	"github.com/ovn-org/libovsdb/model"
+)
+
+// Table names of the Open_vSwitch database.
+const (
+	DatabaseName    = "Open_vSwitch"
+	TableOpenSwitch = "Open_vSwitch"
+	TableBridge     = "Bridge"
+	TablePort       = "Port"
+	TableInterface  = "Interface"
+	TableController = "Controller"
+)
+
+// OpenvSwitch is the root row of the database (there is exactly one).
+type OpenvSwitch struct {
+	UUID        string            `ovsdb:"_uuid"`
+	Bridges     []string          `ovsdb:"bridges"` // Bridge UUIDs
+	NextCfg     int               `ovsdb:"next_cfg"`
+	CurCfg      int               `ovsdb:"cur_cfg"`
+	OtherConfig map[string]string `ovsdb:"other_config"`
+}
+
+// Bridge is a row of the Bridge table.
+type Bridge struct {
+	UUID        string            `ovsdb:"_uuid"`
+	Name        string            `ovsdb:"name"`
+	Ports       []string          `ovsdb:"ports"`      // Port UUIDs
+	Controller  []string          `ovsdb:"controller"` // Controller UUIDs
+	FailMode    *string           `ovsdb:"fail_mode"`  // standalone, secure or unset
+	Protocols   []string          `ovsdb:"protocols"`  // OpenFlow10 … OpenFlow15; empty = default
+	OtherConfig map[string]string `ovsdb:"other_config"`
+	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
+	DatapathTyp string            `ovsdb:"datapath_type"`
+}
+
+// Port is a row of the Port table: one or more interfaces (more is a bond).
+type Port struct {
+	UUID        string            `ovsdb:"_uuid"`
+	Name        string            `ovsdb:"name"`
+	Interfaces  []string          `ovsdb:"interfaces"` // Interface UUIDs
+	OtherConfig map[string]string `ovsdb:"other_config"`
+}
+
+// Interface is a row of the Interface table. The switch writes Ofport,
+// Ifindex, MACInUse, AdminState, LinkState and Error.
+type Interface struct {
+	UUID          string            `ovsdb:"_uuid"`
+	Name          string            `ovsdb:"name"`
+	Type          string            `ovsdb:"type"` // "" or system, internal, ...
+	Options       map[string]string `ovsdb:"options"`
+	OfportRequest *int              `ovsdb:"ofport_request"`
+	Ofport        *int              `ovsdb:"ofport"` // -1 when the interface could not be added
+	Ifindex       *int              `ovsdb:"ifindex"`
+	MACInUse      *string           `ovsdb:"mac_in_use"`
+	AdminState    *string           `ovsdb:"admin_state"`
+	LinkState     *string           `ovsdb:"link_state"`
+	Error         *string           `ovsdb:"error"`
+}
+
+// Controller is a row of the Controller table.
+type Controller struct {
+	UUID            string `ovsdb:"_uuid"`
+	Target          string `ovsdb:"target"`
+	InactivityProbe *int   `ovsdb:"inactivity_probe"` // milliseconds
+	MaxBackoff      *int   `ovsdb:"max_backoff"`      // milliseconds
+	IsConnected     bool   `ovsdb:"is_connected"`
+}
+
+// ClientModel returns the libovsdb client model of the tables this
+// package reads and writes.
+func ClientModel() (model.ClientDBModel, error) {
+	return model.NewClientDBModel(DatabaseName, map[string]model.Model{
+		TableOpenSwitch: &OpenvSwitch{},
+		TableBridge:     &Bridge{},
+		TablePort:       &Port{},
+		TableInterface:  &Interface{},
+		TableController: &Controller{},
+	})
+}

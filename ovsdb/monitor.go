@@ -1,0 +1,278 @@
+package ovsdb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
+)
+
+// Defaults of a Monitor.
+const (
+	// DefaultRemote is where ovsdb-server listens on a Debian box.
+	DefaultRemote = "unix:/var/run/openvswitch/db.sock"
+	// DefaultRefresh is how often interface state (link, MAC, ifindex) is
+	// read again without a database change, as ovs-vswitchd's status
+	// update interval.
+	DefaultRefresh = 5 * time.Second
+	// txnTimeout bounds one write-back transaction.
+	txnTimeout = 10 * time.Second
+)
+
+// Monitor keeps a Switch configured from ovsdb-server.
+type Monitor struct {
+	// Remote is the ovsdb-server to connect to, "unix:PATH" or
+	// "tcp:IP:PORT"; "" means DefaultRemote.
+	Remote string
+	// Refresh is the period of state refreshes; 0 means DefaultRefresh.
+	Refresh time.Duration
+	// Logf receives the log lines; nil discards them.
+	Logf func(format string, args ...any)
+	// OnApplied, if set, is called after each write-back with the
+	// next_cfg it acknowledged (tests wait on it).
+	OnApplied func(cfg int)
+
+	sw Switch
+}
+
+// NewMonitor returns a monitor that will configure sw.
+func NewMonitor(sw Switch, remote string) *Monitor {
+	return &Monitor{sw: sw, Remote: remote}
+}
+
+func (m *Monitor) logf(format string, args ...any) {
+	if m.Logf != nil {
+		m.Logf(format, args...)
+	}
+}
+
+// Run connects to the database, applies its configuration and every later
+// change, and returns when ctx ends (nil) or the first connection fails
+// (the error). A connection lost later is re-established by libovsdb; the
+// switch keeps running meanwhile. The caller keeps ownership of the Switch
+// and tears it down after Run returns.
+func (m *Monitor) Run(ctx context.Context) error {
+	remote := m.Remote
+	if remote == "" {
+		remote = DefaultRemote
+	}
+	refresh := m.Refresh
+	if refresh <= 0 {
+		refresh = DefaultRefresh
+	}
+	dbm, err := ClientModel()
+	if err != nil {
+		return err
+	}
+	// No inactivity check: libovsdb v0.7.0's can deadlock, and the
+	// database is local. Reconnect uses the library's backoff default.
+	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, nil))
+	if err != nil {
+		return fmt.Errorf("ovsdb %s: %w", remote, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
+	err = c.Connect(cctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("ovsdb %s: connect: %w (is ovsdb-server running?)", remote, err)
+	}
+	defer c.Close()
+	kick := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc:    func(string, model.Model) { poke() },
+		UpdateFunc: func(string, model.Model, model.Model) { poke() },
+		DeleteFunc: func(string, model.Model) { poke() },
+	})
+	mctx, cancel := context.WithTimeout(ctx, txnTimeout)
+	_, err = c.MonitorAll(mctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("ovsdb %s: monitor: %w", remote, err)
+	}
+	m.logf("ovsdb %s: connected and monitoring", remote)
+	rec := NewReconciler(m.sw)
+	rec.Logf = m.Logf
+	tick := time.NewTicker(refresh)
+	defer tick.Stop()
+	poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-tick.C:
+		}
+		if !c.Connected() {
+			continue // the cache is stale; the reconnect repopulates it and kicks us
+		}
+		if err := m.reconcile(ctx, c, rec); err != nil && ctx.Err() == nil {
+			m.logf("ovsdb: %v", err)
+			// A failed write (a conflicting transaction, a reconnect)
+			// is retried on the next change or tick.
+		}
+	}
+}
+
+// snapshot copies the cached rows. The cache's rows are shared with
+// libovsdb; the copies are ours.
+func snapshot(c client.Client) *Rows {
+	r := &Rows{Bridges: map[string]*Bridge{}, Ports: map[string]*Port{},
+		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{}}
+	tc := c.Cache()
+	if t := tc.Table(TableOpenSwitch); t != nil {
+		for _, row := range t.Rows() {
+			if o, ok := row.(*OpenvSwitch); ok {
+				r.Root = o
+			}
+		}
+	}
+	if t := tc.Table(TableBridge); t != nil {
+		for u, row := range t.Rows() {
+			if b, ok := row.(*Bridge); ok {
+				r.Bridges[u] = b
+			}
+		}
+	}
+	if t := tc.Table(TablePort); t != nil {
+		for u, row := range t.Rows() {
+			if p, ok := row.(*Port); ok {
+				r.Ports[u] = p
+			}
+		}
+	}
+	if t := tc.Table(TableInterface); t != nil {
+		for u, row := range t.Rows() {
+			if i, ok := row.(*Interface); ok {
+				r.Interfaces[u] = i
+			}
+		}
+	}
+	if t := tc.Table(TableController); t != nil {
+		for u, row := range t.Rows() {
+			if ct, ok := row.(*Controller); ok {
+				r.Controllers[u] = ct
+			}
+		}
+	}
+	return r
+}
+
+// reconcile applies the cached configuration and writes back the result,
+// then cur_cfg, in one transaction.
+func (m *Monitor) reconcile(ctx context.Context, c client.Client, rec *Reconciler) error {
+	rows := snapshot(c)
+	d := Build(rows)
+	ifaces, dpids := rec.Apply(&d)
+	var ops []libovsdb.Operation
+	for uuid, st := range ifaces {
+		cur := rows.Interfaces[uuid]
+		if cur == nil {
+			continue
+		}
+		o, err := ifaceUpdate(c, cur, st)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, o...)
+	}
+	for uuid, id := range dpids {
+		cur := rows.Bridges[uuid]
+		if cur == nil {
+			continue
+		}
+		want := fmt.Sprintf("%016x", id)
+		if cur.DatapathID != nil && *cur.DatapathID == want {
+			continue
+		}
+		b := &Bridge{UUID: uuid, DatapathID: &want}
+		o, err := c.Where(b).Update(b, &b.DatapathID)
+		if err != nil {
+			return fmt.Errorf("bridge %s: datapath_id: %w", cur.Name, err)
+		}
+		ops = append(ops, o...)
+	}
+	if rows.Root != nil && rows.Root.CurCfg != d.NextCfg {
+		root := &OpenvSwitch{UUID: rows.Root.UUID, CurCfg: d.NextCfg}
+		o, err := c.Where(root).Update(root, &root.CurCfg)
+		if err != nil {
+			return fmt.Errorf("cur_cfg: %w", err)
+		}
+		ops = append(ops, o...)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, txnTimeout)
+	defer cancel()
+	res, err := c.Transact(tctx, ops...)
+	if err != nil {
+		return fmt.Errorf("write back: %w", err)
+	}
+	if _, err := libovsdb.CheckOperationResults(res, ops); err != nil {
+		return fmt.Errorf("write back: %w", err)
+	}
+	if m.OnApplied != nil {
+		m.OnApplied(d.NextCfg)
+	}
+	return nil
+}
+
+// ifaceUpdate returns the update of one Interface row to st, or nothing
+// when the row already says so.
+func ifaceUpdate(c client.Client, cur *Interface, st ifaceStatus) ([]libovsdb.Operation, error) {
+	n := &Interface{UUID: cur.UUID}
+	var fields []any
+	setInt := func(field **int, have *int, v int, ok bool) {
+		switch {
+		case ok && (have == nil || *have != v):
+			*field = &v
+			fields = append(fields, field)
+		case !ok && have != nil:
+			fields = append(fields, field) // clear: nil writes the empty set
+		}
+	}
+	setStr := func(field **string, have *string, v string) {
+		switch {
+		case v != "" && (have == nil || *have != v):
+			*field = &v
+			fields = append(fields, field)
+		case v == "" && have != nil:
+			fields = append(fields, field)
+		}
+	}
+	setInt(&n.Ofport, cur.Ofport, st.ofport, true)
+	setStr(&n.Error, cur.Error, st.err)
+	if st.ofport >= 0 {
+		setInt(&n.Ifindex, cur.Ifindex, st.ifindex, st.known)
+		setStr(&n.MACInUse, cur.MACInUse, st.mac)
+		setStr(&n.AdminState, cur.AdminState, st.admin)
+		setStr(&n.LinkState, cur.LinkState, st.link)
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	ops, err := c.Where(n).Update(n, fields...)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", cur.Name, err)
+	}
+	return ops, nil
+}
+
+// String names the remote for logs.
+func (m *Monitor) String() string {
+	if m.Remote == "" {
+		return DefaultRemote
+	}
+	return strings.TrimSpace(m.Remote)
+}

@@ -1,0 +1,295 @@
+package ovsdb
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"syscall"
+)
+
+// Switch is what the database configures: govswitchd's bridges and
+// ports. Names are bridge and device names. Methods are called from one
+// goroutine at a time.
+type Switch interface {
+	// AddBridge creates and starts a bridge with its datapath and the
+	// datapath's internal port 0 (named as the bridge), under the global
+	// settings g. It adds no other port.
+	AddBridge(cfg *BridgeConfig, g Global) error
+	// ReconfigureBridge applies changed bridge-level settings (fail mode,
+	// controllers, protocols, MAC table) to a running bridge. It keeps the
+	// datapath, its ports and their OpenFlow numbers; like ovs-vswitchd
+	// on a fail-mode or controller change, it may flush OpenFlow flows.
+	ReconfigureBridge(cfg *BridgeConfig, g Global) error
+	// DeleteBridge stops a bridge and destroys its datapath.
+	DeleteBridge(name string) error
+	// AddPort adds device p.Name of type p.Type to the bridge, as OpenFlow
+	// port p.OFPortRequest when that is not 0.
+	AddPort(bridge string, p *PortConfig) error
+	// DeletePort removes a port (not the bridge's own) from the bridge.
+	DeletePort(bridge, port string) error
+	// Ports returns the running ports of a bridge and their state.
+	Ports(bridge string) ([]PortState, error)
+	// DatapathID returns the bridge's OpenFlow datapath id.
+	DatapathID(bridge string) (uint64, error)
+	// SetGlobal applies the global settings that can change at runtime
+	// (the flow limit); the rest take effect for bridges added later.
+	SetGlobal(g Global)
+}
+
+// PortState is a running port as the switch reports it.
+type PortState struct {
+	Name   string
+	Type   string // "system" or "internal"
+	OFPort uint32 // 65534 (OFPP_LOCAL) for the bridge's own port
+	// Device state, from the network device of that name; Known is false
+	// when there is no such device to ask (e.g. on the in-memory
+	// datapath), and then the rest are zero.
+	Known   bool
+	IfIndex int
+	MAC     net.HardwareAddr
+	AdminUp bool
+	LinkUp  bool
+}
+
+// ifaceStatus is what is written back to one Interface row.
+type ifaceStatus struct {
+	ofport     int // -1 for failure
+	err        string
+	known      bool
+	ifindex    int
+	mac        string
+	admin      string
+	link       string
+	bridgeName string
+}
+
+// applied is what the reconciler last did to one bridge.
+type applied struct {
+	cfg BridgeConfig
+}
+
+// Reconciler drives a Switch towards a Desired configuration. It is not
+// safe for concurrent use: the Monitor calls it from one goroutine.
+type Reconciler struct {
+	sw      Switch
+	running map[string]*applied
+	global  Global
+	// Logf receives one line per change and per problem; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// NewReconciler returns a reconciler of sw, which it assumes has no
+// bridge yet.
+func NewReconciler(sw Switch) *Reconciler {
+	return &Reconciler{sw: sw, running: map[string]*applied{}}
+}
+
+func (r *Reconciler) logf(format string, args ...any) {
+	if r.Logf != nil {
+		r.Logf(format, args...)
+	}
+}
+
+// Apply makes the switch match d and returns the status of every
+// interface of d, keyed by Interface UUID, and the datapath id of every
+// running bridge, keyed by Bridge UUID. Failures are reported in the
+// statuses (and logged), never returned: the rest of the configuration
+// still applies.
+func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map[string]uint64) {
+	for _, p := range d.Problems {
+		r.logf("%s", p)
+	}
+	want := map[string]*BridgeConfig{}
+	for i := range d.Bridges {
+		want[d.Bridges[i].Name] = &d.Bridges[i]
+	}
+	// Bridges that went away.
+	names := make([]string, 0, len(r.running))
+	for n := range r.running {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if want[n] == nil {
+			if err := r.sw.DeleteBridge(n); err != nil {
+				r.logf("bridge %s: delete: %v", n, err)
+			} else {
+				r.logf("bridge %s: deleted", n)
+			}
+			delete(r.running, n)
+		}
+	}
+	if d.Global != r.global {
+		r.sw.SetGlobal(d.Global)
+		r.global = d.Global
+	}
+	ifaces = map[string]ifaceStatus{}
+	dpids = map[string]uint64{}
+	for i := range d.Bridges {
+		bc := &d.Bridges[i]
+		berr := r.applyBridge(bc)
+		if berr != nil {
+			r.logf("bridge %s: %v", bc.Name, berr)
+			for _, pc := range bc.Ports {
+				msg := pc.Err
+				if msg == "" {
+					msg = fmt.Sprintf("bridge %s is not running: %v", bc.Name, berr)
+				}
+				ifaces[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			}
+			continue
+		}
+		if id, err := r.sw.DatapathID(bc.Name); err == nil {
+			dpids[bc.UUID] = id
+		}
+		for k, v := range r.applyPorts(bc) {
+			ifaces[k] = v
+		}
+	}
+	return ifaces, dpids
+}
+
+// applyBridge creates the bridge or applies changed settings.
+func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
+	a := r.running[bc.Name]
+	if a == nil {
+		if err := r.sw.AddBridge(bc, r.global); err != nil {
+			return err
+		}
+		r.running[bc.Name] = &applied{cfg: settingsOnly(bc)}
+		r.logf("bridge %s: added", bc.Name)
+		return nil
+	}
+	if settingsEqual(&a.cfg, bc) {
+		return nil
+	}
+	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
+		// The old settings may be half gone: try again next time.
+		a.cfg = BridgeConfig{}
+		return fmt.Errorf("reconfigure: %w", err)
+	}
+	a.cfg = settingsOnly(bc)
+	r.logf("bridge %s: reconfigured (fail_mode %s, %d controllers)", bc.Name, bc.FailMode, len(bc.Controllers))
+	return nil
+}
+
+func settingsOnly(bc *BridgeConfig) BridgeConfig {
+	c := *bc
+	c.Ports = nil
+	c.Protocols = append([]uint8(nil), bc.Protocols...)
+	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
+	return c
+}
+
+// applyPorts adds and removes the bridge's ports and reports each
+// interface's status.
+func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
+	out := map[string]ifaceStatus{}
+	have, err := r.sw.Ports(bc.Name)
+	if err != nil {
+		for _, pc := range bc.Ports {
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: fmt.Sprintf("bridge %s: %v", bc.Name, err)}
+		}
+		return out
+	}
+	byName := map[string]PortState{}
+	for _, ps := range have {
+		byName[ps.Name] = ps
+	}
+	wanted := map[string]*PortConfig{}
+	for i := range bc.Ports {
+		pc := &bc.Ports[i]
+		if pc.Err == "" {
+			wanted[pc.Name] = pc
+		}
+	}
+	// Remove what is not wanted, or wanted differently (type, ofport).
+	for _, ps := range have {
+		if ps.Name == bc.Name {
+			continue // the bridge's own port lives as long as the bridge
+		}
+		pc := wanted[ps.Name]
+		if pc != nil && pc.Type == ps.Type && (pc.OFPortRequest == 0 || pc.OFPortRequest == ps.OFPort) {
+			continue
+		}
+		if err := r.sw.DeletePort(bc.Name, ps.Name); err != nil {
+			r.logf("bridge %s: port %s: delete: %v", bc.Name, ps.Name, err)
+			continue
+		}
+		delete(byName, ps.Name)
+		r.logf("bridge %s: port %s: deleted", bc.Name, ps.Name)
+	}
+	// Add what is missing.
+	added := false
+	for i := range bc.Ports {
+		pc := &bc.Ports[i]
+		if pc.Err != "" {
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: pc.Err}
+			continue
+		}
+		if _, ok := byName[pc.Name]; ok || pc.Local {
+			continue
+		}
+		if err := r.sw.AddPort(bc.Name, pc); err != nil {
+			msg := addError(pc.Name, err)
+			r.logf("bridge %s: %s", bc.Name, msg)
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			continue
+		}
+		added = true
+		r.logf("bridge %s: port %s: added", bc.Name, pc.Name)
+	}
+	if added {
+		if have, err = r.sw.Ports(bc.Name); err != nil {
+			have = nil
+		}
+		byName = map[string]PortState{}
+		for _, ps := range have {
+			byName[ps.Name] = ps
+		}
+	}
+	for i := range bc.Ports {
+		pc := &bc.Ports[i]
+		if _, done := out[pc.IfaceUUID]; done {
+			continue
+		}
+		ps, ok := byName[pc.Name]
+		if !ok {
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: fmt.Sprintf("could not open network device %s (the bridge has no such port)", pc.Name)}
+			continue
+		}
+		st := ifaceStatus{ofport: int(ps.OFPort), known: ps.Known}
+		if ps.Known {
+			st.ifindex = ps.IfIndex
+			if len(ps.MAC) == 6 {
+				st.mac = ps.MAC.String()
+			}
+			st.admin, st.link = upDown(ps.AdminUp), upDown(ps.LinkUp)
+		}
+		out[pc.IfaceUUID] = st
+	}
+	return out
+}
+
+func upDown(b bool) string {
+	if b {
+		return "up"
+	}
+	return "down"
+}
+
+// addError words a failure to add a port as ovs-vswitchd does ("could not
+// open network device eth9 (No such device)"), so that ovs-vsctl's "Error
+// detected while setting up" line reads the same.
+func addError(name string, err error) string {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		msg := en.Error()
+		if msg != "" && msg[0] >= 'a' && msg[0] <= 'z' {
+			msg = string(msg[0]-'a'+'A') + msg[1:]
+		}
+		return fmt.Sprintf("could not open network device %s (%s)", name, msg)
+	}
+	return fmt.Sprintf("could not add network device %s to ofproto (%v)", name, err)
+}
