@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
@@ -71,7 +72,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	// No inactivity check: libovsdb v0.7.0's can deadlock, and the
 	// database is local. Reconnect uses the library's backoff default.
-	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, nil))
+	// libovsdb logs every update at high verbosity through the standard
+	// logger; its events that matter come back to us as errors.
+	quiet := logr.Discard()
+	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, nil),
+		client.WithLogger(&quiet))
 	if err != nil {
 		return fmt.Errorf("ovsdb %s: %w", remote, err)
 	}

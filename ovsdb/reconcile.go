@@ -76,7 +76,10 @@ type Reconciler struct {
 	running map[string]*applied
 	global  Global
 	// Logf receives one line per change and per problem; nil discards.
+	// A problem is logged when it appears, not again on every pass.
 	Logf func(format string, args ...any)
+
+	seen, seenNext map[string]bool // problems logged on the last pass, this pass
 }
 
 // NewReconciler returns a reconciler of sw, which it assumes has no
@@ -91,14 +94,27 @@ func (r *Reconciler) logf(format string, args ...any) {
 	}
 }
 
+// problemf logs a problem unless the previous pass logged it too.
+func (r *Reconciler) problemf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if r.seenNext == nil {
+		r.seenNext = map[string]bool{}
+	}
+	r.seenNext[msg] = true
+	if !r.seen[msg] {
+		r.logf("%s", msg)
+	}
+}
+
 // Apply makes the switch match d and returns the status of every
 // interface of d, keyed by Interface UUID, and the datapath id of every
 // running bridge, keyed by Bridge UUID. Failures are reported in the
 // statuses (and logged), never returned: the rest of the configuration
 // still applies.
 func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map[string]uint64) {
+	defer func() { r.seen, r.seenNext = r.seenNext, nil }()
 	for _, p := range d.Problems {
-		r.logf("%s", p)
+		r.problemf("%s", p)
 	}
 	want := map[string]*BridgeConfig{}
 	for i := range d.Bridges {
@@ -130,7 +146,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		bc := &d.Bridges[i]
 		berr := r.applyBridge(bc)
 		if berr != nil {
-			r.logf("bridge %s: %v", bc.Name, berr)
+			r.problemf("bridge %s: %v", bc.Name, berr)
 			for _, pc := range bc.Ports {
 				msg := pc.Err
 				if msg == "" {
@@ -225,6 +241,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if pc.Err != "" {
+			r.problemf("bridge %s: %s", bc.Name, pc.Err)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: pc.Err}
 			continue
 		}
@@ -233,7 +250,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		}
 		if err := r.sw.AddPort(bc.Name, pc); err != nil {
 			msg := addError(pc.Name, err)
-			r.logf("bridge %s: %s", bc.Name, msg)
+			r.problemf("bridge %s: %s", bc.Name, msg)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
 			continue
 		}
