@@ -31,7 +31,9 @@ func newFakeSwitch(devices ...string) *fakeSwitch {
 	return f
 }
 
-func (f *fakeSwitch) record(format string, args ...any) { f.calls = append(f.calls, fmt.Sprintf(format, args...)) }
+func (f *fakeSwitch) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
 
 func (f *fakeSwitch) AddBridge(cfg *BridgeConfig, g Global) error {
 	f.mu.Lock()

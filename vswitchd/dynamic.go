@@ -1,0 +1,443 @@
+package vswitchd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/governor"
+	"github.com/govswitch/govswitch/ofproto"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+	"github.com/govswitch/govswitch/ovsdb"
+)
+
+// OVSDB-driven configuration: bridges and ports added and removed at
+// runtime as ovsdb-server's tables change (see package ovsdb). The daemon
+// then has no flag-configured bridge; ovs-vsctl is the way to configure it.
+
+// SplitOVSDBArgs takes the OVSDB remote out of a govswitchd command line,
+// before ParseArgs sees the rest. It accepts "--ovsdb REMOTE",
+// "--ovsdb=REMOTE", and a bare "unix:PATH" / "tcp:IP:PORT" argument as
+// ovs-vswitchd takes its database. remote is "" when none was given.
+func SplitOVSDBArgs(args []string) (remote string, rest []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--ovsdb":
+			if i+1 >= len(args) {
+				return "", nil, errors.New("--ovsdb needs a value, such as " + ovsdb.DefaultRemote)
+			}
+			i++
+			remote = args[i]
+		case strings.HasPrefix(a, "--ovsdb="):
+			remote = strings.TrimPrefix(a, "--ovsdb=")
+		case strings.HasPrefix(a, "unix:") || strings.HasPrefix(a, "tcp:"):
+			remote = a
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if remote != "" && !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") {
+		return "", nil, fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", remote)
+	}
+	return remote, rest, nil
+}
+
+// NewForOVSDB is New for a daemon configured from ovsdb-server: cfg needs
+// no bridge (flag-configured bridges are refused: the database owns the
+// bridges), and everything else in cfg is checked and used as New does.
+// Call RunOVSDB, not Run.
+func NewForOVSDB(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, error) {
+	if len(cfg.Bridges) > 0 {
+		return nil, errors.New("--bridge and --ovsdb exclude each other: with --ovsdb, add bridges with ovs-vsctl add-br")
+	}
+	// Validate insists on a bridge, which a database-driven daemon does
+	// not have at start; check the rest with a placeholder.
+	probe := cfg
+	probe.Bridges = []BridgeSpec{{Name: "placeholder"}}
+	d, err := New(probe, provider, logOut)
+	if err != nil {
+		return nil, err
+	}
+	d.cfg.Bridges = nil
+	return d, nil
+}
+
+// RunOVSDB starts the daemon (ovs-appctl socket, pidfile) with no bridge,
+// connects to the ovsdb-server at remote and keeps the bridges and ports
+// configured from it, until ctx ends or Exit is called. Then it stops the
+// OpenFlow connections and the daemon; datapaths are left in place, as by
+// Stop. A failure to reach the database at start is returned.
+func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
+	if err := d.Start(); err != nil {
+		return err
+	}
+	sw := newOVSDBSwitch(d)
+	m := ovsdb.NewMonitor(sw, remote)
+	m.Logf = func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "ovsdb", m.String()) }
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(mctx) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-d.exit:
+	case err = <-done:
+	}
+	cancel()
+	if err == nil {
+		err = <-done
+	}
+	sw.closeAll()
+	d.Stop()
+	return err
+}
+
+// ovsdbSwitch is the ovsdb.Switch of a daemon: it owns the connection
+// managers of the bridges it started. Its methods run on the monitor's
+// goroutine only.
+type ovsdbSwitch struct {
+	d      *Daemon
+	mu     sync.Mutex // guards conns against closeAll from RunOVSDB
+	conns  map[string]*ofproto.ConnManager
+	global ovsdb.Global
+}
+
+func newOVSDBSwitch(d *Daemon) *ovsdbSwitch {
+	return &ovsdbSwitch{d: d, conns: map[string]*ofproto.ConnManager{}}
+}
+
+var _ ovsdb.Switch = (*ovsdbSwitch)(nil)
+
+// AddBridge opens or creates the datapath called cfg.Name and starts a
+// bridge on it, with its OpenFlow connection manager (mgmt socket
+// <rundir>/<bridge>.mgmt, cfg's controllers and protocols).
+func (s *ovsdbSwitch) AddBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global) error {
+	if s.d.Bridge(cfg.Name) != nil {
+		return s.ReconfigureBridge(cfg, g)
+	}
+	return s.build(cfg, g, nil)
+}
+
+// ReconfigureBridge rebuilds the bridge's OpenFlow side over the same
+// datapath: the datapath, its ports, their OpenFlow numbers and the
+// kernel's flows stay; OpenFlow flows and learned MACs start afresh, as
+// when ovs-vswitchd flushes a bridge whose fail mode or controller set
+// changes. Used for fail_mode, controllers, protocols and the MAC table
+// settings, which the running bridge cannot change in place.
+func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global) error {
+	b := s.d.Bridge(cfg.Name)
+	if b == nil {
+		return s.build(cfg, g, nil)
+	}
+	ofports := map[string]uint32{}
+	for _, p := range b.Ports.Snapshot().List() {
+		ofports[p.Name] = p.OFPort
+	}
+	s.stop(cfg.Name, b)
+	// The kernel's flows were translated under the old settings (a
+	// secure bridge must not keep forwarding by its standalone flows):
+	// start the new bridge from an empty datapath flow table.
+	if err := b.DP.FlushFlows(); err != nil {
+		s.d.log.Warn("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
+	}
+	if err := b.DP.Close(); err != nil {
+		s.d.log.Warn("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
+	}
+	return s.build(cfg, g, ofports)
+}
+
+// DeleteBridge stops the bridge and destroys its datapath, as
+// ovs-vswitchd does on del-br.
+func (s *ovsdbSwitch) DeleteBridge(name string) error {
+	if b := s.d.Bridge(name); b != nil {
+		s.stop(name, b)
+		b.DP.Close()
+	}
+	// A bridge whose reconfiguration failed is not running but may still
+	// have its datapath.
+	if err := s.d.provider.Delete(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("bridge %s: delete datapath: %w", name, err)
+	}
+	return nil
+}
+
+// stop closes the bridge's connection manager, stops its handlers and
+// forgets it; the datapath handle stays open for the caller.
+func (s *ovsdbSwitch) stop(name string, b *ofproto.Bridge) {
+	s.mu.Lock()
+	cm := s.conns[name]
+	delete(s.conns, name)
+	s.mu.Unlock()
+	if cm != nil {
+		cm.Close()
+	}
+	b.Stop()
+	d := s.d
+	d.mu.Lock()
+	delete(d.byName, name)
+	for i, x := range d.bridges {
+		if x == b {
+			d.bridges = append(d.bridges[:i:i], d.bridges[i+1:]...)
+			break
+		}
+	}
+	d.mu.Unlock()
+}
+
+// closeAll closes every connection manager (at shutdown, before
+// Daemon.Stop stops the bridges).
+func (s *ovsdbSwitch) closeAll() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = map[string]*ofproto.ConnManager{}
+	s.mu.Unlock()
+	for _, cm := range conns {
+		cm.Close()
+	}
+}
+
+// build opens (or creates) the datapath and starts the bridge. ofports,
+// when not nil, gives ports the datapath already has their former
+// OpenFlow numbers (NewBridge numbers them as the datapath does).
+func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map[string]uint32) error {
+	d := s.d
+	handlers := d.cfg.Handlers
+	if g.Handlers > 0 {
+		handlers = g.Handlers
+	}
+	dpcfg := datapath.Config{Handlers: handlers}
+	dp, err := d.provider.Open(cfg.Name, dpcfg)
+	reattached := err == nil
+	if errors.Is(err, os.ErrNotExist) {
+		dp, err = d.provider.Create(cfg.Name, dpcfg)
+	}
+	if err != nil {
+		return fmt.Errorf("datapath: %w (is the openvswitch module loaded? try modprobe openvswitch)", err)
+	}
+	fail, err := ofproto.ParseFailMode(cfg.FailMode)
+	if err != nil {
+		dp.Close()
+		return err
+	}
+	up := ofproto.UpcallConfig{FlowLimit: d.cfg.FlowLimit, MaxIdle: d.cfg.MaxIdle,
+		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
+	if g.FlowLimit > 0 {
+		up.FlowLimit = g.FlowLimit
+	}
+	if g.MaxIdle > 0 {
+		up.MaxIdle = g.MaxIdle
+	}
+	gov := d.cfg.Governor
+	if g.Governor != nil {
+		gov = *g.Governor
+	}
+	if gov {
+		m, _ := governor.ParseMode(d.cfg.GovernorMode)
+		up.Governor = &m
+	}
+	bc := ofproto.BridgeConfig{Name: cfg.Name, FailMode: fail, HasControllers: len(cfg.Controllers) > 0,
+		MACTableSize: d.cfg.MACTableSize, MACAging: d.cfg.MACAging, Upcall: up}
+	if cfg.MACTableSize > 0 {
+		bc.MACTableSize = cfg.MACTableSize
+	}
+	if cfg.MACAging > 0 {
+		bc.MACAging = cfg.MACAging
+	}
+	b, err := ofproto.NewBridge(bc, dp)
+	if err != nil {
+		dp.Close()
+		return err
+	}
+	renumber(b, ofports)
+	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Protocols: cfg.Protocols, Logger: d.log}
+	for _, c := range cfg.Controllers {
+		cc.Controllers = append(cc.Controllers, c.Target)
+		// One probe interval and backoff per bridge: the smallest asked.
+		if c.ProbeInterval > 0 && (cc.ProbeInterval == 0 || c.ProbeInterval < cc.ProbeInterval) {
+			cc.ProbeInterval = c.ProbeInterval
+		}
+		if c.MaxBackoff > 0 && (cc.MaxBackoff == 0 || c.MaxBackoff < cc.MaxBackoff) {
+			cc.MaxBackoff = c.MaxBackoff
+		}
+	}
+	cm, err := ofproto.NewConnManager(b, cc)
+	if err != nil {
+		dp.Close()
+		return err
+	}
+	name := cfg.Name
+	b.Udpif.OnGovernorGeneration = func(gen governor.Generation) {
+		d.log.Info("governor generation ended", "bridge", name, "packets", gen.Packets,
+			"seconds", gen.Elapsed.Seconds(), "size", gen.NewSize, "hashes", gen.Flows, "setups", gen.Setups,
+			"shortcuts", gen.Shortcuts)
+	}
+	b.Start()
+	if err := cm.Start(); err != nil {
+		b.Stop()
+		dp.Close()
+		return err
+	}
+	s.mu.Lock()
+	s.conns[name] = cm
+	s.mu.Unlock()
+	d.mu.Lock()
+	d.bridges = append(d.bridges, b)
+	d.byName[name] = b
+	d.mu.Unlock()
+	d.log.Info("bridge up", "bridge", name, "reattached", reattached, "fail_mode", fail,
+		"controllers", len(cc.Controllers), "dispatch", dispatchMode(dp.Features()),
+		"ports", len(b.Ports.Snapshot().List()))
+	return nil
+}
+
+// renumber gives the bridge's ports the OpenFlow numbers in ofports
+// (by name), before the bridge starts.
+func renumber(b *ofproto.Bridge, ofports map[string]uint32) {
+	for _, p := range b.Ports.Snapshot().List() {
+		want, ok := ofports[p.Name]
+		if !ok || want == p.OFPort || b.Ports.Snapshot().ByOF(want) != nil {
+			continue
+		}
+		np := *p
+		np.OFPort = want
+		b.Ports.Remove(p.OFPort)
+		if err := b.Ports.Add(np); err != nil {
+			b.Ports.Add(*p) // keep the port, under its old number
+		}
+	}
+}
+
+// AddPort adds the device to the bridge, as OpenFlow port
+// p.OFPortRequest when set. A requested number another port holds is an
+// error (rather than a silent renumbering of either port).
+func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return fmt.Errorf("bridge %s: not running", bridge)
+	}
+	if p.OFPortRequest != 0 {
+		if q := b.Ports.Snapshot().ByOF(p.OFPortRequest); q != nil {
+			return fmt.Errorf("ofport_request %d is already OpenFlow port %d (%s)", p.OFPortRequest, q.OFPort, q.Name)
+		}
+	}
+	if _, err := b.AddPort(p.Name, p.Type, p.OFPortRequest); err != nil {
+		return err
+	}
+	s.invalidate(b)
+	return nil
+}
+
+// DeletePort removes the port from the bridge and the datapath.
+func (s *ovsdbSwitch) DeletePort(bridge, port string) error {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return fmt.Errorf("bridge %s: not running", bridge)
+	}
+	if err := b.DeletePort(port); err != nil {
+		return err
+	}
+	s.invalidate(b)
+	return nil
+}
+
+// invalidate makes the bridge's revalidator translate every datapath
+// flow again (within its 500 ms interval), after a port change: flows
+// that flooded to the old set of ports, or output to a removed one, must
+// follow the new set.
+//
+// The flow tables have no way to bump their version alone, and
+// Udpif.Purge races the upcall handlers, so this adds and at once deletes
+// a sentinel rule in the last table (which nothing reaches unless a flow
+// sends it there) — the same device as ofproto's ConnManager uses. A
+// Tables.Touch() in ofproto would say it plainly.
+func (s *ovsdbSwitch) invalidate(b *ofproto.Bridge) {
+	fm := ofproto.FlowMod{Command: ofproto.CmdAdd, Table: ofproto.NumTables - 1, Priority: 0xffff,
+		OutPort: openflow.PortAny}
+	fm.Match.Mask.Regs[15], fm.Match.Mask.Mark = ^uint32(0), ^uint32(0)
+	fm.Match.Key.Mark = 0x9e5e7a12
+	for fm.Match.Key.Regs[15] = 0x907e1; ; fm.Match.Key.Regs[15]++ {
+		// Never replace a rule someone else holds.
+		if b.Tables.Table(fm.Table).Snapshot().Find(&fm.Match, int(fm.Priority)) == nil {
+			break
+		}
+	}
+	now := time.Now()
+	if err := b.Tables.Apply(&fm, now); err != nil {
+		s.d.log.Warn("cannot invalidate datapath flows after a port change", "bridge", b.Name, "err", err)
+		return
+	}
+	fm.Command = ofproto.CmdDeleteStrict
+	b.Tables.Apply(&fm, now)
+}
+
+// ofppLocal is OFPP_LOCAL as the database stores ofport: OpenFlow 1.0's
+// 16-bit number.
+const ofppLocal = 65534
+
+// Ports reports the bridge's ports. Device state (ifindex, MAC, up/down)
+// comes from the host's network device of the port's name, and is not
+// reported on the in-memory datapath, whose devices are not the host's.
+func (s *ovsdbSwitch) Ports(bridge string) ([]ovsdb.PortState, error) {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return nil, fmt.Errorf("bridge %s: not running", bridge)
+	}
+	_, inMemory := s.d.provider.(*dummy.Provider)
+	list := b.Ports.Snapshot().List()
+	out := make([]ovsdb.PortState, 0, len(list))
+	for _, p := range list {
+		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort}
+		if p.OFPort == openflow.PortLocal {
+			ps.OFPort = ofppLocal
+		}
+		if !inMemory {
+			if ifc, err := net.InterfaceByName(p.Name); err == nil {
+				ps.Known = true
+				ps.IfIndex = ifc.Index
+				ps.MAC = ifc.HardwareAddr
+				ps.AdminUp = ifc.Flags&net.FlagUp != 0
+				ps.LinkUp = ifc.Flags&net.FlagRunning != 0
+			}
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+// DatapathID returns the bridge's OpenFlow datapath id.
+func (s *ovsdbSwitch) DatapathID(bridge string) (uint64, error) {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return 0, fmt.Errorf("bridge %s: not running", bridge)
+	}
+	return b.DatapathID, nil
+}
+
+// SetGlobal records the Open_vSwitch other_config knobs. flow-limit
+// applies to running bridges at once, as ovs-appctl upcall/set-flow-limit
+// does (the revalidator's dynamic limit then moves under the cap the
+// bridge started with). n-handler-threads, max-idle and
+// govswitch-governor apply to bridges started (or reconfigured) later:
+// restart govswitchd to apply them to running bridges.
+func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
+	old := s.global
+	s.global = g
+	if g.FlowLimit > 0 && g.FlowLimit != old.FlowLimit {
+		for _, b := range s.d.Bridges() {
+			b.Udpif.SetFlowLimit(g.FlowLimit)
+		}
+	}
+	if len(s.d.Bridges()) > 0 && (g.Handlers != old.Handlers || g.MaxIdle != old.MaxIdle ||
+		(g.Governor == nil) != (old.Governor == nil) || g.Governor != nil && *g.Governor != *old.Governor) {
+		s.d.log.Warn("other_config changed: n-handler-threads, max-idle and govswitch-governor apply to bridges added from now on; restart govswitchd to apply them to running bridges")
+	}
+}

@@ -1,0 +1,342 @@
+package vswitchd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/ofproto"
+	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// ovsdbSwitchUnderTest is a daemon on the in-memory datapath configured
+// from a real ovsdb-server.
+type ovsdbSwitchUnderTest struct {
+	d    *Daemon
+	srv  *ovsdbtest.Server
+	prov *dummy.Provider
+	dir  string
+	log  *syncBuffer
+}
+
+func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
+	t.Helper()
+	srv := ovsdbtest.Start(t)
+	prov := dummy.New()
+	for _, n := range devices {
+		if _, err := prov.AddNetdev(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	log := &syncBuffer{}
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: dir, Pidfile: "-", Handlers: 2}, prov, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.RunOVSDB(ctx, srv.Remote) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("RunOVSDB: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("RunOVSDB did not return after cancel")
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", log.String())
+		}
+	})
+	return &ovsdbSwitchUnderTest{d: d, srv: srv, prov: prov, dir: dir, log: log}
+}
+
+// vsctl runs ovs-vsctl, failing the test when it hangs: every command
+// must return within limit, which needs the daemon to write cur_cfg.
+func (s *ovsdbSwitchUnderTest) vsctl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	const limit = 5 * time.Second
+	start := time.Now()
+	out, err := s.srv.Vsctl(limit, args...)
+	if el := time.Since(start); el >= limit || strings.Contains(out, "timed out") {
+		t.Fatalf("ovs-vsctl %s did not return in %v: %s", strings.Join(args, " "), limit, out)
+	}
+	return out, err
+}
+
+func (s *ovsdbSwitchUnderTest) must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := s.vsctl(t, args...)
+	if err != nil {
+		t.Fatalf("ovs-vsctl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func portNames(b *ofproto.Bridge) map[string]uint32 {
+	out := map[string]uint32{}
+	for _, p := range b.Ports.Snapshot().List() {
+		out[p.Name] = p.OFPort
+	}
+	return out
+}
+
+// TestOVSDBPortsAndTraffic builds a bridge with ovs-vsctl alone and checks
+// that the switch and the database follow every command, and that traffic
+// follows the ports.
+func TestOVSDBPortsAndTraffic(t *testing.T) {
+	s := startOVSDBSwitch(t, "p1", "p2", "p3")
+	s.must(t, "add-br", "br0")
+	b := s.d.Bridge("br0")
+	if b == nil {
+		t.Fatal("add-br returned but the daemon has no br0")
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "br0.mgmt")); err != nil {
+		t.Errorf("no OpenFlow mgmt socket for br0: %v", err)
+	}
+	s.must(t, "add-port", "br0", "p1")
+	s.must(t, "add-port", "br0", "p2", "--", "set", "Interface", "p2", "ofport_request=10")
+
+	b = s.d.Bridge("br0")
+	want := map[string]uint32{"br0": 0xfffffffe, "p1": 1, "p2": 10}
+	if got := portNames(b); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ports %v, want %v", got, want)
+	}
+	for _, c := range []struct{ iface, want string }{{"br0", "65534"}, {"p1", "1"}, {"p2", "10"}} {
+		if got := s.must(t, "get", "Interface", c.iface, "ofport"); got != c.want {
+			t.Errorf("Interface %s ofport = %s, want %s", c.iface, got, c.want)
+		}
+	}
+	if got := s.must(t, "get", "Bridge", "br0", "datapath_id"); len(got) != 18 {
+		t.Errorf("datapath_id = %s, want 16 hex digits in quotes", got)
+	}
+
+	p1, p2, p3 := s.prov.Netdev("p1"), s.prov.Netdev("p2"), s.prov.Netdev("p3")
+	ab := tcpFrame(macA, macB, 40000, 80)
+	p1.Send(ab)
+	expectFrame(t, p2, ab)
+
+	// A port whose device does not exist: ofport -1, the error on the row
+	// and in ovs-vsctl's output, the rest untouched.
+	out, _ := s.vsctl(t, "add-port", "br0", "nosuch0")
+	if !strings.Contains(out, "Error detected while setting up 'nosuch0'") || !strings.Contains(out, "No such device") {
+		t.Errorf("add-port of a missing device: ovs-vsctl said %q", out)
+	}
+	if got := s.must(t, "get", "Interface", "nosuch0", "ofport"); got != "-1" {
+		t.Errorf("nosuch0 ofport = %s, want -1", got)
+	}
+	if show := s.must(t, "show"); !strings.Contains(show, `error: "could not open network device nosuch0 (No such device)"`) {
+		t.Errorf("ovs-vsctl show lacks nosuch0's error:\n%s", show)
+	}
+	ofports := s.must(t, "--columns=name,ofport", "--format=csv", "--no-headings", "list", "Interface")
+	for _, want := range []string{"br0,65534", "p1,1", "p2,10", "nosuch0,-1"} {
+		if !strings.Contains(ofports, want) {
+			t.Errorf("Interface ofports lack %q:\n%s", want, ofports)
+		}
+	}
+
+	// del-port: the port leaves the bridge and the datapath, and its
+	// traffic stops.
+	s.must(t, "del-port", "br0", "p2")
+	if _, ok := portNames(s.d.Bridge("br0"))["p2"]; ok {
+		t.Error("p2 still on br0 after del-port")
+	}
+	s.must(t, "add-port", "br0", "p3")
+	// The datapath flow that flooded to p2 is revalidated (within the
+	// revalidator's interval) to flood to p3 instead.
+	eventuallyFrame(t, p1, p3, tcpFrame(macA, macB, 40001, 80))
+	expectNoFrame(t, p2)
+	if err := p2.Send(ab); err == nil {
+		t.Error("p2 still attached to a datapath after del-port")
+	}
+
+	// del-br destroys the datapath.
+	s.must(t, "del-br", "br0")
+	if s.d.Bridge("br0") != nil {
+		t.Error("br0 still running after del-br")
+	}
+	if _, err := s.prov.Open("br0", datapath.Config{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("br0's datapath after del-br: Open = %v, want not exist", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "br0.mgmt")); err == nil {
+		t.Error("br0.mgmt left behind after del-br")
+	}
+}
+
+// eventuallyFrame sends frame on from until it arrives on to, for up to
+// 3 s: for changes that reach the datapath's flows through revalidation.
+func eventuallyFrame(t *testing.T, from, to *dummy.Netdev, frame []byte) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		from.Send(frame)
+		if got, err := to.Recv(100 * time.Millisecond); err == nil {
+			if !bytes.Equal(got, frame) {
+				t.Fatalf("%s: got a different frame", to.Name())
+			}
+			return
+		}
+	}
+	t.Fatalf("%s: frame did not arrive in 3 s", to.Name())
+}
+
+// TestOVSDBFailModeAndController: set-fail-mode and set-controller reach
+// the running bridge; ports keep their OpenFlow numbers across the
+// reconfiguration.
+func TestOVSDBFailModeAndController(t *testing.T) {
+	s := startOVSDBSwitch(t, "p1", "p2")
+	s.must(t, "add-br", "br0", "--", "add-port", "br0", "p1", "--", "add-port", "br0", "p2",
+		"--", "set", "Interface", "p2", "ofport_request=7")
+	p1, p2 := s.prov.Netdev("p1"), s.prov.Netdev("p2")
+	frame := func(n uint16) []byte { return tcpFrame(macA, macB, 40000+n, 80) }
+	p1.Send(frame(0))
+	expectFrame(t, p2, frame(0))
+
+	s.must(t, "set-fail-mode", "br0", "secure")
+	b := s.d.Bridge("br0")
+	if b == nil || b.Config.FailMode != ofproto.FailSecure {
+		t.Fatalf("after set-fail-mode secure: bridge %v", b)
+	}
+	if got := portNames(b); got["p1"] != 1 || got["p2"] != 7 {
+		t.Errorf("ports renumbered by the reconfiguration: %v", got)
+	}
+	if n := b.Tables.Len(); n != 0 {
+		t.Errorf("secure bridge without controller has %d flows, want 0", n)
+	}
+	p1.Send(frame(1))
+	expectNoFrame(t, p2)
+
+	s.must(t, "del-fail-mode", "br0")
+	p1.Send(frame(2))
+	expectFrame(t, p2, frame(2))
+
+	// A controller: the bridge dials it and says hello.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s.must(t, "set-controller", "br0", "tcp:"+ln.Addr().String())
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatalf("the bridge did not connect to its controller: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	hdr := make([]byte, 8)
+	if _, err := io.ReadFull(c, hdr); err != nil || hdr[1] != 0 /* OFPT_HELLO */ {
+		t.Errorf("controller got %x, %v; want an OpenFlow hello", hdr, err)
+	}
+	c.Close()
+	if !s.d.Bridge("br0").Config.HasControllers {
+		t.Error("bridge does not know it has a controller")
+	}
+	s.must(t, "del-controller", "br0")
+	if s.d.Bridge("br0").Config.HasControllers {
+		t.Error("bridge still has a controller after del-controller")
+	}
+}
+
+// TestOVSDBOtherConfig: the knobs reach bridges, bad values are logged and
+// ignored.
+func TestOVSDBOtherConfig(t *testing.T) {
+	s := startOVSDBSwitch(t)
+	s.must(t, "set", "Open_vSwitch", ".", "other_config:govswitch-governor=true", "other_config:max-idle=2500",
+		"other_config:flow-limit=oops")
+	s.must(t, "add-br", "br0", "--", "set", "Bridge", "br0", "other_config:mac-table-size=123",
+		"other_config:mac-aging-time=17")
+	b := s.d.Bridge("br0")
+	if b == nil {
+		t.Fatal("no br0")
+	}
+	cases := []struct {
+		name      string
+		got, want any
+	}{
+		{"governor on", b.Config.Upcall.Governor != nil, true},
+		{"max-idle", b.Config.Upcall.MaxIdle, 2500 * time.Millisecond},
+		{"flow-limit kept default", b.Config.Upcall.FlowLimit, ofproto.DefaultFlowLimit},
+		{"mac-table-size", b.Config.MACTableSize, 123},
+		{"mac-aging-time", b.Config.MACAging, 17 * time.Second},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if !strings.Contains(s.log.String(), `flow-limit=\"oops\"`) {
+		t.Errorf("bad flow-limit not logged:\n%s", s.log.String())
+	}
+}
+
+func TestSplitOVSDBArgs(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		remote  string
+		rest    []string
+		wantErr bool
+	}{
+		{"none", []string{"--datapath", "dummy"}, "", []string{"--datapath", "dummy"}, false},
+		{"flag", []string{"--ovsdb", "unix:/x.sock", "--handlers", "2"}, "unix:/x.sock", []string{"--handlers", "2"}, false},
+		{"flag=", []string{"--ovsdb=tcp:127.0.0.1:6640"}, "tcp:127.0.0.1:6640", nil, false},
+		{"bare like ovs-vswitchd", []string{"unix:/var/run/openvswitch/db.sock", "--log-level", "debug"},
+			"unix:/var/run/openvswitch/db.sock", []string{"--log-level", "debug"}, false},
+		{"missing value", []string{"--ovsdb"}, "", nil, true},
+		{"bad remote", []string{"--ovsdb", "/var/run/db.sock"}, "", nil, true},
+	}
+	for _, c := range cases {
+		remote, rest, err := SplitOVSDBArgs(c.args)
+		if (err != nil) != c.wantErr {
+			t.Errorf("%s: err %v", c.name, err)
+			continue
+		}
+		if c.wantErr {
+			continue
+		}
+		if remote != c.remote || !reflect.DeepEqual(rest, c.rest) {
+			t.Errorf("%s: got %q %q, want %q %q", c.name, remote, rest, c.remote, c.rest)
+		}
+	}
+}
+
+func TestNewForOVSDBRefusesBridges(t *testing.T) {
+	_, err := NewForOVSDB(Config{Datapath: "dummy", Bridges: []BridgeSpec{{Name: "br0"}}}, dummy.New(), io.Discard)
+	if err == nil {
+		t.Error("NewForOVSDB accepted a flag-configured bridge")
+	}
+	if _, err := NewForOVSDB(Config{Datapath: "bogus"}, dummy.New(), io.Discard); err == nil {
+		t.Error("NewForOVSDB accepted a bad datapath type")
+	}
+}
