@@ -138,7 +138,18 @@ func (s *Snapshot[T]) Version() uint64 {
 // says), or nil, and widens wc by the bits of k the answer depended on:
 // every key equal to k on the bits of the widened wc gets the same answer.
 // Start wc at zero for one table's megaflow mask, or carry it across the
-// tables a packet visits. wc may be nil. Lookup does not allocate.
+// tables a packet visits. wc may be nil. Lookup does not allocate, and
+// k and wc are not kept.
+//
+// The bits added, per subtable visited (those that cannot beat the rule
+// already found are not visited and add nothing): its whole mask when it
+// matches or misses in its last stage; its mask's bits of the stages up
+// to the one that missed otherwise; and when a prefix trie shows that no
+// rule's address or port prefix of the subtable's length matches, only
+// the leading bits of that field the trie looked at, plus the earlier
+// stages (so an address bit never goes in without the eth_type that gives
+// it meaning, when the rules match on eth_type). An exact-match subtable
+// adds every bit; an all-wildcard one adds none.
 func (s *Snapshot[T]) Lookup(k *flow.Key, wc *flow.Mask) *Rule[T] {
 	if s == nil {
 		return nil
@@ -175,19 +186,23 @@ func (st *subtable[T]) mayBeat(p int, bst *subtable[T]) bool {
 // that asks.
 type trieCtx struct {
 	roots   *[numGlobalTries]*trieNode
+	active  bool // some trie has been asked
 	started [numGlobalTries]bool
 	walks   [numGlobalTries]trieWalk
 }
 
-// walking reports whether this lookup has begun walking f's trie. Going
-// on costs little (the top of the trie is cached, and the walk only goes
-// deeper); starting is what a lookup that hits everywhere can avoid.
-func (c *trieCtx) walking(f prefixField) bool { return c.started[f] }
+// walking reports whether this lookup has begun to consult tries. Once it
+// has (a subtable missed), more subtables are likely to, and asking a trie
+// first is cheaper than probing their hash tables: a walk is shared by all
+// subtables, and the top of a trie stays in cache. Until then, the walks
+// are what a lookup that hits everywhere can avoid.
+func (c *trieCtx) walking() bool { return c.active }
 
 // mayMatch reports whether some rule matching a prefix of length plen of
 // field f agrees with k there, and how many leading bits of the field
 // decided that (see trieWalk.query).
 func (c *trieCtx) mayMatch(k *flow.Key, f prefixField, plen int) (bool, int) {
+	c.active = true
 	w := &c.walks[f]
 	if !c.started[f] {
 		w.start(c.roots[f], f.value(k), f.width())

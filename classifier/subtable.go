@@ -10,7 +10,8 @@ import (
 // A subtable holds every rule whose mask is one particular mask: a hash
 // table from masked key to the rules with that match. It is immutable once
 // published; writers derive the next version with insert and remove, which
-// share all unchanged structure with the old one.
+// share all unchanged structure with the old one (a batch changes in place
+// only the versions it made itself and has not yet published).
 //
 // The fields a lookup reads come first and live in the struct itself (no
 // slices to follow), so that visiting a subtable that turns the key away
@@ -26,8 +27,9 @@ type subtable[T any] struct {
 	// plan entries [stageEnd[i-1], stageEnd[i]) are stage i's, where the
 	// stages counted are only those in which the mask has bits.
 	stageEnd [len(flow.StageEnd)]uint8
-	// tries are the classifier-wide prefix tries to consult, in stage
-	// order, before hashing the stage each belongs to.
+	// tries are the classifier-wide prefix tries that can explain a miss
+	// in the stage each belongs to with fewer bits than the stage's mask,
+	// in stage order.
 	tries [numGlobalTries]trieCheck
 	// onlyOK[i] says index[i] holds the single hash only[i], the common
 	// case (e.g. every rule matches eth_type=0x0800), checked without a
@@ -48,7 +50,7 @@ type subtable[T any] struct {
 	ports []portTrie
 	masks [flow.KeyWords]uint64 // mask word of each plan entry
 
-	// Read by writers only.
+	// Read by writers, and by lookups only to break priority ties.
 	pris     hmap[uint32] // number of rules per priority
 	nRules   int
 	owner    uint64     // the batch that may still change it in place (see trieNode.owner)
@@ -246,15 +248,15 @@ func (st *subtable[T]) lookup(k *flow.Key, wc *flow.Mask, tc *trieCtx) *Rule[T] 
 	var h uint64
 	w, t := 0, 0
 	for i := range int(st.nStages) {
-		// Trie checks whose walk this lookup has begun are cheap and can
-		// spare the stage's hash probe: do them first. The others wait
+		// Once this lookup consults tries, they go first: they are cheap
+		// by then and can spare the stage's hash probe. Before, they wait
 		// until the stage misses, the only time their answer matters (a
 		// key the stage matches has a rule whose prefix matches too), so
 		// a lookup that never misses never walks a trie.
 		t0 := t
 		for ; t < int(st.nTries) && int(st.tries[t].stage) == i; t++ {
 			c := &st.tries[t]
-			if !tc.walking(c.field) {
+			if !tc.walking() {
 				continue
 			}
 			if ok, check := tc.mayMatch(k, c.field, int(c.plen)); !ok {
