@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"math"
 	"testing"
 
 	"github.com/govswitch/govswitch/flow"
@@ -312,5 +313,39 @@ func TestBatchRulesIsStable(t *testing.T) {
 	}
 	if b.Len() != 2 {
 		t.Errorf("Len = %d after removing all six, want 2", b.Len())
+	}
+}
+
+// TestExtremePriorities: any int is a priority, and the maximum of a
+// subtable is recomputed as rules leave.
+func TestExtremePriorities(t *testing.T) {
+	var c Classifier[int]
+	tpDst80 := m(func(k *flow.Key, m *flow.Mask) { k.TpDst, m.TpDst = 80, 0xffff })
+	key := flow.Key{TpDst: 80}
+	rules := []*Rule[int]{
+		{Match: tpDst80, Priority: math.MaxInt, Value: 0},
+		{Match: tpDst80, Priority: math.MinInt, Value: 1},
+		{Match: m(nil), Priority: 0, Value: 2},
+		{Match: tpDst80, Priority: -1, Value: 3},
+	}
+	for _, r := range rules {
+		c.Insert(r)
+	}
+	for _, step := range []struct {
+		remove int // index into rules, -1 for none
+		want   int // Value of the winner, -1 for none
+	}{
+		{-1, 0}, {0, 2}, {2, 3}, {3, 1}, {1, -1},
+	} {
+		if step.remove >= 0 && !c.Remove(rules[step.remove]) {
+			t.Fatalf("Remove(%d) failed", step.remove)
+		}
+		got := c.Lookup(&key, nil)
+		switch {
+		case step.want < 0 && got != nil:
+			t.Fatalf("after removing %d: got rule %d, want none", step.remove, got.Value)
+		case step.want >= 0 && (got == nil || got.Value != step.want):
+			t.Fatalf("after removing %d: got %v, want rule %d", step.remove, got, step.want)
+		}
 	}
 }
