@@ -1,0 +1,241 @@
+package ovsdb
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// rowsOf builds a Rows with one bridge br0 whose ports are given as
+// (port name, interfaces).
+func rowsOf(root *OpenvSwitch, br *Bridge, ports map[string][]*Interface) *Rows {
+	r := &Rows{Root: root, Bridges: map[string]*Bridge{}, Ports: map[string]*Port{},
+		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{}}
+	if br != nil {
+		r.Bridges[br.UUID] = br
+		root.Bridges = append(root.Bridges, br.UUID)
+		for name, ifs := range ports {
+			p := &Port{UUID: "p-" + name, Name: name}
+			for _, in := range ifs {
+				r.Interfaces[in.UUID] = in
+				p.Interfaces = append(p.Interfaces, in.UUID)
+			}
+			r.Ports[p.UUID] = p
+			br.Ports = append(br.Ports, p.UUID)
+		}
+	}
+	return r
+}
+
+func iface(name, typ string) *Interface { return &Interface{UUID: "i-" + name, Name: name, Type: typ} }
+
+func TestBuild(t *testing.T) {
+	cases := []struct {
+		name string
+		rows func() *Rows
+		// check inspects the result; problem, when set, must appear in
+		// Problems.
+		check   func(t *testing.T, d Desired)
+		problem string
+	}{
+		{
+			name: "no root row",
+			rows: func() *Rows { return &Rows{} },
+			check: func(t *testing.T, d Desired) {
+				if len(d.Bridges) != 0 || d.NextCfg != 0 {
+					t.Errorf("got %+v", d)
+				}
+			},
+		},
+		{
+			name: "bridge with local, system and internal ports",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", NextCfg: 7}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"br0": {iface("br0", "internal")}, "eth1": {iface("eth1", "")},
+						"vm0": {iface("vm0", "internal")}})
+			},
+			check: func(t *testing.T, d Desired) {
+				if d.NextCfg != 7 || len(d.Bridges) != 1 {
+					t.Fatalf("got %+v", d)
+				}
+				b := d.Bridges[0]
+				if b.FailMode != "standalone" || b.Protocols != nil {
+					t.Errorf("bridge %+v", b)
+				}
+				got := []string{}
+				for _, p := range b.Ports {
+					got = append(got, p.Name+":"+p.Type+":"+p.Err)
+				}
+				if want := []string{"br0:internal:", "eth1:system:", "vm0:internal:"}; !reflect.DeepEqual(got, want) {
+					t.Errorf("ports %v, want %v", got, want)
+				}
+				if !b.Ports[0].Local || b.Ports[1].Local {
+					t.Errorf("Local flags %v %v", b.Ports[0].Local, b.Ports[1].Local)
+				}
+			},
+		},
+		{
+			name: "unsupported interface type",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"vx0": {iface("vx0", "vxlan")}})
+			},
+			check: func(t *testing.T, d Desired) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"vxlan" is not supported`) {
+					t.Errorf("Err %q", e)
+				}
+			},
+		},
+		{
+			name: "bond",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
+			},
+			check: func(t *testing.T, d Desired) {
+				for _, p := range d.Bridges[0].Ports {
+					if !strings.Contains(p.Err, "bonds are not supported") {
+						t.Errorf("port %s Err %q", p.Name, p.Err)
+					}
+				}
+			},
+		},
+		{
+			name: "bridge-named port not internal",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"br0": {iface("br0", "system")}})
+			},
+			check: func(t *testing.T, d Desired) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "must be of type internal") {
+					t.Errorf("Err %q", e)
+				}
+			},
+		},
+		{
+			name: "long device name",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"abcdefghijklmnopq": {iface("abcdefghijklmnopq", "")}})
+			},
+			check: func(t *testing.T, d Desired) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "1 to 15 characters") {
+					t.Errorf("Err %q", e)
+				}
+			},
+		},
+		{
+			name: "settings and knobs",
+			rows: func() *Rows {
+				root := &OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"flow-limit": "5000",
+					"max-idle": "1500", "n-handler-threads": "4", "govswitch-governor": "false"}}
+				br := &Bridge{UUID: "b0", Name: "br0", FailMode: ptr("secure"),
+					Protocols:   []string{"OpenFlow13", "OpenFlow10"},
+					OtherConfig: map[string]string{"mac-table-size": "99", "mac-aging-time": "12"},
+					Controller:  []string{"c2", "c1"}}
+				r := rowsOf(root, br, nil)
+				r.Controllers["c1"] = &Controller{UUID: "c1", Target: "tcp:1.2.3.4", InactivityProbe: ptr(3000)}
+				r.Controllers["c2"] = &Controller{UUID: "c2", Target: "unix:/run/c.sock", MaxBackoff: ptr(2000)}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				f := false
+				if want := (Global{FlowLimit: 5000, MaxIdle: 1500 * time.Millisecond, Handlers: 4, Governor: &f}); !reflect.DeepEqual(d.Global, want) {
+					t.Errorf("global %+v, want %+v", d.Global, want)
+				}
+				b := d.Bridges[0]
+				want := []ControllerConfig{{Target: "tcp:1.2.3.4", ProbeInterval: 3 * time.Second},
+					{Target: "unix:/run/c.sock", MaxBackoff: 2 * time.Second}}
+				if b.FailMode != "secure" || !reflect.DeepEqual(b.Protocols, []uint8{1, 4}) ||
+					b.MACTableSize != 99 || b.MACAging != 12*time.Second || !reflect.DeepEqual(b.Controllers, want) {
+					t.Errorf("bridge %+v", b)
+				}
+				if len(d.Problems) != 0 {
+					t.Errorf("problems %q", d.Problems)
+				}
+			},
+		},
+		{
+			name: "nonsense other_config",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"flow-limit": "-3"}},
+					&Bridge{UUID: "b0", Name: "br0", OtherConfig: map[string]string{"mac-aging-time": "soon"}}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if d.Global.FlowLimit != 0 || d.Bridges[0].MACAging != 0 || len(d.Problems) != 2 {
+					t.Errorf("global %+v aging %v problems %q", d.Global, d.Bridges[0].MACAging, d.Problems)
+				}
+			},
+			problem: `mac-aging-time="soon"`,
+		},
+		{
+			name: "unsupported protocols only",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow15"}}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if d.Bridges[0].Protocols != nil {
+					t.Errorf("protocols %v, want the default", d.Bridges[0].Protocols)
+				}
+			},
+			problem: "OpenFlow15 are not supported",
+		},
+		{
+			name: "dangling references",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root", Bridges: []string{"gone"}}, &Bridge{UUID: "b0", Name: "br0",
+					Ports: []string{"nope"}, Controller: []string{"nada"}}, nil)
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				if len(d.Bridges) != 1 || len(d.Bridges[0].Ports) != 0 || len(d.Problems) != 3 {
+					t.Errorf("bridges %+v problems %q", d.Bridges, d.Problems)
+				}
+			},
+			problem: "missing bridge row gone",
+		},
+		{
+			name: "bad bridge name",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "a-very-long-bridge-name"}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if len(d.Bridges) != 0 {
+					t.Errorf("bridges %+v", d.Bridges)
+				}
+			},
+			problem: "1 to 15 characters",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := Build(c.rows())
+			c.check(t, d)
+			if c.problem != "" && !strings.Contains(strings.Join(d.Problems, "\n"), c.problem) {
+				t.Errorf("problems %q lack %q", d.Problems, c.problem)
+			}
+		})
+	}
+}
+
+// TestBuildPortOnTwoBridges: a port listed by two bridges is used on the
+// first (by the root's order) and reported.
+func TestBuildPortOnTwoBridges(t *testing.T) {
+	root := &OpenvSwitch{UUID: "root", Bridges: []string{"b0", "b1"}}
+	in := iface("eth1", "")
+	p := &Port{UUID: "p1", Name: "eth1", Interfaces: []string{in.UUID}}
+	r := &Rows{Root: root,
+		Bridges:    map[string]*Bridge{"b0": {UUID: "b0", Name: "br0", Ports: []string{"p1"}}, "b1": {UUID: "b1", Name: "br1", Ports: []string{"p1"}}},
+		Ports:      map[string]*Port{"p1": p},
+		Interfaces: map[string]*Interface{in.UUID: in}, Controllers: map[string]*Controller{}}
+	d := Build(r)
+	if len(d.Bridges) != 2 || len(d.Bridges[0].Ports) != 1 || len(d.Bridges[1].Ports) != 0 {
+		t.Fatalf("bridges %+v", d.Bridges)
+	}
+	if !strings.Contains(strings.Join(d.Problems, "\n"), "port eth1 is on bridges br0 and br1") {
+		t.Errorf("problems %q", d.Problems)
+	}
+}
