@@ -107,11 +107,12 @@ start_switch() {
 		exact) ovsenv ovs-appctl upcall/disable-megaflows >&3 2>&1 || { why="disable-megaflows failed"; return 1; } ;;
 		esac
 		;;
-	gov | govg)
-		local extra=()
+	gov | govg | prof)
+		local extra=() cmd=("$BIN/govswitchd")
 		[[ $cfg == exact ]] && extra+=(--disable-megaflows)
 		[[ $sw == govg ]] && extra+=(--governor)
-		"$BIN/govswitchd" --datapath system --rundir "$dir" --bridge br0 --port v1 --port v2 \
+		[[ $sw == prof ]] && cmd=("$BIN/profswitchd" --cpuprofile "$out/cpu.pprof")
+		"${cmd[@]}" --datapath system --rundir "$dir" --bridge br0 --port v1 --port v2 \
 			"${extra[@]}" >"$dir/govswitchd.log" 2>&1 &
 		pid=$!
 		for ((i = 0; i < 100; i++)); do
@@ -161,7 +162,7 @@ stop_switch() {
 		ovsenv ovs-appctl exit --cleanup >&3 2>&1
 		[[ -f $dir/ovsdb-server.pid ]] && kill "$(cat "$dir/ovsdb-server.pid")" 2>/dev/null
 		;;
-	gov | govg)
+	gov | govg | prof)
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
@@ -303,6 +304,19 @@ profile_one() {
 	stop_switch "$sw"
 }
 
+# pprof_one: one exact-match run of govswitchd built with a CPU profile
+# (bench/scenarios/profswitchd), written to OUTDIR/cpu.pprof when it stops.
+# The profile covers the warm-up too; run turns it into pprof.top.txt.
+pprof_one() {
+	say "profile: govswitchd exact with a CPU profile"
+	start_switch prof exact || { say "  $why"; stop_switch prof; return; }
+	quiet ip netns exec h1 "$BIN/govbench" rate -r "$remote" -T $((WARMUP + SECS))
+	local s
+	s=$(dpstats)
+	printf 'upcalls=%s\n' "${s%% *}" >"$out/cpu.pprof.txt"
+	stop_switch prof
+}
+
 # --- main ----------------------------------------------------------------------
 topology || { say "topology failed"; exit 1; }
 # ovs-vswitchd 3.1 started before 10 s of uptime gets no handler threads.
@@ -345,5 +359,8 @@ done
 if [[ $PROFILE == 1 ]] && command -v strace >/dev/null; then
 	profile_one ovs
 	profile_one gov
+fi
+if [[ $PROFILE == 1 && -x $BIN/profswitchd ]]; then
+	pprof_one
 fi
 say "done: $runs"

@@ -53,7 +53,7 @@ var switchNames = map[string]string{
 var configNames = []struct{ key, title string }{
 	{"exact", "(a) exact match (megaflows off), no rate limit"},
 	{"exact-fixed", "(a′) exact match at ovs-vswitchd's rate of the same round (`-c`)"},
-	{"acl", "(b) megaflows, L4 table (tcp_dst drop rules + NORMAL)"},
+	{"acl", "(b) megaflows, L4 table (tcp_dst rules spread over the load's ports + NORMAL catch-all)"},
 	{"normal", "(c) megaflows, NORMAL only"},
 	{"static", "(d) ceiling: no daemon, static wildcard datapath flows"},
 	{"listen", "generator ceiling: static flows, govbench listen in h2"},
@@ -117,10 +117,10 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 		len(rounds), m.Get("secs"), m.Get("warmup"), m.Get("rules"), len(runs))
 	fmt.Fprintf(w, "Cells are median (min–max) over rounds. flows/s = 2 × attempts/s. CPU is the daemon's utime+stime "+
 		"during the timed part (CPU s per s: its share of the bed's one CPU); µs/upcall = that CPU ÷ the datapath's "+
-		"missed-counter delta; upcalls, lost and datapath flows at the end as `ovs-dpctl show` counts them; "+
+		"missed-counter delta (left out for runs with fewer than %d upcalls); upcalls, lost and datapath flows at the end as `ovs-dpctl show` counts them; "+
 		"RSS is the daemon's VmHWM; reached h2 = (RSTs h2 sent + connections it accepted) ÷ attempts, from its "+
-		"/proc/net/snmp, a check that the attempts crossed the switch; SYN retrans = h1's retransmitted segments "+
-		"(SYNs the switch dropped or lost). ×ovs: ratio of medians to ovs-vswitchd's in the same configuration, same boot.\n\n")
+		"/proc/net/snmp, a check that the attempts crossed the switch (it can pass 100 by the up to 100 attempts still in flight when the warm-up ended); SYN retrans = h1's retransmitted segments "+
+		"(SYNs the switch dropped or lost). ×ovs: ratio of medians to ovs-vswitchd's in the same configuration, same boot.\n\n", MinUpcalls)
 
 	ceil := get("static", "none")
 	for _, c := range configNames {

@@ -53,10 +53,15 @@ func (r Run) ReachedPct() float64 {
 	return 100 * (r.H2Rsts + r.H2Accepts) / r.Attempts
 }
 
+// MinUpcalls is the fewest upcalls a run must have for its CPU per upcall
+// to mean anything: with megaflows a run may see one upcall, and all of
+// the daemon's CPU would be charged to it.
+const MinUpcalls = 100
+
 // CPUPerUpcallUS is the daemon's CPU microseconds per upcall; NaN without
-// a daemon or without upcalls.
+// a daemon or with fewer than MinUpcalls upcalls.
 func (r Run) CPUPerUpcallUS() float64 {
-	if !r.Daemon || r.Upcalls <= 0 {
+	if !r.Daemon || r.Upcalls < MinUpcalls {
 		return math.NaN()
 	}
 	return r.CPUS * 1e6 / r.Upcalls

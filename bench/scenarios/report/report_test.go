@@ -99,6 +99,8 @@ func TestRunDerived(t *testing.T) {
 		{"daemon", Run{Status: "ok", ElapsedS: 2, Attempts: 1000, CPUS: 0.5, Upcalls: 2000, Daemon: true}, 1000, 250, true},
 		{"no daemon: no CPU per upcall", Run{Status: "ok", ElapsedS: 4, Attempts: 1000, Upcalls: 10}, 500, math.NaN(), true},
 		{"no upcalls", Run{Status: "ok", ElapsedS: 1, Attempts: 3, CPUS: 1, Daemon: true}, 6, math.NaN(), true},
+		{"too few upcalls to charge CPU to", Run{Status: "ok", ElapsedS: 1, Attempts: 3, CPUS: 1, Upcalls: MinUpcalls - 1, Daemon: true}, 6, math.NaN(), true},
+		{"just enough upcalls", Run{Status: "ok", ElapsedS: 1, Attempts: 3, CPUS: 1, Upcalls: MinUpcalls, Daemon: true}, 6, 1e6 / MinUpcalls, true},
 		{"skipped", Run{Status: "skipped: x"}, math.NaN(), math.NaN(), false},
 		{"ok but never timed", Run{Status: "ok"}, math.NaN(), math.NaN(), false},
 	}
