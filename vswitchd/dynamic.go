@@ -350,7 +350,7 @@ func (s *ovsdbSwitch) DeletePort(bridge, port string) error {
 }
 
 // invalidate makes the bridge's revalidator translate every datapath
-// flow again (within its 500 ms interval), after a port change: flows
+// flow again, and runs it, after a port change: flows
 // that flooded to the old set of ports, or output to a removed one, must
 // follow the new set.
 //
@@ -377,6 +377,10 @@ func (s *ovsdbSwitch) invalidate(b *ofproto.Bridge) {
 	}
 	fm.Command = ofproto.CmdDeleteStrict
 	b.Tables.Apply(&fm, now)
+	// Re-translate now rather than within the revalidator's interval, so
+	// that when ovs-vsctl returns (after cur_cfg) the datapath's flows
+	// already follow the new ports.
+	b.Udpif.Revalidate()
 }
 
 // ofppLocal is OFPP_LOCAL as the database stores ofport: OpenFlow 1.0's
