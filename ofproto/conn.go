@@ -87,9 +87,6 @@ type Conn struct {
 
 	rxMsgs, txMsgs   atomic.Uint64
 	pinSent, pinDrop atomic.Uint64
-
-	// Reader-goroutine scratch.
-	out []byte
 }
 
 // defaultAsync is OpenFlow 1.3's initial async configuration: master and

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/classifier"
+	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
@@ -319,7 +320,15 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 		// and adds the flow when nothing matches.
 		fm.CookieMask = 0
 		if isModify {
-			fm.ModifyAdds, fm.SetCookie, fm.NewCookie = true, true, m.Cookie
+			// All-ones is OVS's "leave the cookie alone" (ovs-ofctl
+			// mod-flows without cookie=); a flow the modify adds then
+			// gets cookie 0.
+			fm.ModifyAdds = true
+			if m.Cookie != ^uint64(0) {
+				fm.SetCookie, fm.NewCookie = true, m.Cookie
+			} else {
+				fm.Cookie = 0
+			}
 		}
 	} else {
 		fm.Flags = m.Flags & (FlagSendFlowRem | FlagCheckOverlap | FlagResetCounts | FlagNoPktCounts | FlagNoBytCounts)
@@ -468,9 +477,7 @@ func (c *Conn) portMod(raw []byte, m *openflow.PortMod) error {
 		return c.sendError(raw, badPort, badHW)
 	}
 	c.m.portEvent(PortEvent{Reason: openflow.PortReasonModify, Port: np})
-	if err := b.Udpif.Purge(); err != nil {
-		c.log.Warn("flushing datapath flows after a port change", "err", err)
-	}
+	c.m.invalidate()
 	return nil
 }
 
@@ -721,7 +728,8 @@ func tableFeatures() []openflow.TableFeatures {
 }
 
 // encodeAsync appends the asynchronous message ev, in c's version and
-// formats, to b.
+// formats, to b. Only the dispatcher goroutine calls it (it uses
+// m.pinMsg).
 func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []byte) ([]byte, error) {
 	v := c.Version()
 	c.mu.Lock()
@@ -735,16 +743,28 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		if p == nil {
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}
+		reason := pin.Reason
+		if v == openflow.Version13 && reason == ReasonAction && m.fromTableMissEntry(pin, p.OFPort) {
+			// OpenFlow 1.3 reports what a table-miss flow entry sends
+			// as a miss (OVS's "explicit miss"); learning controllers
+			// such as ovs-testcontroller act only on those.
+			reason = ReasonNoMatch
+		}
 		// The switch buffers nothing, so the whole packet goes up
 		// (buffer_id none), whatever max_len or miss_send_len say.
-		msg := openflow.PacketIn{Envelope: env, NXM: v == openflow.Version10 && nxPin, BufferID: openflow.NoBuffer,
-			TotalLen: uint16(min(len(pin.Packet), 0xffff)), InPort: p.OFPort, Reason: pin.Reason,
-			TableID: pin.Table, Cookie: pin.Cookie, Data: pin.Packet}
-		msg.Match.Key.InPort, msg.Match.Mask.InPort = p.OFPort, ^uint32(0)
 		if len(pin.Packet) > 0xffff-128 {
 			return b, fmt.Errorf("packet of %d bytes too long for a packet-in", len(pin.Packet))
 		}
-		return msg.Append(b)
+		// The message lives in the manager, not on the stack: the codec
+		// lets it escape, and this path must not allocate.
+		msg := &m.pinMsg
+		*msg = openflow.PacketIn{Envelope: env, NXM: v == openflow.Version10 && nxPin, BufferID: openflow.NoBuffer,
+			TotalLen: uint16(len(pin.Packet)), InPort: p.OFPort, Reason: reason,
+			TableID: pin.Table, Cookie: pin.Cookie, Data: pin.Packet}
+		msg.Match.Key.InPort, msg.Match.Mask.InPort = p.OFPort, ^uint32(0)
+		b, err := msg.Append(b)
+		msg.Data = nil
+		return b, err
 	case asyncPortStatus:
 		op, ok := ofPort(&ev.port.Port, v)
 		if !ok {
@@ -768,4 +788,16 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		return msg.Append(b)
 	}
 	return b, fmt.Errorf("unknown async event %d", ev.kind)
+}
+
+// fromTableMissEntry reports whether the packet-in came from a CONTROLLER
+// action of a table-miss flow entry (priority 0, matching everything) in
+// its table: the rule the packet's key selects there is such an entry and
+// carries the packet-in's cookie.
+func (m *ConnManager) fromTableMissEntry(pin *PacketIn, ofIn uint32) bool {
+	k := pin.Key
+	k.InPort = ofIn
+	var wc flow.Mask
+	r := m.b.Tables.Lookup(pin.Table, &k, &wc)
+	return r != nil && r.Priority == 0 && r.Match.Mask == (flow.Mask{}) && r.Value.Cookie == pin.Cookie
 }

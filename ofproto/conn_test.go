@@ -157,10 +157,21 @@ func (c *ofClient) recvRaw(timeout time.Duration) ([]byte, error) {
 // the asynchronous kinds listed in skip.
 func (c *ofClient) recv(skip ...uint8) openflow.Msg {
 	c.t.Helper()
+	m, err := c.recvWithin(5*time.Second, skip...)
+	if err != nil {
+		c.t.Fatalf("recv: %v", err)
+	}
+	return m
+}
+
+// recvWithin is recv with an overall deadline, returning the read error.
+func (c *ofClient) recvWithin(d time.Duration, skip ...uint8) (openflow.Msg, error) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
-		raw, err := c.recvRaw(5 * time.Second)
+		raw, err := c.recvRaw(time.Until(deadline))
 		if err != nil {
-			c.t.Fatalf("recv: %v", err)
+			return nil, err
 		}
 		m, err := openflow.Decode(raw)
 		if err != nil {
@@ -173,7 +184,7 @@ func (c *ofClient) recv(skip ...uint8) openflow.Msg {
 		if bytes.IndexByte(skip, raw[1]) >= 0 {
 			continue
 		}
-		return m
+		return m, nil
 	}
 }
 
@@ -892,12 +903,20 @@ func TestConnActiveControllerAndFailOpen(t *testing.T) {
 	if st := s.m.Controllers(); !st[0].IsConnected || st[0].Version != 4 {
 		t.Errorf("controller status %+v", st)
 	}
-	// Table misses now go to the controller.
-	if err := s.devs["p1"].Send(frame(1, 2)); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := cl.recv().(*openflow.PacketIn); !ok {
-		t.Fatal("no packet-in")
+	// Table misses now go to the controller, once the revalidator has
+	// re-translated the flows cached while failing open.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := s.devs["p1"].Send(frame(1, 2)); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cl.recvWithin(200 * time.Millisecond)
+		if _, ok := m.(*openflow.PacketIn); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no packet-in after the controller connected (last: %T, %v)", m, err)
+		}
 	}
 	// Close the controller: the switch reconnects.
 	nc.Close()
@@ -991,5 +1010,61 @@ func TestConnCloseLeavesNothing(t *testing.T) {
 	}
 	if _, err := cl.recvRaw(time.Second); err == nil {
 		t.Error("client connection still open")
+	}
+}
+
+// TestConnEncodePacketInAllocs: encoding a packet-in for a connection
+// allocates nothing once the buffer has grown (the dispatcher reuses
+// pooled buffers).
+func TestConnEncodePacketInAllocs(t *testing.T) {
+	s := newTestSwitch(t, 1, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	pin := PacketIn{Packet: frame(1, 2), Reason: ReasonAction, Cookie: 7}
+	pin.Key.InPort = s.b.Ports.Snapshot().ByOF(1).DPPort
+	ev := asyncEvent{kind: asyncPacketIn, pin: pin}
+	for _, v := range []uint8{openflow.Version10, openflow.Version13} {
+		a, _ := net.Pipe()
+		defer a.Close()
+		c := newConn(s.m, a, ConnController, "bench")
+		c.version.Store(uint32(v))
+		buf := make([]byte, 0, 2048)
+		now := time.Now()
+		allocs := testing.AllocsPerRun(1000, func() {
+			var err error
+			if buf, err = s.m.encodeAsync(c, &ev, now, buf[:0]); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("version %d: %v allocations per packet-in encoding", v, allocs)
+		}
+		if m, err := openflow.Decode(buf); err != nil || !bytes.Equal(m.(*openflow.PacketIn).Data, pin.Packet) {
+			t.Errorf("version %d: encoded packet-in does not decode: %v", v, err)
+		}
+	}
+}
+
+func BenchmarkConnEncodePacketIn(b *testing.B) {
+	prov := dummy.New()
+	dp, _ := prov.Create("br0", datapath.Config{})
+	prov.AddNetdev("p1")
+	br, _ := NewBridge(BridgeConfig{Name: "br0", FailMode: FailSecure}, dp)
+	br.AddPort("p1", "system", 1)
+	m, _ := NewConnManager(br, ConnConfig{NoMgmt: true, Logger: quietLogger()})
+	for _, v := range []uint8{openflow.Version10, openflow.Version13} {
+		b.Run(map[uint8]string{1: "1.0", 4: "1.3"}[v], func(b *testing.B) {
+			a, _ := net.Pipe()
+			defer a.Close()
+			c := newConn(m, a, ConnController, "bench")
+			c.version.Store(uint32(v))
+			pin := PacketIn{Packet: frame(1, 2), Reason: ReasonNoMatch}
+			pin.Key.InPort = br.Ports.Snapshot().ByOF(1).DPPort
+			ev := asyncEvent{kind: asyncPacketIn, pin: pin}
+			buf := make([]byte, 0, 2048)
+			now := time.Now()
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				buf, _ = m.encodeAsync(c, &ev, now, buf[:0])
+			}
+		})
 	}
 }
