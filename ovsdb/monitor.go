@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-logr/logr"
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
@@ -75,7 +76,14 @@ func (m *Monitor) Run(ctx context.Context) error {
 	// libovsdb logs every update at high verbosity through the standard
 	// logger; its events that matter come back to us as errors.
 	quiet := logr.Discard()
-	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, nil),
+	// Reconnect forever: libovsdb v0.7.0 panics when its backoff gives
+	// up, and a switch must outlive an ovsdb-server restart. Retries
+	// back off to 8 s, as OVS's do.
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 100 * time.Millisecond
+	bo.MaxInterval = 8 * time.Second
+	bo.MaxElapsedTime = 0
+	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, bo),
 		client.WithLogger(&quiet))
 	if err != nil {
 		return fmt.Errorf("ovsdb %s: %w", remote, err)

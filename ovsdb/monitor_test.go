@@ -233,6 +233,22 @@ func TestMonitorBridgeFailure(t *testing.T) {
 	}
 }
 
+// TestMonitorServerRestart: the monitor reconnects after ovsdb-server
+// restarts, and ovs-vsctl keeps working without hanging.
+func TestMonitorServerRestart(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	sw := newFakeSwitch("eth1")
+	startMonitor(t, srv, sw)
+	mustVsctl(t, srv, "add-br", "br0")
+	srv.Restart()
+	if _, err := vsctl(t, srv, 10*time.Second, "add-port", "br0", "eth1"); err != nil {
+		t.Fatalf("add-port after a server restart: %v", err)
+	}
+	if got := sw.state()["br0"]; !reflect.DeepEqual(got, []string{"br0:65534", "eth1:1"}) {
+		t.Errorf("br0 ports %v", got)
+	}
+}
+
 func TestMonitorConnectFails(t *testing.T) {
 	m := NewMonitor(newFakeSwitch(), "unix:"+t.TempDir()+"/none.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -61,31 +61,50 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("ovsdb-tool create: %v\n%s", err, out)
 	}
 	s := &Server{Remote: "unix:" + sock, Dir: dir, t: t}
-	s.cmd = exec.Command("ovsdb-server", db, "--remote=punix:"+sock,
-		"--unixctl="+filepath.Join(dir, "ovsdb-server.ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
-		"--log-file="+filepath.Join(dir, "ovsdb-server.log"))
-	s.cmd.Stderr = lockedWriter{&s.mu, &s.log}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("ovsdb-server: %v", err)
-	}
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ovsdb-server did not create %s: %s", sock, s.Log())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.start()
+	t.Cleanup(s.kill)
 	if out, err := s.Vsctl(10*time.Second, "--no-wait", "init"); err != nil {
 		t.Fatalf("ovs-vsctl init: %v\n%s", err, out)
 	}
 	return s
+}
+
+// start runs ovsdb-server on the database in s.Dir and waits for its
+// socket.
+func (s *Server) start() {
+	s.t.Helper()
+	sock := strings.TrimPrefix(s.Remote, "unix:")
+	os.Remove(sock)
+	s.cmd = exec.Command("ovsdb-server", filepath.Join(s.Dir, "conf.db"), "--remote=punix:"+sock,
+		"--unixctl="+filepath.Join(s.Dir, "ovsdb-server.ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
+		"--log-file="+filepath.Join(s.Dir, "ovsdb-server.log"))
+	s.cmd.Stderr = lockedWriter{&s.mu, &s.log}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("ovsdb-server: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("ovsdb-server did not create %s: %s", sock, s.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Server) kill() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+}
+
+// Restart kills ovsdb-server and starts it again on the same database
+// and socket, as a package upgrade or a crash would.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.kill()
+	s.start()
 }
 
 // Log returns what ovsdb-server wrote to stderr and its log file.
