@@ -5,6 +5,7 @@ package ovsdbtest
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,11 +85,14 @@ func (s *Server) start() {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		// The socket file appears at bind, before listen: wait for a
+		// connection to be accepted, not for the file.
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("ovsdb-server did not create %s: %s", sock, s.Log())
+			s.t.Fatalf("ovsdb-server does not listen on %s: %s", sock, s.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
