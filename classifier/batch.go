@@ -120,8 +120,11 @@ func (b *Batch[T]) Find(m *Match, p int) *Rule[T] {
 // removing what it yields is fine.
 func (b *Batch[T]) Rules(filter *Match) iter.Seq[*Rule[T]] {
 	b.check()
-	// The batch may change its own subtables in place; their hash tables
-	// never are, so holding the roots holds the state as of now.
+	// The batch changes what it made in place. Give it a new identity, so
+	// that all it made so far becomes immutable and the iteration sees
+	// the state as of now whatever the loop body changes.
+	b.c.batches++
+	b.id = b.c.batches
 	sts := b.current()
 	tables := make([]hmap[*entry[T]], len(sts))
 	for i, st := range sts {

@@ -242,3 +242,41 @@ func BenchmarkBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/ops, "ns/rule-op")
 	b.ReportMetric(float64(cpuTime()-c0)/ops, "cpu-ns/rule-op")
 }
+
+// BenchmarkBuild loads 100k rules into an empty classifier in one batch,
+// as for a controller's first flow table, and reports the heap the
+// classifier keeps per rule (the caller's Rule structs not included).
+func BenchmarkBuild(b *testing.B) {
+	for _, s := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("subtables=%d/rules=100000", s), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(7, uint64(s)))
+			rules := make([]*Rule[int], 100000)
+			for i := range rules {
+				rules[i] = &Rule[int]{Match: Match{Key: benchKey(r), Mask: benchMask(i % s)}, Priority: r.IntN(65536), Value: i}
+			}
+			var c *Classifier[int]
+			b.ReportAllocs()
+			c0 := cpuTime()
+			for b.Loop() {
+				c = new(Classifier[int])
+				batch := c.Begin()
+				for _, rule := range rules {
+					batch.Insert(rule)
+				}
+				batch.Commit()
+			}
+			ops := float64(b.N * len(rules))
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/ops, "ns/rule")
+			b.ReportMetric(float64(cpuTime()-c0)/ops, "cpu-ns/rule")
+			var with, without runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&with)
+			n := c.Snapshot().Len()
+			c = nil
+			runtime.GC()
+			runtime.ReadMemStats(&without)
+			b.ReportMetric(float64(with.HeapAlloc-without.HeapAlloc)/float64(n), "heap-B/rule")
+			runtime.KeepAlive(rules) // else the second GC frees them too
+		})
+	}
+}

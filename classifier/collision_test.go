@@ -22,7 +22,7 @@ func TestCollisionChain(t *testing.T) {
 	_, h1 := st.hashes(&k1)
 	head, _ := st.table.get(h1)
 	// k2's entry goes in front of k1's, under k1's hash.
-	st.table, _ = st.table.set(h1, &entry[int]{next: head, vals: st.compact(&k2), rules: []*Rule[int]{r2}})
+	st.table, _ = st.table.set(h1, &entry[int]{next: head, vals: st.compact(&k2), rules: []*Rule[int]{r2}}, 0)
 	before := st
 
 	rules := func(st *subtable[int], k *flow.Key) []*Rule[int] {

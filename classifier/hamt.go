@@ -15,6 +15,11 @@ import "math/bits"
 // Layout: a node is a bitmap and a packed slot array, held by value in its
 // parent's slot, so a lookup touches one slot array per level: one cache
 // miss, not two.
+//
+// Ownership: a node records the batch that made it (owner). Updates made
+// on behalf of that same batch change its slots in place, since nothing
+// published can reach it yet; all other nodes are copied. Owner 0 owns
+// nothing: every update copies.
 
 const hamtBits = 5 // 32-way fan-out; level i uses hash bits [5i, 5i+5)
 
@@ -24,6 +29,7 @@ const hamtBits = 5 // 32-way fan-out; level i uses hash bits [5i, 5i+5)
 type hmap[V any] struct {
 	bm    uint32
 	slots []hslot[V]
+	owner uint64
 }
 
 // hslot is either a subtree (sub.slots != nil) or one key with its value.
@@ -54,59 +60,59 @@ func (n hmap[V]) get(h uint64) (V, bool) {
 }
 
 // set returns a trie holding v under h, replacing any value there, and
-// whether h was new.
-func (n hmap[V]) set(h uint64, v V) (hmap[V], bool) {
-	return n.setAt(h, v, 0)
+// whether h was new. Ownership is as the file comment says.
+func (n hmap[V]) set(h uint64, v V, owner uint64) (hmap[V], bool) {
+	return n.setAt(h, v, 0, owner)
 }
 
-func (n hmap[V]) setAt(h uint64, v V, shift uint) (hmap[V], bool) {
+func (n hmap[V]) setAt(h uint64, v V, shift uint, owner uint64) (hmap[V], bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
 	pos := bits.OnesCount32(n.bm & (bit - 1))
 	if n.bm&bit == 0 {
-		c := hmap[V]{bm: n.bm | bit, slots: make([]hslot[V], len(n.slots)+1)}
+		c := hmap[V]{bm: n.bm | bit, slots: make([]hslot[V], len(n.slots)+1), owner: owner}
 		copy(c.slots, n.slots[:pos])
 		c.slots[pos] = hslot[V]{hash: h, val: v}
 		copy(c.slots[pos+1:], n.slots[pos:])
 		return c, true
 	}
-	c := n.clone()
+	c := n.mut(owner)
 	s := &c.slots[pos]
 	switch {
 	case s.sub.slots != nil:
-		sub, added := s.sub.setAt(h, v, shift+hamtBits)
+		sub, added := s.sub.setAt(h, v, shift+hamtBits, owner)
 		s.sub = sub
 		return c, added
 	case s.hash == h:
 		s.val = v
 		return c, false
 	default:
-		*s = hslot[V]{sub: hpair(s.hash, s.val, h, v, shift+hamtBits)}
+		*s = hslot[V]{sub: hpair(s.hash, s.val, h, v, shift+hamtBits, owner)}
 		return c, true
 	}
 }
 
 // hpair builds the subtree holding two different hashes, starting at shift.
 // Different 64-bit hashes differ somewhere in the 13 levels, so it ends.
-func hpair[V any](h1 uint64, v1 V, h2 uint64, v2 V, shift uint) hmap[V] {
+func hpair[V any](h1 uint64, v1 V, h2 uint64, v2 V, shift uint, owner uint64) hmap[V] {
 	i1, i2 := (h1>>shift)&31, (h2>>shift)&31
 	if i1 == i2 {
-		return hmap[V]{bm: 1 << i1, slots: []hslot[V]{{sub: hpair(h1, v1, h2, v2, shift+hamtBits)}}}
+		return hmap[V]{bm: 1 << i1, slots: []hslot[V]{{sub: hpair(h1, v1, h2, v2, shift+hamtBits, owner)}}, owner: owner}
 	}
 	a, b := hslot[V]{hash: h1, val: v1}, hslot[V]{hash: h2, val: v2}
 	if i1 > i2 {
 		a, b = b, a
 	}
-	return hmap[V]{bm: 1<<i1 | 1<<i2, slots: []hslot[V]{a, b}}
+	return hmap[V]{bm: 1<<i1 | 1<<i2, slots: []hslot[V]{a, b}, owner: owner}
 }
 
 // del returns a trie without h, and whether h was there. A subtree left
 // with a single key collapses into its parent's slot, so the shape depends
 // only on the set of keys.
-func (n hmap[V]) del(h uint64) (hmap[V], bool) {
-	return n.delAt(h, 0)
+func (n hmap[V]) del(h uint64, owner uint64) (hmap[V], bool) {
+	return n.delAt(h, 0, owner)
 }
 
-func (n hmap[V]) delAt(h uint64, shift uint) (hmap[V], bool) {
+func (n hmap[V]) delAt(h uint64, shift uint, owner uint64) (hmap[V], bool) {
 	bit := uint32(1) << ((h >> shift) & 31)
 	if n.bm&bit == 0 {
 		return n, false
@@ -117,9 +123,9 @@ func (n hmap[V]) delAt(h uint64, shift uint) (hmap[V], bool) {
 		if s.hash != h {
 			return n, false
 		}
-		return n.without(pos, bit), true
+		return n.without(pos, bit, owner), true
 	}
-	sub, removed := s.sub.delAt(h, shift+hamtBits)
+	sub, removed := s.sub.delAt(h, shift+hamtBits, owner)
 	if !removed {
 		return n, false
 	}
@@ -127,35 +133,40 @@ func (n hmap[V]) delAt(h uint64, shift uint) (hmap[V], bool) {
 	case sub.slots == nil:
 		// Subtrees hold at least two keys, so this does not happen; if it
 		// did, dropping the empty slot is still the right answer.
-		return n.without(pos, bit), true
+		return n.without(pos, bit, owner), true
 	case len(sub.slots) == 1 && sub.slots[0].sub.slots == nil:
 		if len(n.slots) == 1 && shift > 0 {
 			// n itself now holds one key: let our parent collapse us.
 			return sub, true
 		}
-		c := n.clone()
+		c := n.mut(owner)
 		c.slots[pos] = sub.slots[0]
 		return c, true
 	default:
-		c := n.clone()
+		c := n.mut(owner)
 		c.slots[pos].sub = sub
 		return c, true
 	}
 }
 
 // without returns n minus the slot at pos, whose bitmap bit is bit.
-func (n hmap[V]) without(pos int, bit uint32) hmap[V] {
+func (n hmap[V]) without(pos int, bit uint32, owner uint64) hmap[V] {
 	if len(n.slots) == 1 {
 		return hmap[V]{}
 	}
-	c := hmap[V]{bm: n.bm &^ bit, slots: make([]hslot[V], len(n.slots)-1)}
+	c := hmap[V]{bm: n.bm &^ bit, slots: make([]hslot[V], len(n.slots)-1), owner: owner}
 	copy(c.slots, n.slots[:pos])
 	copy(c.slots[pos:], n.slots[pos+1:])
 	return c
 }
 
-func (n hmap[V]) clone() hmap[V] {
-	c := hmap[V]{bm: n.bm, slots: make([]hslot[V], len(n.slots))}
+// mut returns n to change in place if owner made it, else a copy that
+// owner made.
+func (n hmap[V]) mut(owner uint64) hmap[V] {
+	if owner != 0 && n.owner == owner {
+		return n
+	}
+	c := hmap[V]{bm: n.bm, slots: make([]hslot[V], len(n.slots)), owner: owner}
 	copy(c.slots, n.slots)
 	return c
 }

@@ -352,10 +352,10 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key, owner uint64) (ns *subt
 	var e *entry[T]
 	if old == nil {
 		e = &entry[T]{next: head, vals: st.compact(key), rules: []*Rule[T]{r}}
-		c.table, _ = c.table.set(full, e)
+		c.table, _ = c.table.set(full, e, c.owner)
 		for i := 0; i < int(c.nStages)-1 && !c.exact; i++ {
 			n, _ := c.index[i].get(staged[i])
-			idx, _ := c.index[i].set(staged[i], n+1)
+			idx, _ := c.index[i].set(staged[i], n+1, c.owner)
 			c.setIndex(i, idx)
 		}
 		if len(c.ports) > 0 {
@@ -377,7 +377,7 @@ func (st *subtable[T]) insert(r *Rule[T], key *flow.Key, owner uint64) (ns *subt
 		} else {
 			e.rules = slices.Insert(slices.Clone(old.rules), pos, r)
 		}
-		c.table, _ = c.table.set(full, chainReplace(head, old, e))
+		c.table, _ = c.table.set(full, chainReplace(head, old, e), c.owner)
 	}
 	if replaced == nil {
 		c.addPriority(r.Priority, 1)
@@ -411,23 +411,23 @@ func (st *subtable[T]) remove(r *Rule[T], key *flow.Key, owner uint64) (ns *subt
 	c := st.own(owner)
 	if len(old.rules) > 1 {
 		ne := &entry[T]{vals: old.vals, rules: slices.Delete(slices.Clone(old.rules), pos, pos+1)}
-		c.table, _ = c.table.set(full, chainReplace(head, old, ne))
+		c.table, _ = c.table.set(full, chainReplace(head, old, ne), c.owner)
 		if c.catchAll {
 			c.top = ne.rules[0]
 		}
 	} else {
 		goneEntry = true
 		if rest := chainReplace(head, old, nil); rest != nil {
-			c.table, _ = c.table.set(full, rest)
+			c.table, _ = c.table.set(full, rest, c.owner)
 		} else {
-			c.table, _ = c.table.del(full)
+			c.table, _ = c.table.del(full, c.owner)
 		}
 		for j := 0; j < int(c.nStages)-1 && !c.exact; j++ {
 			var idx hmap[uint32]
 			if n, _ := c.index[j].get(staged[j]); n > 1 {
-				idx, _ = c.index[j].set(staged[j], n-1)
+				idx, _ = c.index[j].set(staged[j], n-1, c.owner)
 			} else {
-				idx, _ = c.index[j].del(staged[j])
+				idx, _ = c.index[j].del(staged[j], c.owner)
 			}
 			c.setIndex(j, idx)
 		}
@@ -465,9 +465,9 @@ func (st *subtable[T]) addPriority(p, d int) {
 	n, _ := st.pris.get(key)
 	n = uint32(int64(n) + int64(d))
 	if n == 0 {
-		st.pris, _ = st.pris.del(key)
+		st.pris, _ = st.pris.del(key, st.owner)
 	} else {
-		st.pris, _ = st.pris.set(key, n)
+		st.pris, _ = st.pris.set(key, n, st.owner)
 	}
 	switch {
 	case d > 0 && (st.nRules == 0 || p > st.maxPri):
