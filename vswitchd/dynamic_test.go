@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -322,5 +323,32 @@ func TestNewForOVSDBRefusesBridges(t *testing.T) {
 	}
 	if _, err := NewForOVSDB(Config{Datapath: "bogus"}, dummy.New(), io.Discard); err == nil {
 		t.Error("NewForOVSDB accepted a bad datapath type")
+	}
+}
+
+// The wiring cmd/govswitchd needs for `govswitchd --ovsdb REMOTE` (or a
+// bare unix:PATH argument, as ovs-vswitchd takes): the database then
+// owns the bridges.
+func ExampleNewForOVSDB() {
+	remote, rest, err := SplitOVSDBArgs(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "govswitchd:", err)
+		os.Exit(1)
+	}
+	cfg, _, _, err := ParseArgs(rest)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "govswitchd:", err)
+		os.Exit(1)
+	}
+	if remote == "" {
+		return // flag-driven: New and Run, as before
+	}
+	d, err := NewForOVSDB(cfg, nil, nil)
+	if err == nil {
+		err = d.RunOVSDB(context.Background(), remote) // a signal.NotifyContext in main
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "govswitchd:", err)
+		os.Exit(1)
 	}
 }
