@@ -27,21 +27,35 @@ func (u *Udpif) revalidatorLoop() {
 			return
 		case <-t.C:
 			u.revalidate()
-		case done := <-u.kick:
-			u.revalidate()
-			close(done)
+		case req := <-u.kick:
+			if req.purge {
+				req.done <- u.purge()
+			} else {
+				u.revalidate()
+				req.done <- nil
+			}
 		}
 	}
 }
 
+// revalRequest is work for the revalidator goroutine: a pass now, or a
+// purge. done receives the outcome.
+type revalRequest struct {
+	purge bool
+	done  chan error
+}
+
 // Revalidate runs a revalidation pass now and returns when it is done
 // (ovs-appctl revalidator/wait). It returns at once if the Udpif is
-// stopped.
+// stopped or not started.
 func (u *Udpif) Revalidate() {
-	done := make(chan struct{})
+	if !u.started.Load() {
+		return
+	}
+	req := revalRequest{done: make(chan error, 1)}
 	select {
-	case u.kick <- done:
-		<-done
+	case u.kick <- req:
+		<-req.done
 	case <-u.stop:
 	}
 }

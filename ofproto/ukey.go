@@ -34,7 +34,7 @@ type ukey struct {
 	seenGen        uint64
 	activeGen      uint64
 	activeAt       int64 // unix nanoseconds of the dump that saw the count change
-	installed      bool  // the put succeeded (or the flow was adopted)
+	installed      bool  // the put succeeded (or the flow was adopted); under the shard lock
 }
 
 // ukeyShards spreads the ukey table over this many locks so handlers and
@@ -101,6 +101,20 @@ func (t *ukeyTable) Insert(ufid *datapath.UFID, fill func(*ukey)) (u *ukey, full
 	s.m[*ufid] = u
 	t.n.Add(1)
 	return u, false
+}
+
+// MarkInstalled records that u's flow put succeeded, if u is still the
+// ukey of ufid: a purge may have recycled it while the put was under way,
+// and then there is nothing to mark.
+func (t *ukeyTable) MarkInstalled(ufid *datapath.UFID, u *ukey) bool {
+	s := &t.shards[t.shard(ufid)]
+	s.Lock()
+	defer s.Unlock()
+	if s.m[*ufid] != u {
+		return false
+	}
+	u.installed = true
+	return true
 }
 
 // Remove takes the ukey of ufid out of the table and returns it to the

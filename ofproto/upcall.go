@@ -124,9 +124,10 @@ type Udpif struct {
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
-	kick      chan chan struct{} // revalidate now; closed when done
-	firstDump atomic.Bool        // the next dump is non-terse, to adopt flows
-	gen       uint64             // dump generation (revalidator goroutine only)
+	kick      chan revalRequest // work for the revalidator goroutine
+	started   atomic.Bool
+	firstDump atomic.Bool // the next dump is non-terse, to adopt flows
+	gen       uint64      // dump generation (revalidator goroutine only)
 }
 
 // NewUdpif returns the upcall machinery for dp translating with x. Start
@@ -142,7 +143,7 @@ func NewUdpif(dp datapath.Datapath, x *Xlator, cfg UpcallConfig) *Udpif {
 		cfg.RevalidateInterval = 500 * time.Millisecond
 	}
 	u := &Udpif{dp: dp, x: x, cfg: cfg, ukeys: newUkeyTable(cfg.FlowLimit * 2),
-		stop: make(chan struct{}), kick: make(chan chan struct{})}
+		stop: make(chan struct{}), kick: make(chan revalRequest)}
 	u.flowLimit.Store(int64(min(cfg.FlowLimit, 10000)))
 	u.disableMegaflows.Store(cfg.DisableMegaflows)
 	u.firstDump.Store(true)
@@ -165,6 +166,7 @@ func (u *Udpif) Start() {
 			hd.run()
 		}()
 	}
+	u.started.Store(true)
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
@@ -200,8 +202,22 @@ func (u *Udpif) SetMegaflows(on bool) error {
 func (u *Udpif) SetFlowLimit(n int) { u.flowLimit.Store(int64(n)) }
 
 // Purge deletes every datapath flow and forgets every ukey
-// (revalidator/purge).
+// (revalidator/purge). It runs on the revalidator's goroutine, which owns
+// the ukeys' revalidation state.
 func (u *Udpif) Purge() error {
+	if !u.started.Load() {
+		return u.purge()
+	}
+	req := revalRequest{purge: true, done: make(chan error, 1)}
+	select {
+	case u.kick <- req:
+		return <-req.done
+	case <-u.stop:
+		return u.purge()
+	}
+}
+
+func (u *Udpif) purge() error {
 	err := u.dp.FlushFlows()
 	var ufids []datapath.UFID
 	u.ukeys.Range(func(k *ukey) { ufids = append(ufids, k.ufid) })
@@ -471,7 +487,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				u.ukeys.Remove(&op.Flow.UFID)
 				continue
 			}
-			hd.opUkey[i].installed = true
+			u.ukeys.MarkInstalled(&op.Flow.UFID, hd.opUkey[i])
 			u.c.installed.Add(1)
 			// Keep the cached flow count current between refreshes: under
 			// a storm, hundreds of flows go in within one cache period.
