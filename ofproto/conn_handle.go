@@ -744,10 +744,7 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}
 		reason := pin.Reason
-		if v == openflow.Version13 && reason == ReasonAction && m.fromTableMissEntry(pin, p.OFPort) {
-			// OpenFlow 1.3 reports what a table-miss flow entry sends
-			// as a miss (OVS's "explicit miss"); learning controllers
-			// such as ovs-testcontroller act only on those.
+		if v == openflow.Version13 && ev.explicitMiss {
 			reason = ReasonNoMatch
 		}
 		// The switch buffers nothing, so the whole packet goes up
@@ -794,9 +791,13 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 // action of a table-miss flow entry (priority 0, matching everything) in
 // its table: the rule the packet's key selects there is such an entry and
 // carries the packet-in's cookie.
-func (m *ConnManager) fromTableMissEntry(pin *PacketIn, ofIn uint32) bool {
+func (m *ConnManager) fromTableMissEntry(pin *PacketIn) bool {
+	p := m.b.Ports.Snapshot().ByDP(pin.Key.InPort)
+	if p == nil {
+		return false
+	}
 	k := pin.Key
-	k.InPort = ofIn
+	k.InPort = p.OFPort
 	var wc flow.Mask
 	r := m.b.Tables.Lookup(pin.Table, &k, &wc)
 	return r != nil && r.Priority == 0 && r.Match.Mask == (flow.Mask{}) && r.Value.Cookie == pin.Cookie

@@ -602,7 +602,7 @@ func TestConnPacketIn(t *testing.T) {
 	if err := s.devs["p1"].Send(f); err != nil {
 		t.Fatal(err)
 	}
-	for name, cl := range map[string]*ofClient{"1.0": c10, "1.3": c13, "nx": nx} {
+	for name, cl := range map[string]*ofClient{"1.0": c10, "nx": nx} {
 		pi, ok := cl.recv().(*openflow.PacketIn)
 		if !ok {
 			t.Fatalf("%s: no packet-in", name)
@@ -615,8 +615,41 @@ func TestConnPacketIn(t *testing.T) {
 			t.Errorf("%s: match %+v cookie %#x", name, pi.Match.Key.InPort, pi.Cookie)
 		}
 	}
+	// OpenFlow 1.3 drops a miss without a table-miss flow entry.
+	if got := c13.barrier(); len(got) != 0 {
+		t.Errorf("1.3 controller got %v for an implicit miss", got)
+	}
 	if got := svc.barrier(); len(got) != 0 {
 		t.Errorf("service connection got %v", got)
+	}
+	// With a table-miss flow entry (priority 0, CONTROLLER), 1.3 gets
+	// the packet as a miss and 1.0 as an action.
+	c13.send(&openflow.FlowMod{Command: openflow.FlowAdd, Cookie: 0x55, BufferID: openflow.NoBuffer,
+		OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, Instructions: output(openflow.PortController)})
+	c13.barrier()
+	deadline := time.Now().Add(5 * time.Second)
+	var pi *openflow.PacketIn
+	for pi == nil {
+		if err := s.devs["p1"].Send(f); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := c13.recvWithin(200 * time.Millisecond)
+		pi, _ = m.(*openflow.PacketIn)
+		if time.Now().After(deadline) {
+			t.Fatal("no packet-in from the table-miss flow entry")
+		}
+	}
+	if pi.Reason != openflow.PacketInNoMatch || pi.Cookie != 0x55 || pi.InPort != 1 {
+		t.Errorf("1.3 packet-in from a table-miss entry: reason %d cookie %#x in_port %d", pi.Reason, pi.Cookie, pi.InPort)
+	}
+	for {
+		m, err := c10.recvWithin(2 * time.Second)
+		if err != nil {
+			t.Fatal("1.0 controller got no packet-in from the table-miss entry")
+		}
+		if p, ok := m.(*openflow.PacketIn); ok && p.Reason == openflow.PacketInAction {
+			break
+		}
 	}
 }
 
@@ -773,6 +806,11 @@ func TestConnRoles(t *testing.T) {
 	if em, ok := a.recv(openflow.TypePacketIn).(*openflow.ErrorMsg); !ok || em.Code != openflow.BadRequest13IsSlave {
 		t.Fatalf("slave flow mod: %+v", em)
 	}
+	// A table-miss flow entry sends misses to the controllers.
+	tm := FlowMod{Command: CmdAdd, OutPort: openflow.PortAny, Instructions: output(openflow.PortController)}
+	if err := s.b.Tables.Apply(&tm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	// Async config: the slave gets no packet-in; the master does.
 	a.send(&openflow.GetAsyncRequest{})
 	if ga, ok := a.recv(openflow.TypePacketIn).(*openflow.GetAsyncReply); !ok || ga.PacketInMask[1] != 0 || ga.PacketInMask[0] != 3 {
@@ -900,9 +938,9 @@ func TestConnActiveControllerAndFailOpen(t *testing.T) {
 		t.Fatalf("switch did not reconnect: %v", err)
 	}
 	cl := newClient(t, nc)
-	cl.handshake(4, 1, 4)
+	cl.handshake(1, 1)
 	waitFor(t, "fail-open removed", func() bool { return !s.m.FailOpen() })
-	if st := s.m.Controllers(); !st[0].IsConnected || st[0].Version != 4 {
+	if st := s.m.Controllers(); !st[0].IsConnected || st[0].Version != 1 {
 		t.Errorf("controller status %+v", st)
 	}
 	// Table misses now go to the controller, once the revalidator has

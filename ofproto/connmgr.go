@@ -134,6 +134,9 @@ type asyncEvent struct {
 	pin  PacketIn
 	port PortEvent
 	rem  Removed
+	// explicitMiss marks a packet-in from a table-miss flow entry's
+	// CONTROLLER action; the dispatcher sets it.
+	explicitMiss bool
 }
 
 // NewConnManager returns the connection manager of b. It hooks itself into
@@ -684,8 +687,20 @@ func (m *ConnManager) dispatch(ev *asyncEvent, now time.Time) {
 	case asyncFlowRemoved:
 		reason = uint8(ev.rem.Reason)
 	}
+	// A table miss with no table-miss flow entry (xlate marks it with
+	// cookie all-ones) is a packet-in only for OpenFlow 1.0 controllers:
+	// in 1.3 such a miss drops, as in OVS.
+	implicitMiss := ev.kind == asyncPacketIn && ev.pin.Reason == ReasonNoMatch && ev.pin.Cookie == ^uint64(0)
+	// OpenFlow 1.3 reports what a table-miss flow entry sends as a miss
+	// (OVS's "explicit miss"); learning controllers such as
+	// ovs-testcontroller act only on those.
+	ev.explicitMiss = ev.kind == asyncPacketIn && ev.pin.Reason == ReasonAction && m.fromTableMissEntry(&ev.pin)
 	for _, c := range conns {
-		if !c.wants(ev.kind, reason) {
+		r := reason
+		if ev.explicitMiss && c.Version() >= openflow.Version13 {
+			r = ReasonNoMatch
+		}
+		if !c.wants(ev.kind, r) || implicitMiss && c.Version() >= openflow.Version13 {
 			continue
 		}
 		if ev.kind == asyncPacketIn && !c.allowPacketIn(now, m.cfg.PacketInRate, m.cfg.PacketInBurst) {
