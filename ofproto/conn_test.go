@@ -1114,3 +1114,76 @@ func BenchmarkConnEncodePacketIn(b *testing.B) {
 		})
 	}
 }
+
+// TestConnListenersAndUnixController: a ptcp listener and a punix one
+// accept service connections; a unix: controller is dialled.
+func TestConnListenersAndUnixController(t *testing.T) {
+	dir := t.TempDir()
+	ctrlPath := filepath.Join(dir, "ctrl.sock")
+	ctrlLn, err := net.Listen("unix", ctrlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrlLn.Close()
+	s := newTestSwitch(t, 1, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
+		Listeners:   []string{"ptcp:0:127.0.0.1", "punix:" + filepath.Join(dir, "extra.sock")},
+		Controllers: []string{"unix:" + ctrlPath}})
+	addrs := s.m.ListenerAddrs()
+	if len(addrs) != 3 {
+		t.Fatalf("listener addresses %v, want mgmt, ptcp and punix", addrs)
+	}
+	for _, a := range addrs[1:] {
+		nc, err := net.Dial(a.Network(), a.String())
+		if err != nil {
+			t.Fatalf("dial %s: %v", a, err)
+		}
+		cl := newClient(t, nc)
+		cl.handshake(4, 1, 4)
+		cl.send(&openflow.FeaturesRequest{})
+		if _, ok := cl.recv().(*openflow.FeaturesReply); !ok {
+			t.Errorf("%s: no features reply", a)
+		}
+	}
+	ctrlLn.(*net.UnixListener).SetDeadline(time.Now().Add(5 * time.Second))
+	nc, err := ctrlLn.Accept()
+	if err != nil {
+		t.Fatalf("the switch did not dial its unix: controller: %v", err)
+	}
+	cl := newClient(t, nc)
+	cl.handshake(1, 1)
+	waitFor(t, "controller status", func() bool { return s.m.Controllers()[0].IsConnected })
+	st := s.m.Status()
+	if len(st) != 3 || st[0].Kind != ConnController || st[1].Kind != ConnService {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// TestConnPacketInRateLimit: a controller's packet-ins beyond its token
+// bucket are dropped and counted.
+func TestConnPacketInRateLimit(t *testing.T) {
+	s := newTestSwitch(t, 1, BridgeConfig{FailMode: FailSecure}, ConnConfig{PacketInRate: 10, PacketInBurst: 5})
+	cl, c := s.pipe(t, ConnController)
+	cl.handshake(1, 1)
+	pin := PacketIn{Packet: frame(1, 2), Reason: ReasonAction}
+	pin.Key.InPort = s.b.Ports.Snapshot().ByOF(1).DPPort
+	for i := 0; i < 50; i++ {
+		s.m.packetIn(pin)
+	}
+	got := 0
+	for {
+		m, err := cl.recvWithin(300 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		if _, ok := m.(*openflow.PacketIn); ok {
+			got++
+		}
+	}
+	// 5 from the burst, and at most a few refilled at 10/s meanwhile.
+	if got < 5 || got > 9 {
+		t.Errorf("%d packet-ins passed the 10/s burst-5 limit, want 5..9", got)
+	}
+	if d := c.pinDrop.Load(); int(d) != 50-got {
+		t.Errorf("%d dropped, want %d", d, 50-got)
+	}
+}

@@ -206,6 +206,19 @@ func (m *ConnManager) MgmtPath() string {
 	return filepath.Join(m.cfg.Rundir, m.b.Name+".mgmt")
 }
 
+// ListenerAddrs returns the addresses the manager listens on, the mgmt
+// socket first; empty before Start. A "ptcp:0" listener shows the port
+// the kernel chose.
+func (m *ConnManager) ListenerAddrs() []net.Addr {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]net.Addr, len(m.listeners))
+	for i, ln := range m.listeners {
+		out[i] = ln.Addr()
+	}
+	return out
+}
+
 // parseActive splits "tcp:IP[:PORT]" or "unix:PATH" into a network and
 // address for net.Dial.
 func parseActive(t string) (network, addr string, err error) {
