@@ -52,6 +52,10 @@ type PortConfig struct {
 	Type      string // "system" or "internal"
 	// OFPortRequest is ofport_request, 0 when unset.
 	OFPortRequest uint32
+	// OFPortHint is the ofport the database holds from an earlier run
+	// (0 when none): a port added without a request takes it back when
+	// it is free, so that OpenFlow numbers survive a restart.
+	OFPortHint uint32
 	// Local marks the bridge's own internal interface (named as the
 	// bridge): the datapath's port 0, which the bridge creates itself.
 	Local bool
@@ -171,6 +175,9 @@ func Build(r *Rows) Desired {
 				pc.Type, pc.Err = ifaceType(in.Type)
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
+				}
+				if in.Ofport != nil && *in.Ofport > 0 && *in.Ofport < 0xff00 {
+					pc.OFPortHint = uint32(*in.Ofport)
 				}
 				switch {
 				case pc.Err != "":

@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -107,8 +108,17 @@ func (m *Monitor) Run(ctx context.Context) error {
 		UpdateFunc: func(string, model.Model, model.Model) { poke() },
 		DeleteFunc: func(string, model.Model) { poke() },
 	})
+	// Monitor the models' columns only. MonitorAll would ask for every
+	// column of the server's schema, and libovsdb v0.7.0 then fails to
+	// apply an update that touches a column the models lack (say
+	// `ovs-vsctl set Open_vSwitch . external_ids:k=v`): the cache would
+	// miss that next_cfg, and ovs-vsctl would wait for ever.
+	var opts []client.MonitorOption
+	for _, m := range []model.Model{&OpenvSwitch{}, &Bridge{}, &Port{}, &Interface{}, &Controller{}} {
+		opts = append(opts, client.WithTable(m, modelColumns(m)...))
+	}
 	mctx, cancel := context.WithTimeout(ctx, txnTimeout)
-	_, err = c.MonitorAll(mctx)
+	_, err = c.Monitor(mctx, c.NewMonitor(opts...))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("ovsdb %s: monitor: %w", remote, err)
@@ -135,6 +145,21 @@ func (m *Monitor) Run(ctx context.Context) error {
 			// is retried on the next change or tick.
 		}
 	}
+}
+
+// modelColumns returns pointers to the tagged fields of the model m (a
+// pointer to a struct), except _uuid, as libovsdb's WithTable wants them.
+func modelColumns(m model.Model) []any {
+	v := reflect.ValueOf(m).Elem()
+	var out []any
+	for i := 0; i < v.NumField(); i++ {
+		tag := v.Type().Field(i).Tag.Get("ovsdb")
+		if tag == "" || tag == "_uuid" {
+			continue
+		}
+		out = append(out, v.Field(i).Addr().Interface())
+	}
+	return out
 }
 
 // snapshot copies the cached rows. The cache's rows are shared with

@@ -109,6 +109,12 @@ func TestMonitorDrivenByVsctl(t *testing.T) {
 			want: map[string][]string{"br0": {"br0:65534", "eth1:5"}}},
 		{name: "bad other_config is ignored", args: []string{"set", "Open_vSwitch", ".", "other_config:flow-limit=lots"},
 			want: map[string][]string{"br0": {"br0:65534", "eth1:5"}}},
+		// Columns the models lack (external_ids) change too, with
+		// next_cfg; ovs-vsctl waits for them like for any other.
+		{name: "column outside the models", args: []string{"set", "Open_vSwitch", ".", "external_ids:system-id=abc"},
+			want: map[string][]string{"br0": {"br0:65534", "eth1:5"}}},
+		{name: "bridge external_ids", args: []string{"br-set-external-id", "br0", "k", "v"},
+			want: map[string][]string{"br0": {"br0:65534", "eth1:5"}}},
 	}
 	for _, st := range steps {
 		out, err := vsctl(t, srv, 5*time.Second, st.args...)

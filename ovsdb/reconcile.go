@@ -14,7 +14,9 @@ import (
 type Switch interface {
 	// AddBridge creates and starts a bridge with its datapath and the
 	// datapath's internal port 0 (named as the bridge), under the global
-	// settings g. It adds no other port.
+	// settings g. It adds no port, but a datapath left by an earlier run
+	// keeps its ports, which should take the OpenFlow numbers cfg.Ports
+	// request or hint.
 	AddBridge(cfg *BridgeConfig, g Global) error
 	// ReconfigureBridge applies changed bridge-level settings (fail mode,
 	// controllers, protocols, MAC table) to a running bridge. It keeps the
@@ -24,7 +26,8 @@ type Switch interface {
 	// DeleteBridge stops a bridge and destroys its datapath.
 	DeleteBridge(name string) error
 	// AddPort adds device p.Name of type p.Type to the bridge, as OpenFlow
-	// port p.OFPortRequest when that is not 0.
+	// port p.OFPortRequest when that is not 0, else as p.OFPortHint when
+	// that is free, else as the next free number.
 	AddPort(bridge string, p *PortConfig) error
 	// DeletePort removes a port (not the bridge's own) from the bridge.
 	DeletePort(bridge, port string) error

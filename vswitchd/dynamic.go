@@ -124,7 +124,18 @@ func (s *ovsdbSwitch) AddBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global) error {
 	if s.d.Bridge(cfg.Name) != nil {
 		return s.ReconfigureBridge(cfg, g)
 	}
-	return s.build(cfg, g, nil)
+	// A datapath reattached after a restart keeps its ports: give them
+	// the numbers the database has for them, so OpenFlow flows and
+	// controllers see the same ports as before.
+	ofports := map[string]uint32{}
+	for _, p := range cfg.Ports {
+		if p.OFPortRequest != 0 {
+			ofports[p.Name] = p.OFPortRequest
+		} else if p.OFPortHint != 0 {
+			ofports[p.Name] = p.OFPortHint
+		}
+	}
+	return s.build(cfg, g, ofports)
 }
 
 // ReconfigureBridge rebuilds the bridge's OpenFlow side over the same
@@ -317,19 +328,23 @@ func renumber(b *ofproto.Bridge, ofports map[string]uint32) {
 }
 
 // AddPort adds the device to the bridge, as OpenFlow port
-// p.OFPortRequest when set. A requested number another port holds is an
-// error (rather than a silent renumbering of either port).
+// p.OFPortRequest when set (a requested number another port holds is an
+// error rather than a silent renumbering of either port), else as the
+// number the database remembers when it is free.
 func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	b := s.d.Bridge(bridge)
 	if b == nil {
 		return fmt.Errorf("bridge %s: not running", bridge)
 	}
-	if p.OFPortRequest != 0 {
-		if q := b.Ports.Snapshot().ByOF(p.OFPortRequest); q != nil {
-			return fmt.Errorf("ofport_request %d is already OpenFlow port %d (%s)", p.OFPortRequest, q.OFPort, q.Name)
+	ofport := p.OFPortRequest
+	if ofport != 0 {
+		if q := b.Ports.Snapshot().ByOF(ofport); q != nil {
+			return fmt.Errorf("ofport_request %d is already OpenFlow port %d (%s)", ofport, q.OFPort, q.Name)
 		}
+	} else if p.OFPortHint != 0 && b.Ports.Snapshot().ByOF(p.OFPortHint) == nil {
+		ofport = p.OFPortHint
 	}
-	if _, err := b.AddPort(p.Name, p.Type, p.OFPortRequest); err != nil {
+	if _, err := b.AddPort(p.Name, p.Type, ofport); err != nil {
 		return err
 	}
 	s.invalidate(b)

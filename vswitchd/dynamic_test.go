@@ -57,16 +57,25 @@ func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
+	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir()}
+	t.Cleanup(s.startDaemon(t))
+	return s
+}
+
+// startDaemon runs a daemon on s's provider and database, and returns
+// what stops it (and logs its log if the test failed).
+func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
+	t.Helper()
 	log := &syncBuffer{}
-	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: dir, Pidfile: "-", Handlers: 2}, prov, log)
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2}, s.prov, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.RunOVSDB(ctx, srv.Remote) }()
-	t.Cleanup(func() {
+	go func() { done <- d.RunOVSDB(ctx, s.srv.Remote) }()
+	s.d, s.log = d, log
+	return func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -79,8 +88,7 @@ func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", log.String())
 		}
-	})
-	return &ovsdbSwitchUnderTest{d: d, srv: srv, prov: prov, dir: dir, log: log}
+	}
 }
 
 // vsctl runs ovs-vsctl, failing the test when it hangs: every command
@@ -250,6 +258,49 @@ func TestOVSDBFailModeAndController(t *testing.T) {
 	s.must(t, "del-controller", "br0")
 	if s.d.Bridge("br0").Config.HasControllers {
 		t.Error("bridge still has a controller after del-controller")
+	}
+}
+
+// TestOVSDBRestartKeepsOFPorts: a restarted daemon reattaches the
+// datapath and gives its ports the OpenFlow numbers the database holds,
+// without removing and re-adding them (traffic keeps flowing).
+func TestOVSDBRestartKeepsOFPorts(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	prov := dummy.New()
+	for _, n := range []string{"p1", "p2"} {
+		if _, err := prov.AddNetdev(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir()}
+	stop := s.startDaemon(t)
+	s.must(t, "add-br", "br0", "--", "add-port", "br0", "p1", "--", "add-port", "br0", "p2")
+	// p1 becomes OpenFlow port 9 (datapath port 1); with the request
+	// cleared only the database's ofport column remembers the 9.
+	s.must(t, "set", "Interface", "p1", "ofport_request=9")
+	s.must(t, "clear", "Interface", "p1", "ofport_request")
+	before := portNames(s.d.Bridge("br0"))
+	var dpPort uint32
+	for _, p := range s.d.Bridge("br0").Ports.Snapshot().List() {
+		if p.Name == "p1" {
+			dpPort = p.DPPort
+		}
+	}
+	if before["p1"] == dpPort {
+		t.Fatalf("p1 is OpenFlow port %d and datapath port %d: the test needs them to differ", before["p1"], dpPort)
+	}
+	stop()
+
+	t.Cleanup(s.startDaemon(t))
+	s.must(t, "set", "Open_vSwitch", ".", "external_ids:poke=1") // a reconfiguration to wait for
+	if after := portNames(s.d.Bridge("br0")); !reflect.DeepEqual(after, before) {
+		t.Errorf("after restart ports %v, want %v", after, before)
+	}
+	if strings.Contains(s.log.String(), "deleted") {
+		t.Errorf("the restart removed ports:\n%s", s.log.String())
+	}
+	if !strings.Contains(s.log.String(), "reattached=true") {
+		t.Errorf("the restart did not reattach the datapath:\n%s", s.log.String())
 	}
 }
 
