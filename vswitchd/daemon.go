@@ -33,6 +33,7 @@ type Daemon struct {
 	mu      sync.Mutex
 	bridges []*ofproto.Bridge
 	byName  map[string]*ofproto.Bridge
+	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
 
 	ctl     *unixctl.Server
 	pidfile *unixctl.Pidfile
@@ -64,7 +65,7 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 	d := &Daemon{
 		cfg: cfg, provider: provider, level: lv,
 		log:    slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lv})),
-		byName: map[string]*ofproto.Bridge{}, exit: make(chan struct{}),
+		byName: map[string]*ofproto.Bridge{}, conns: map[string]*ofproto.ConnManager{}, exit: make(chan struct{}),
 	}
 	return d, nil
 }
@@ -175,10 +176,24 @@ func (d *Daemon) startBridge(spec BridgeSpec) error {
 			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
 			"shortcuts", g.Shortcuts)
 	}
+	// The connection manager hooks packet-ins, port status and flow
+	// removal into the bridge: it must exist before the bridge starts.
+	cm, err := ofproto.NewConnManager(b, ofproto.ConnConfig{Rundir: d.cfg.Rundir, Controllers: spec.Controllers,
+		Listeners: spec.Listeners, Logger: d.log})
+	if err != nil {
+		dp.Close()
+		return err
+	}
 	b.Start()
+	if err := cm.Start(); err != nil {
+		b.Stop()
+		dp.Close()
+		return err
+	}
 	d.mu.Lock()
 	d.bridges = append(d.bridges, b)
 	d.byName[spec.Name] = b
+	d.conns[spec.Name] = cm
 	d.mu.Unlock()
 	d.log.Info("bridge up", "bridge", spec.Name, "reattached", reattached,
 		"dispatch", dispatchMode(dp.Features()), "ports", len(b.Ports.Snapshot().List()))
@@ -215,6 +230,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) Stop() {
 	if d.ctl != nil {
 		d.ctl.Close()
+	}
+	d.mu.Lock()
+	conns := d.conns
+	d.conns = map[string]*ofproto.ConnManager{}
+	d.mu.Unlock()
+	for _, cm := range conns {
+		cm.Close()
 	}
 	for _, b := range d.Bridges() {
 		b.Stop()
