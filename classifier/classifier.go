@@ -182,8 +182,8 @@ func (st *subtable[T]) mayBeat(p int, bst *subtable[T]) bool {
 }
 
 // trieCtx memoises, for one lookup, what the classifier-wide tries say
-// about the key: each trie is walked at most once, by the first subtable
-// that asks.
+// about the key: each trie is walked at most once, and only as deep as the
+// subtables' questions have needed so far.
 type trieCtx struct {
 	roots   *[numGlobalTries]*trieNode
 	active  bool // some trie has been asked
