@@ -46,6 +46,9 @@ type Config struct {
 	Rundir            string        `json:"rundir,omitempty"`
 	Pidfile           string        `json:"pidfile,omitempty"` // "" = <rundir>/ovs-vswitchd.pid; "-" = none
 	LogLevel          string        `json:"log_level,omitempty"`
+	// Metrics, when set, serves Prometheus metrics at http://ADDR/metrics
+	// (host:port). Off by default.
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // Defaults.
@@ -188,6 +191,7 @@ A Go replacement for ovs-vswitchd over the Linux openvswitch datapath.
   --rundir DIR              sockets and pidfile (default /var/run/openvswitch)
   --pidfile FILE            pidfile (default RUNDIR/ovs-vswitchd.pid; - for none)
   --log-level LEVEL         debug, info, warn or error (default info)
+  --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (off by default)
   --version, --help
 `
 
@@ -211,7 +215,7 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 		takes := map[string]bool{"datapath": true, "bridge": true, "port": true, "controller": true, "listen": true,
 			"fail-mode": true, "config": true, "governor-mode": true, "governor-threshold": true, "handlers": true,
 			"revalidators": true, "flow-limit": true, "max-idle": true, "mac-table-size": true, "mac-aging": true,
-			"rundir": true, "pidfile": true, "log-level": true}
+			"rundir": true, "pidfile": true, "log-level": true, "metrics": true}
 		if takes[name] && !hasVal {
 			if i+1 >= len(args) {
 				return cfg, false, false, fmt.Errorf("--%s needs a value", name)
@@ -300,6 +304,8 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 			cfg.Pidfile = val
 		case "log-level":
 			cfg.LogLevel = val
+		case "metrics":
+			cfg.Metrics = val
 		default:
 			e = fmt.Errorf("unknown option --%s (see --help)", name)
 		}

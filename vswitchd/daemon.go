@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -35,10 +36,12 @@ type Daemon struct {
 	byName  map[string]*ofproto.Bridge
 	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
 
-	ctl     *unixctl.Server
-	pidfile *unixctl.Pidfile
-	exit    chan struct{}
-	once    sync.Once
+	ctl         *unixctl.Server
+	pidfile     *unixctl.Pidfile
+	metrics     *http.Server // nil unless --metrics
+	metricsAddr string
+	exit        chan struct{}
+	once        sync.Once
 }
 
 // New checks cfg and prepares a daemon. provider may be nil: then
@@ -127,6 +130,12 @@ func (d *Daemon) Start() error {
 	if err := d.ctl.Listen(unixctl.SocketPath(d.cfg.Rundir, "ovs-vswitchd", os.Getpid())); err != nil {
 		d.Stop()
 		return err
+	}
+	if d.cfg.Metrics != "" {
+		if err := d.startMetrics(d.cfg.Metrics); err != nil {
+			d.Stop()
+			return err
+		}
 	}
 	d.log.Info("govswitchd started", "datapath", d.cfg.Datapath, "bridges", len(d.cfg.Bridges),
 		"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows)
@@ -230,6 +239,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) Stop() {
 	if d.ctl != nil {
 		d.ctl.Close()
+	}
+	if d.metrics != nil {
+		d.metrics.Close()
 	}
 	d.mu.Lock()
 	conns := d.conns
