@@ -357,11 +357,13 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 	}
 	now := time.Now()
 	var err error
-	if fm.Table == openflow.TableAll && (fm.Command == CmdModify || fm.Command == CmdModifyStrict) {
-		err = c.m.modifyAllTables(&fm, now)
-	} else {
-		err = c.m.b.Tables.Apply(&fm, now)
-	}
+	c.m.shieldFailOpen(fm.Command == CmdModify || fm.Command == CmdDelete, func() {
+		if fm.Table == openflow.TableAll && (fm.Command == CmdModify || fm.Command == CmdModifyStrict) {
+			err = c.m.modifyAllTables(&fm, now)
+		} else {
+			err = c.m.b.Tables.Apply(&fm, now)
+		}
+	})
 	if err != nil {
 		typ, code := flowModError(m.Version, err)
 		c.log.Debug("flow mod failed", "err", err)

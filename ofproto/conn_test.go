@@ -927,6 +927,13 @@ func TestConnActiveControllerAndFailOpen(t *testing.T) {
 	if fs, ok := svc.recv().(*openflow.FlowStatsReply); !ok || len(fs.Stats) != 0 {
 		t.Fatalf("flow stats show %+v, want the fail-open flow hidden", fs)
 	}
+	// A delete of everything leaves it alone, and the flow count right.
+	svc.send(&openflow.FlowMod{Command: openflow.FlowDelete, TableID: openflow.TableAll, BufferID: openflow.NoBuffer,
+		OutPort: openflow.PortAny, OutGroup: openflow.GroupAny})
+	svc.barrier()
+	if !s.m.FailOpen() || s.b.Tables.Len() != 0 {
+		t.Fatalf("after delete-all: fail-open %v, %d flows counted", s.m.FailOpen(), s.b.Tables.Len())
+	}
 
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {

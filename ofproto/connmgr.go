@@ -76,6 +76,27 @@ type ConnConfig struct {
 // connections to controllers, the handling of every connection's messages,
 // and the asynchronous messages (packet-ins, port status, flow removed)
 // the bridge produces. Its methods are safe for concurrent use.
+//
+// Goroutines: one per listener (accept), one per configured controller
+// (dial, run the session, back off 1 s doubling to MaxBackoff), a reader
+// and a writer per connection, one dispatcher for asynchronous messages,
+// and one fail-open watcher. The bridge's hooks only queue to the
+// dispatcher (never blocking, dropping and counting when full); the
+// dispatcher encodes for each connection and queues without blocking, so
+// a peer that stops reading loses its own packet-ins and nothing else.
+//
+// Fail-open (fail-mode standalone with controllers configured): once no
+// controller has been connected for 3×ProbeInterval, a catch-all NORMAL
+// rule goes into table 0's classifier at FailOpenPriority, above every
+// OpenFlow priority, as OVS's hidden 0xf0f0f0 flow; it leaves when a
+// controller connects. It is no OpenFlow flow: flow, aggregate and table
+// stats leave it out, flow mods cannot touch it, it is not counted in the
+// flow limit.
+//
+// Table misses go to the controllers (Xlator.MissToController) exactly
+// while at least one controller connection is up; only OpenFlow 1.0
+// controllers get them, as a 1.3 switch drops a miss that no table-miss
+// flow entry catches.
 type ConnManager struct {
 	b        *Bridge
 	cfg      ConnConfig
@@ -608,6 +629,25 @@ func (m *ConnManager) setFailOpen(on bool) {
 	default:
 		return
 	}
+	m.invalidate()
+}
+
+// shieldFailOpen runs apply, a flow mod, with the fail-open rule (if
+// any, and if loose is set: only a loose modify or delete can select it)
+// taken out of table 0 meanwhile, so that no OpenFlow command replaces or
+// deletes a rule the tables do not count as theirs.
+func (m *ConnManager) shieldFailOpen(loose bool, apply func()) {
+	m.failMu.Lock()
+	defer m.failMu.Unlock()
+	if !loose || m.failRule == nil {
+		apply()
+		return
+	}
+	t := m.b.Tables.Table(0)
+	t.Remove(m.failRule)
+	apply()
+	t.Insert(m.failRule)
+	// A miss translated in between saw no fail-open rule.
 	m.invalidate()
 }
 
