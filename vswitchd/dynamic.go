@@ -271,7 +271,18 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 	renumber(b, ofports)
 	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Protocols: cfg.Protocols, Logger: d.log}
 	for _, c := range cfg.Controllers {
-		cc.Controllers = append(cc.Controllers, c.Target)
+		// As with ovs-vswitchd, a controller the switch cannot use
+		// costs that controller, not the bridge.
+		switch {
+		case strings.HasPrefix(c.Target, "tcp:"), strings.HasPrefix(c.Target, "unix:"):
+			cc.Controllers = append(cc.Controllers, c.Target)
+		case strings.HasPrefix(c.Target, "ptcp:"), strings.HasPrefix(c.Target, "punix:"):
+			cc.Listeners = append(cc.Listeners, c.Target) // a passive controller target is a listener
+		default:
+			d.log.Warn("controller target not supported (tcp:, unix:, ptcp: and punix: are); ignored",
+				"bridge", cfg.Name, "target", c.Target)
+			continue
+		}
 		// One probe interval and backoff per bridge: the smallest asked.
 		if c.ProbeInterval > 0 && (cc.ProbeInterval == 0 || c.ProbeInterval < cc.ProbeInterval) {
 			cc.ProbeInterval = c.ProbeInterval
@@ -281,6 +292,11 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 		}
 	}
 	cm, err := ofproto.NewConnManager(b, cc)
+	if err != nil && (len(cc.Controllers) > 0 || len(cc.Listeners) > 0) {
+		d.log.Warn("controllers not usable; running the bridge without them", "bridge", cfg.Name, "err", err)
+		cc.Controllers, cc.Listeners = nil, nil
+		cm, err = ofproto.NewConnManager(b, cc)
+	}
 	if err != nil {
 		dp.Close()
 		return err

@@ -259,6 +259,24 @@ func TestOVSDBFailModeAndController(t *testing.T) {
 	if s.d.Bridge("br0").Config.HasControllers {
 		t.Error("bridge still has a controller after del-controller")
 	}
+
+	// Controllers the switch cannot use cost themselves, not the bridge.
+	for _, target := range []string{"ssl:127.0.0.1:6653", "tcp:not-an-address:x:y"} {
+		s.must(t, "set-controller", "br0", target)
+		if b := s.d.Bridge("br0"); b == nil {
+			t.Fatalf("set-controller %s stopped the bridge", target)
+		} else if got := portNames(b); got["p1"] != 1 || got["p2"] != 7 {
+			t.Errorf("set-controller %s: ports %v", target, got)
+		}
+		if got := s.must(t, "get", "Interface", "p1", "ofport"); got != "1" {
+			t.Errorf("set-controller %s: p1 ofport %s", target, got)
+		}
+	}
+	for _, want := range []string{"controller target not supported", "controllers not usable"} {
+		if !strings.Contains(s.log.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, s.log.String())
+		}
+	}
 }
 
 // TestOVSDBRestartKeepsOFPorts: a restarted daemon reattaches the
