@@ -133,6 +133,11 @@ func Build(r *Rows) Desired {
 		if br.FailMode != nil && *br.FailMode == "secure" {
 			bc.FailMode = "secure"
 		}
+		switch br.DatapathTyp {
+		case "", "system":
+		default:
+			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
+		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
@@ -181,6 +186,8 @@ func Build(r *Rows) Desired {
 				}
 				switch {
 				case pc.Err != "":
+				case p.Tag != nil || len(p.Trunks) > 0 || p.VLANMode != nil:
+					pc.Err = fmt.Sprintf("port %s: VLAN settings (tag, trunks, vlan_mode) are not supported by govswitchd", p.Name)
 				case len(p.Interfaces) > 1:
 					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
 				case in.Name == "" || len(in.Name) > 15:

@@ -104,6 +104,21 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name: "VLAN tag refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", DatapathTyp: "netdev"},
+					map[string][]*Interface{"eth1": {iface("eth1", "")}})
+				r.Ports["p-eth1"].Tag = ptr(10)
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "VLAN settings") {
+					t.Errorf("Err %q", e)
+				}
+			},
+			problem: `datapath_type "netdev" is not supported`,
+		},
+		{
 			name: "bridge-named port not internal",
 			rows: func() *Rows {
 				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},

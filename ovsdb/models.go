@@ -55,6 +55,11 @@ type Port struct {
 	Name        string            `ovsdb:"name"`
 	Interfaces  []string          `ovsdb:"interfaces"` // Interface UUIDs
 	OtherConfig map[string]string `ovsdb:"other_config"`
+	// VLAN settings, which govswitchd does not implement: a port that
+	// sets them is refused rather than switched across VLANs.
+	Tag      *int    `ovsdb:"tag"`
+	Trunks   []int   `ovsdb:"trunks"`
+	VLANMode *string `ovsdb:"vlan_mode"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,
