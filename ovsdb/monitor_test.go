@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,29 @@ func TestMonitorConnectFails(t *testing.T) {
 	defer cancel()
 	if err := m.Run(ctx); err == nil || !strings.Contains(err.Error(), "connect") {
 		t.Errorf("Run against no server: %v, want a connect error", err)
+	}
+}
+
+// TestMonitorLeavesNoGoroutines: Run's return stops libovsdb's
+// goroutines (connection, cache, reconnect) too.
+func TestMonitorLeavesNoGoroutines(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	before := runtime.NumGoroutine()
+	m := NewMonitor(newFakeSwitch("eth1"), srv.Remote)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	mustVsctl(t, srv, "add-br", "br0", "--", "add-port", "br0", "eth1")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before Run, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
