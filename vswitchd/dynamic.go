@@ -87,13 +87,15 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
 	var err error
+	ran := false
 	select {
 	case <-ctx.Done():
 	case <-d.exit:
 	case err = <-done:
+		ran = true
 	}
 	cancel()
-	if err == nil {
+	if !ran {
 		err = <-done
 	}
 	sw.closeAll()
