@@ -421,3 +421,22 @@ func ExampleNewForOVSDB() {
 		os.Exit(1)
 	}
 }
+
+// TestRunOVSDBNoServer: a database that cannot be reached is an error at
+// start, and the daemon is stopped again (its control socket removed).
+func TestRunOVSDBNoServer(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: dir, Pidfile: "-"}, dummy.New(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.RunOVSDB(ctx, "unix:"+filepath.Join(dir, "none.sock"))
+	if err == nil || !strings.Contains(err.Error(), "is ovsdb-server running?") {
+		t.Errorf("RunOVSDB without a server: %v", err)
+	}
+	if ctls, _ := filepath.Glob(filepath.Join(dir, "*.ctl")); len(ctls) != 0 {
+		t.Errorf("control socket left behind: %v", ctls)
+	}
+}
