@@ -141,7 +141,7 @@ start_switch() {
 		# govswitchd's OpenFlow channel may not exist yet: the run is
 		# skipped, not failed, until `ovs-ofctl show` answers on it.
 		if ! ovs-ofctl show "$ctl" >&3 2>&1; then
-			why="skipped: no OpenFlow on $ctl (ovs-ofctl show failed)"
+			why="skipped: no OpenFlow on RUNDIR/br0.mgmt (ovs-ofctl show failed)"
 			return 2
 		fi
 		ovs-ofctl add-flows "$ctl" "$acl" >&3 2>&1 || { why="ovs-ofctl add-flows failed"; return 1; }

@@ -120,7 +120,7 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 		"missed-counter delta (left out for runs with fewer than %d upcalls); upcalls, lost and datapath flows at the end as `ovs-dpctl show` counts them; "+
 		"RSS is the daemon's VmHWM; reached h2 = (RSTs h2 sent + connections it accepted) ÷ attempts, from its "+
 		"/proc/net/snmp, a check that the attempts crossed the switch (it can pass 100 by the up to 100 attempts still in flight when the warm-up ended); SYN retrans = h1's retransmitted segments "+
-		"(SYNs the switch dropped or lost). ×ovs: ratio of medians to ovs-vswitchd's in the same configuration, same boot.\n\n", MinUpcalls)
+		"(SYNs the switch dropped or lost). ×ovs: ratio of medians to ovs-vswitchd's in the same configuration, same boot; for flows/s, in brackets, the range of the per-round ratios (each switch against ovs-vswitchd's run of the same round).\n\n", MinUpcalls)
 
 	ceil := get("static", "none")
 	for _, c := range configNames {
@@ -148,8 +148,14 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 			if ceil != nil {
 				pc = 100 * Ratio(r.Flows, ceil.Flows)
 			}
+			fratio := ratio(fr)
+			if c.key != "exact-fixed" && !math.IsNaN(fr) {
+				if rr := RoundRatios(runs, c.key, r.Switch, "ovs", Run.FlowsPerS); rr.N > 1 {
+					fratio += fmt.Sprintf(" (%.2f–%.2f)", rr.Min, rr.Max)
+				}
+			}
 			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				switchNames[r.Switch], r.Flows.N, span(r.Flows), ratio(fr), f(pc), span(r.Util), span(r.PerUpcall), ratio(pr),
+				switchNames[r.Switch], r.Flows.N, span(r.Flows), fratio, f(pc), span(r.Util), span(r.PerUpcall), ratio(pr),
 				span(r.Upcalls), span(r.Lost), span(r.FlowsEnd), span(r.RSSMB), ratio(rr), span(r.Reached), span(r.Retrans))
 		}
 		for _, r := range rows {

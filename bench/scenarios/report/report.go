@@ -179,6 +179,31 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// RoundRatios returns, for each round in which both switches have a
+// measured run of cfg, that round's value(sw) / value(base) — runs minutes
+// apart in the same boot, so a slow spell on the host moves both.
+func RoundRatios(runs []Run, cfg, sw, base string, value func(Run) float64) Spread {
+	byRound := map[int]map[string]Run{}
+	for _, r := range runs {
+		if r.Config != cfg || !r.OK() || (r.Switch != sw && r.Switch != base) {
+			continue
+		}
+		if byRound[r.Round] == nil {
+			byRound[r.Round] = map[string]Run{}
+		}
+		byRound[r.Round][r.Switch] = r
+	}
+	var rs []float64
+	for _, m := range byRound {
+		a, okA := m[sw]
+		b, okB := m[base]
+		if okA && okB && value(b) != 0 {
+			rs = append(rs, value(a)/value(b))
+		}
+	}
+	return SpreadOf(rs)
+}
+
 // Ratio is a/b of two medians, NaN when either is missing or b is 0.
 func Ratio(a, b Spread) float64 {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {

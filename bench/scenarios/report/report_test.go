@@ -180,6 +180,30 @@ func TestSummarizeAndTargets(t *testing.T) {
 	}
 }
 
+func TestRoundRatios(t *testing.T) {
+	runs, err := ParseRuns(strings.NewReader(runsFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, cfg, sw string
+		want          Spread
+	}{
+		// Round 0: 1000/400 flows/s; round 1: 600/400.
+		{"two rounds", "exact", "gov", Spread{Median: 2, Min: 1.5, Max: 2.5, N: 2}},
+		{"one round with both", "exact", "govg", Spread{Median: 3.5, Min: 3.5, Max: 3.5, N: 1}},
+		{"skipped runs do not count", "acl", "gov", Spread{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RoundRatios(runs, tc.cfg, tc.sw, "ovs", Run.FlowsPerS)
+			if got.N != tc.want.N || (got.N > 0 && (got.Median != tc.want.Median || got.Min != tc.want.Min || got.Max != tc.want.Max)) {
+				t.Errorf("RoundRatios = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRenderMentionsEverything(t *testing.T) {
 	runs, err := ParseRuns(strings.NewReader(runsFixture))
 	if err != nil {
@@ -194,7 +218,7 @@ func TestRenderMentionsEverything(t *testing.T) {
 	out := b.String()
 	for _, s := range []string{
 		"`bench/scenarios/run --quick`", "2 rounds", "5 s timed",
-		"| govswitchd | 2 | 1600 (1200–2000) | 2.00× |", // median, spread and ratio to ovs's 800
+		"| govswitchd | 2 | 1600 (1200–2000) | 2.00× (1.50–2.50) |", // median, spread, ratio to ovs's 800, per-round ratios
 		"not measured — skipped: no OpenFlow",
 		"### (a′)", "### (d)", "| target | measured | met |",
 	} {
