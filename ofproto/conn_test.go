@@ -205,6 +205,12 @@ func (c *ofClient) handshake(want uint8, versions ...uint8) {
 		c.t.Fatalf("negotiated %d (ok %v), want %d", v, ok, want)
 	}
 	c.v = v
+	// The switch sends its hello before reading ours: an echo round trip
+	// makes sure it has negotiated too, and takes asynchronous messages.
+	xid := c.send(&openflow.EchoRequest{Data: []byte("hs")})
+	if r, ok := c.recv().(*openflow.EchoReply); !ok || r.Xid != xid {
+		c.t.Fatalf("no echo reply after the handshake: %+v", r)
+	}
 }
 
 // barrier sends a barrier and returns the messages received before its
