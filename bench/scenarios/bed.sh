@@ -254,6 +254,11 @@ run_one() {
 	t21=$(tcpstat h2)
 	t11=$(tcpstat h1)
 	hwm=$(hwm_kb "$pid")
+	if [[ -n $pid ]]; then
+		# What the daemon says its memory holds, for the results page.
+		printf 'memory/show (%s %s): %s\n' "$sw" "$label" \
+			"$(ovsenv ovs-appctl memory/show 2>&1 | tr '\n' ' ')" >>"$out/memory.txt"
+	fi
 	[[ -n $listener ]] && { kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null; }
 	local m0 l0 m1 l1 f1 _
 	read -r m0 l0 _ <<<"$s0"
