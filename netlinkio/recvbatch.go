@@ -24,7 +24,9 @@ type mmsghdr struct {
 // Stats().Truncated; buffers of 64 KiB cannot be overrun by an upcall of a
 // non-GSO packet. An ENOBUFS report (the kernel dropped messages because
 // the receive buffer was full) is counted in Stats().Lost and the read goes
-// on. In steady state RecvBatch allocates nothing.
+// on. A datagram whose sender is not the kernel (netlink port id 0) is
+// dropped and counted in Stats().Foreign. In steady state RecvBatch
+// allocates nothing.
 func (s *Socket) RecvBatch(bufs [][]byte, sizes []int) (int, error) {
 	n := min(len(bufs), len(sizes))
 	if n == 0 {
@@ -33,14 +35,17 @@ func (s *Socket) RecvBatch(bufs [][]byte, sizes []int) (int, error) {
 	if cap(s.mm) < n {
 		s.mm = make([]mmsghdr, n)
 		s.iov = make([]unix.Iovec, n)
+		s.names = make([]unix.RawSockaddrNetlink, n)
 	}
-	s.mm, s.iov = s.mm[:n], s.iov[:n]
+	s.mm, s.iov, s.names = s.mm[:n], s.iov[:n], s.names[:n]
 	for i := range n {
 		s.iov[i].Base = unsafe.SliceData(bufs[i])
 		s.iov[i].SetLen(len(bufs[i]))
 		s.mm[i] = mmsghdr{}
 		s.mm[i].hdr.Iov = &s.iov[i]
 		s.mm[i].hdr.SetIovlen(1)
+		s.mm[i].hdr.Name = (*byte)(unsafe.Pointer(&s.names[i]))
+		s.mm[i].hdr.Namelen = unix.SizeofSockaddrNetlink
 	}
 	for {
 		s.ioN, s.ioErr = 0, nil
@@ -61,6 +66,10 @@ func (s *Socket) RecvBatch(bufs [][]byte, sizes []int) (int, error) {
 			m := &s.mm[i]
 			if m.hdr.Flags&unix.MSG_TRUNC != 0 || int(m.n) > len(bufs[i]) {
 				s.truncated.Add(1)
+				continue
+			}
+			if s.names[i].Pid != 0 {
+				s.foreign.Add(1)
 				continue
 			}
 			if got != i {

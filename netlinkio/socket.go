@@ -26,7 +26,7 @@ type Socket struct {
 	seq uint32
 
 	// Stats, updated atomically so Stats may be read from any goroutine.
-	lost, truncated, sends, resends atomic.Uint64
+	lost, truncated, sends, resends, foreign atomic.Uint64
 
 	// State of the RawConn callbacks, which are method values bound once in
 	// OpenSocket so that a receive allocates no closure.
@@ -37,6 +37,7 @@ type Socket struct {
 	ioErr                    error
 	mm                       []mmsghdr
 	iov                      []unix.Iovec
+	names                    []unix.RawSockaddrNetlink // senders of a RecvBatch
 	bufs                     [][]byte
 	sizes                    []int
 
@@ -158,8 +159,11 @@ func (s *Socket) JoinGroup(group uint32) error {
 // datapath "lost" counter has the exact number). Truncated counts messages
 // longer than the buffer given to RecvBatch, which are dropped. Sends counts
 // sendmsg calls made by Transact and Resends those repeated after ENOBUFS.
+// Foreign counts datagrams RecvBatch dropped because they did not come from
+// the kernel (a sender port id other than 0): another process cannot feed
+// the switch forged upcalls.
 type SocketStats struct {
-	Lost, Truncated, Sends, Resends uint64
+	Lost, Truncated, Sends, Resends, Foreign uint64
 }
 
 // Stats returns the socket's counters. It is safe to call concurrently.
@@ -169,6 +173,7 @@ func (s *Socket) Stats() SocketStats {
 		Truncated: s.truncated.Load(),
 		Sends:     s.sends.Load(),
 		Resends:   s.resends.Load(),
+		Foreign:   s.foreign.Load(),
 	}
 }
 

@@ -393,25 +393,69 @@ func datagram(seq uint32, n int) []byte {
 	return b
 }
 
+// provoke makes the kernel send rx one datagram: a request to a generic
+// netlink family that does not exist draws an error reply (sender port id
+// 0) echoing the request, so its size grows with payload.
+func provoke(t testing.TB, rx *Socket, payload int) {
+	t.Helper()
+	b, start := BeginMessage(nil, 0x7ff0, 0, 1, 1)
+	b = append(b, make([]byte, payload)...)
+	b = EndMessage(b, start)
+	var err error
+	cerr := rx.rc.Control(func(fd uintptr) {
+		err = unix.Sendto(int(fd), b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	})
+	if cerr != nil || err != nil {
+		t.Fatalf("sendto kernel: %v %v", cerr, err)
+	}
+}
+
+// provokeBig makes the kernel send rx its description of the nlctrl
+// family: a datagram of several hundred bytes.
+func provokeBig(t testing.TB, rx *Socket) {
+	t.Helper()
+	b, start := BeginMessage(nil, ctrlFamily, 0, ctrlCmdGetFamily, ctrlVersion)
+	b = AppendAttr(b, ctrlAttrName, []byte("nlctrl\x00"))
+	b = EndMessage(b, start)
+	var err error
+	cerr := rx.rc.Control(func(fd uintptr) {
+		err = unix.Sendto(int(fd), b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	})
+	if cerr != nil || err != nil {
+		t.Fatalf("sendto kernel: %v %v", cerr, err)
+	}
+}
+
 func TestRecvBatch(t *testing.T) {
+	const big = -1 // in payloads: the large nlctrl reply instead of an error reply
 	tests := []struct {
-		name      string
-		sizes     []int // payload sizes sent
-		bufs      int   // buffers offered
-		bufLen    int
-		wantSizes []int // datagram sizes received by the first RecvBatch
-		wantTrunc uint64
+		name        string
+		payloads    []int // requests that provoke kernel replies (see provoke, provokeBig)
+		foreign     int   // user-space datagrams sent to rx first
+		bufs        int   // buffers offered
+		bufLen      int
+		wantN       int // datagrams received by the first RecvBatch
+		wantTrunc   uint64
+		wantForeign uint64
 	}{
-		{"one", []int{10}, 4, 256, []int{32}, 0},
-		{"all queued", []int{0, 4, 100}, 8, 256, []int{20, 24, 120}, 0},
-		{"more than bufs", []int{0, 0, 0}, 2, 256, []int{20, 20}, 0},
-		{"truncated dropped", []int{0, 500, 4}, 4, 256, []int{20, 24}, 1},
+		{"one", []int{10}, 0, 4, 1024, 1, 0, 0},
+		{"all queued", []int{0, big, 100}, 0, 8, 4096, 3, 0, 0},
+		{"more than bufs", []int{0, 0, 0}, 0, 2, 1024, 2, 0, 0},
+		{"truncated dropped", []int{0, big, 4}, 0, 4, 64, 2, 1, 0},
+		{"not from the kernel dropped", []int{8}, 3, 4, 1024, 1, 0, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rx, tx := openSocket(t), openSocket(t)
-			for i, n := range tt.sizes {
-				sendTo(t, tx, rx.PID(), datagram(uint32(i), n))
+			for i := 0; i < tt.foreign; i++ {
+				sendTo(t, tx, rx.PID(), datagram(uint32(i), 16))
+			}
+			for _, n := range tt.payloads {
+				if n == big {
+					provokeBig(t, rx)
+				} else {
+					provoke(t, rx, n)
+				}
 			}
 			bufs := make([][]byte, tt.bufs)
 			for i := range bufs {
@@ -422,8 +466,8 @@ func TestRecvBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(sizes[:n]) != fmt.Sprint(tt.wantSizes) {
-				t.Errorf("sizes = %v, want %v", sizes[:n], tt.wantSizes)
+			if n != tt.wantN {
+				t.Errorf("received %d datagrams (sizes %v), want %d", n, sizes[:n], tt.wantN)
 			}
 			for i := range n {
 				it := NewMessageIter(bufs[i][:sizes[i]])
@@ -431,36 +475,30 @@ func TestRecvBatch(t *testing.T) {
 					t.Errorf("buffer %d does not hold a whole message", i)
 				}
 			}
+			if tt.name == "all queued" && n == 3 && !(sizes[1] > sizes[0] && sizes[1] > sizes[2]) {
+				t.Errorf("sizes %v: the large reply is not in the middle, replies reordered", sizes[:n])
+			}
 			if got := rx.Stats().Truncated; got != tt.wantTrunc {
 				t.Errorf("truncated = %d, want %d", got, tt.wantTrunc)
+			}
+			if got := rx.Stats().Foreign; got != tt.wantForeign {
+				t.Errorf("foreign = %d, want %d", got, tt.wantForeign)
 			}
 		})
 	}
 }
 
 func TestRecvBatchLostAndDeadline(t *testing.T) {
-	rx, tx := openSocket(t), openSocket(t)
+	rx := openSocket(t)
 	if err := rx.SetReceiveBuffer(1); err != nil {
 		t.Fatal(err)
 	}
-	// Overrun the receive buffer; user-to-user sends to a full socket fail
-	// for the sender and mark the receiver with ENOBUFS only for kernel
-	// senders, so count what got through instead.
-	sent := 0
-	for i := 0; i < 200; i++ {
-		var err error
-		cerr := tx.rc.Control(func(fd uintptr) {
-			err = unix.Sendto(int(fd), datagram(uint32(i), 1000), unix.MSG_DONTWAIT, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Pid: rx.PID()})
-		})
-		if cerr != nil {
-			t.Fatal(cerr)
-		}
-		if err == nil {
-			sent++
-		}
-	}
-	if sent == 0 || sent == 200 {
-		t.Fatalf("sent %d of 200 into a tiny buffer; want some but not all", sent)
+	// Provoke more kernel replies than the tiny buffer holds: the kernel
+	// drops the rest and flags the socket with ENOBUFS, which RecvBatch
+	// counts as lost and reads past.
+	const asked = 200
+	for i := 0; i < asked; i++ {
+		provoke(t, rx, 1000)
 	}
 	bufs := [][]byte{make([]byte, 2048), make([]byte, 2048), make([]byte, 2048)}
 	sizes := make([]int, 3)
@@ -476,8 +514,11 @@ func TestRecvBatchLostAndDeadline(t *testing.T) {
 		}
 		got += n
 	}
-	if got != sent {
-		t.Errorf("received %d, sent %d", got, sent)
+	if got == 0 || got == asked {
+		t.Errorf("received %d of %d replies into a tiny buffer; want some but not all", got, asked)
+	}
+	if rx.Stats().Lost == 0 {
+		t.Errorf("the kernel dropped %d replies but no loss was counted", asked-got)
 	}
 }
 
@@ -504,13 +545,12 @@ func TestRecvBatchCloseUnblocks(t *testing.T) {
 }
 
 func TestRecvBatchAllocs(t *testing.T) {
-	rx, tx := openSocket(t), openSocket(t)
+	rx := openSocket(t)
 	bufs := [][]byte{make([]byte, 256), make([]byte, 256), make([]byte, 256), make([]byte, 256)}
 	sizes := make([]int, 4)
-	msg := datagram(1, 64)
 	run := func() {
 		for range 4 {
-			sendTo(t, tx, rx.PID(), msg)
+			provoke(t, rx, 64)
 		}
 		got := 0
 		for got < 4 {
@@ -522,12 +562,12 @@ func TestRecvBatchAllocs(t *testing.T) {
 		}
 	}
 	run()
-	// sendTo allocates (unix.Sendto); measure RecvBatch alone.
+	// provoke allocates (unix.Sendto); measure RecvBatch alone.
 	var allocs float64
 	for range 20 {
 		// AllocsPerRun calls the function twice (a warm-up and the run).
 		for range 8 {
-			sendTo(t, tx, rx.PID(), msg)
+			provoke(t, rx, 64)
 		}
 		allocs += testing.AllocsPerRun(1, func() {
 			if _, err := rx.RecvBatch(bufs, sizes); err != nil {
