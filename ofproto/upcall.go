@@ -449,8 +449,11 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 			case k == nil:
 				u.c.duplicates.Add(1)
 			default:
+				// The op carries the handler's own copy of the actions,
+				// not the ukey's: a purge may recycle the ukey while the
+				// batch is being encoded.
 				hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutCreate,
-					Flow: datapath.Flow{UFID: ufid, Key: k.key, Mask: k.mask, Actions: k.actions}})
+					Flow: datapath.Flow{UFID: ufid, Key: up.Key, Mask: out.WC, Actions: out.Actions}})
 				hd.opUkey = append(hd.opUkey, k)
 				nflows++
 			}
