@@ -49,6 +49,10 @@ type Config struct {
 	// Metrics, when set, serves Prometheus metrics at http://ADDR/metrics
 	// (host:port). Off by default.
 	Metrics string `json:"metrics,omitempty"`
+	// OVSDB, when set, is the ovsdb-server to take bridges and ports from
+	// (unix:PATH or tcp:IP:PORT), as ovs-vswitchd does; Bridges must then
+	// be empty: ovs-vsctl configures the switch.
+	OVSDB string `json:"ovsdb,omitempty"`
 }
 
 // Defaults.
@@ -93,8 +97,13 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("--datapath %q: want system or dummy", c.Datapath)
 	}
-	if len(c.Bridges) == 0 {
-		return errors.New("no bridge configured: give --bridge NAME (and --port DEV after it)")
+	switch {
+	case c.OVSDB != "" && len(c.Bridges) > 0:
+		return errors.New("--bridge and --ovsdb exclude each other: with --ovsdb, add bridges with ovs-vsctl add-br")
+	case c.OVSDB != "" && !strings.HasPrefix(c.OVSDB, "unix:") && !strings.HasPrefix(c.OVSDB, "tcp:"):
+		return fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", c.OVSDB)
+	case c.OVSDB == "" && len(c.Bridges) == 0:
+		return errors.New("no bridge configured: give --bridge NAME (and --port DEV after it), or a database (--ovsdb unix:/var/run/openvswitch/db.sock)")
 	}
 	seen := map[string]bool{}
 	for _, b := range c.Bridges {
@@ -168,8 +177,10 @@ func jsonDuration(v any) (time.Duration, error) {
 }
 
 // Usage is the daemon's help text.
-const Usage = `usage: govswitchd [OPTIONS]
+const Usage = `usage: govswitchd [OPTIONS] [DATABASE]
 A Go replacement for ovs-vswitchd over the Linux openvswitch datapath.
+Configure it with flags (--bridge ...) or, as ovs-vswitchd, from
+ovsdb-server: govswitchd unix:/var/run/openvswitch/db.sock, then ovs-vsctl.
 
   --datapath system|dummy   the kernel module (default) or an in-memory datapath
   --bridge NAME             add a bridge; --port and bridge options that follow apply to it
@@ -177,6 +188,8 @@ A Go replacement for ovs-vswitchd over the Linux openvswitch datapath.
   --controller TARGET       tcp:IP[:PORT] or unix:PATH controller of the last bridge
   --listen TARGET           extra OpenFlow listener of the last bridge, ptcp:PORT[:IP]
   --fail-mode MODE          standalone (default) or secure, for the last bridge
+  --ovsdb REMOTE, DATABASE  take bridges and ports from ovsdb-server (unix:PATH or
+                            tcp:IP:PORT); excludes --bridge
   --config FILE             read the configuration from a JSON file
   --governor                engage the flow-setup governor under many short flows
   --governor-mode MODE      auto (default), always (install every flow), never
@@ -208,6 +221,11 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(a, "=")
+		if strings.HasPrefix(a, "unix:") || strings.HasPrefix(a, "tcp:") {
+			// ovs-vswitchd's DATABASE argument.
+			cfg.OVSDB = a
+			continue
+		}
 		if !strings.HasPrefix(name, "--") {
 			return cfg, false, false, fmt.Errorf("unexpected argument %q (options start with --)", a)
 		}
@@ -215,7 +233,7 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 		takes := map[string]bool{"datapath": true, "bridge": true, "port": true, "controller": true, "listen": true,
 			"fail-mode": true, "config": true, "governor-mode": true, "governor-threshold": true, "handlers": true,
 			"revalidators": true, "flow-limit": true, "max-idle": true, "mac-table-size": true, "mac-aging": true,
-			"rundir": true, "pidfile": true, "log-level": true, "metrics": true}
+			"rundir": true, "pidfile": true, "log-level": true, "metrics": true, "ovsdb": true}
 		if takes[name] && !hasVal {
 			if i+1 >= len(args) {
 				return cfg, false, false, fmt.Errorf("--%s needs a value", name)
@@ -306,6 +324,8 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 			cfg.LogLevel = val
 		case "metrics":
 			cfg.Metrics = val
+		case "ovsdb":
+			cfg.OVSDB = val
 		default:
 			e = fmt.Errorf("unknown option --%s (see --help)", name)
 		}

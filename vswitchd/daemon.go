@@ -222,6 +222,9 @@ func (d *Daemon) Exit() { d.once.Do(func() { close(d.exit) }) }
 // Run starts the daemon, waits until ctx ends or Exit is called, and
 // stops it.
 func (d *Daemon) Run(ctx context.Context) error {
+	if d.cfg.OVSDB != "" {
+		return d.RunOVSDB(ctx, d.cfg.OVSDB)
+	}
 	if err := d.Start(); err != nil {
 		return err
 	}

@@ -281,6 +281,8 @@ func TestBadConfig(t *testing.T) {
 		{[]string{"--bridge", "br0", "--flow-limit", "lots"}, "non-negative number"},
 		{[]string{"--bridge", "br0", "--bogus"}, "unknown option"},
 		{[]string{"--bridge", "br0", "--port", "p1", "--bridge", "br1", "--port", "p1"}, "on two bridges"},
+		{[]string{"unix:/run/db.sock", "--bridge", "br0"}, "exclude each other"},
+		{[]string{"--ovsdb", "ssl:1.2.3.4:6640"}, "want unix:PATH or tcp:IP:PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -292,6 +294,26 @@ func TestBadConfig(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestOVSDBArgument: ovs-vswitchd's DATABASE argument and --ovsdb both
+// select database-driven configuration, with no bridge on the command line.
+func TestOVSDBArgument(t *testing.T) {
+	for _, args := range [][]string{
+		{"unix:/var/run/openvswitch/db.sock", "--datapath", "dummy"},
+		{"--datapath", "dummy", "--ovsdb", "unix:/var/run/openvswitch/db.sock"},
+	} {
+		cfg, _, _, err := ParseArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.OVSDB != "unix:/var/run/openvswitch/db.sock" {
+			t.Errorf("%v: OVSDB = %q", args, cfg.OVSDB)
+		}
+		if _, err := New(cfg, dummy.New(), &bytes.Buffer{}); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
 	}
 }
 

@@ -59,16 +59,11 @@ func NewForOVSDB(cfg Config, provider datapath.Provider, logOut io.Writer) (*Dae
 	if len(cfg.Bridges) > 0 {
 		return nil, errors.New("--bridge and --ovsdb exclude each other: with --ovsdb, add bridges with ovs-vsctl add-br")
 	}
-	// Validate insists on a bridge, which a database-driven daemon does
-	// not have at start; check the rest with a placeholder.
-	probe := cfg
-	probe.Bridges = []BridgeSpec{{Name: "placeholder"}}
-	d, err := New(probe, provider, logOut)
-	if err != nil {
-		return nil, err
+	// The remote itself is given to RunOVSDB; validate with the default.
+	if cfg.OVSDB == "" {
+		cfg.OVSDB = ovsdb.DefaultRemote
 	}
-	d.cfg.Bridges = nil
-	return d, nil
+	return New(cfg, provider, logOut)
 }
 
 // RunOVSDB starts the daemon (ovs-appctl socket, pidfile) with no bridge,
