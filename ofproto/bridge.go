@@ -183,6 +183,7 @@ func (b *Bridge) AddPort(name, typ string, ofport uint32) (Port, error) {
 		b.DP.DeleteVport(vp.PortNo)
 		return Port{}, err
 	}
+	b.Tables.Invalidate() // flooding now includes the new port
 	if b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 0, Port: p})
 	}
@@ -214,6 +215,7 @@ func (b *Bridge) DeletePort(name string) error {
 	}
 	b.Ports.Remove(p.OFPort)
 	b.MAC.FlushPort(p.OFPort)
+	b.Tables.Invalidate() // flows that flooded or output to it must change
 	if b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 1, Port: *p})
 	}

@@ -652,34 +652,9 @@ func (m *ConnManager) shieldFailOpen(loose bool, apply func()) {
 }
 
 // invalidate makes the revalidators translate every datapath flow again,
-// after a change translation depends on but the tables' version does not
-// cover (MissToController, the fail-open rule, a port's flood setting).
-//
-// The tables offer no way to bump their version alone, and Udpif.Purge
-// races the handlers (it recycles ukeys they may still be filling), so
-// this adds and at once deletes a sentinel flow in the last table: a
-// real change, invisible to lookups (nothing reaches that table unless a
-// flow sends it there, and the flow is gone before a revalidator runs).
-// The next revalidator pass (every 500 ms) re-translates. A
-// Tables.Touch() from the flow table would say this more plainly.
-func (m *ConnManager) invalidate() {
-	ts := m.b.Tables
-	fm := FlowMod{Command: CmdAdd, Table: NumTables - 1, Priority: 0xffff, OutPort: openflow.PortAny}
-	fm.Match.Mask.Regs[15], fm.Match.Mask.Mark = ^uint32(0), ^uint32(0)
-	fm.Match.Key.Mark = 0x9e5e7a11
-	for fm.Match.Key.Regs[15] = 0x5e7e1; ; fm.Match.Key.Regs[15]++ {
-		// Never replace a rule someone else holds.
-		if ts.Table(fm.Table).Snapshot().Find(&fm.Match, int(fm.Priority)) == nil {
-			break
-		}
-	}
-	if err := ts.Apply(&fm, time.Now()); err != nil {
-		m.log.Warn("cannot invalidate cached datapath flows", "err", err)
-		return
-	}
-	fm.Command = CmdDeleteStrict
-	ts.Apply(&fm, time.Now())
-}
+// after a change translation depends on but the tables do not hold
+// (MissToController, the fail-open rule, a port's flood setting).
+func (m *ConnManager) invalidate() { m.b.Tables.Invalidate() }
 
 // packetIn is the Udpif.PacketIn hook. It runs on an upcall handler: it
 // queues the packet for the dispatcher, or drops and counts it, and never

@@ -212,6 +212,12 @@ func NewTables() *Tables {
 // know that cached translations may be stale.
 func (ts *Tables) Version() uint64 { return ts.version.Load() }
 
+// Invalidate changes the version without changing a rule, for changes
+// that translation depends on but the tables do not hold (the port set,
+// table misses going to a controller, fail-open): revalidators then
+// re-translate every cached datapath flow on their next pass.
+func (ts *Tables) Invalidate() { ts.version.Add(1) }
+
 // Len returns the number of flows in all tables.
 func (ts *Tables) Len() int { return int(ts.n.Load()) }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
@@ -378,36 +377,13 @@ func (s *ovsdbSwitch) DeletePort(bridge, port string) error {
 }
 
 // invalidate makes the bridge's revalidator translate every datapath
-// flow again, and runs it, after a port change: flows
-// that flooded to the old set of ports, or output to a removed one, must
-// follow the new set.
-//
-// The flow tables have no way to bump their version alone, and
-// Udpif.Purge races the upcall handlers, so this adds and at once deletes
-// a sentinel rule in the last table (which nothing reaches unless a flow
-// sends it there) — the same device as ofproto's ConnManager uses. A
-// Tables.Touch() in ofproto would say it plainly.
+// flow again, and runs it, after a port change: flows that flooded to the
+// old set of ports, or output to a removed one, must follow the new set.
+// It re-translates now rather than within the revalidator's interval, so
+// that when ovs-vsctl returns (after cur_cfg) the datapath's flows already
+// follow the new ports.
 func (s *ovsdbSwitch) invalidate(b *ofproto.Bridge) {
-	fm := ofproto.FlowMod{Command: ofproto.CmdAdd, Table: ofproto.NumTables - 1, Priority: 0xffff,
-		OutPort: openflow.PortAny}
-	fm.Match.Mask.Regs[15], fm.Match.Mask.Mark = ^uint32(0), ^uint32(0)
-	fm.Match.Key.Mark = 0x9e5e7a12
-	for fm.Match.Key.Regs[15] = 0x907e1; ; fm.Match.Key.Regs[15]++ {
-		// Never replace a rule someone else holds.
-		if b.Tables.Table(fm.Table).Snapshot().Find(&fm.Match, int(fm.Priority)) == nil {
-			break
-		}
-	}
-	now := time.Now()
-	if err := b.Tables.Apply(&fm, now); err != nil {
-		s.d.log.Warn("cannot invalidate datapath flows after a port change", "bridge", b.Name, "err", err)
-		return
-	}
-	fm.Command = ofproto.CmdDeleteStrict
-	b.Tables.Apply(&fm, now)
-	// Re-translate now rather than within the revalidator's interval, so
-	// that when ovs-vsctl returns (after cur_cfg) the datapath's flows
-	// already follow the new ports.
+	b.Tables.Invalidate()
 	b.Udpif.Revalidate()
 }
 
