@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
@@ -142,53 +143,104 @@ func (d *Daemon) Start() error {
 	return nil
 }
 
+// bridgeSetup is what bringing a bridge up needs, however it was
+// configured (flags or the database). Zero values take the daemon's.
+type bridgeSetup struct {
+	Name                      string
+	FailMode                  string
+	Controllers, Listeners    []string
+	Protocols                 []uint8
+	ProbeInterval, MaxBackoff time.Duration
+	Handlers                  int
+	FlowLimit                 int
+	MaxIdle                   time.Duration
+	Governor                  *bool
+	MACTableSize              int
+	MACAging                  time.Duration
+	// Ports are devices ("dev[:type]") to add unless the datapath already
+	// has them (a reattached datapath keeps its ports).
+	Ports []string
+	// Prepare, if set, runs on the bridge before it starts (renumbering
+	// reattached ports, say).
+	Prepare func(*ofproto.Bridge)
+	// Lenient runs the bridge without its controllers and listeners when
+	// they are unusable, as ovs-vswitchd does for database-configured
+	// ones, instead of failing the bridge.
+	Lenient bool
+}
+
 func (d *Daemon) startBridge(spec BridgeSpec) error {
-	dpcfg := datapath.Config{Handlers: d.cfg.Handlers}
-	dp, err := d.provider.Open(spec.Name, dpcfg)
+	return d.bringUp(bridgeSetup{Name: spec.Name, FailMode: spec.FailMode, Controllers: spec.Controllers,
+		Listeners: spec.Listeners, Ports: spec.Ports})
+}
+
+// bringUp opens the bridge's datapath (creating it if it does not exist:
+// a restart reattaches instead of tearing traffic down), builds the bridge
+// and its OpenFlow connection manager, adds missing ports, starts it all
+// and registers the bridge with the daemon.
+func (d *Daemon) bringUp(s bridgeSetup) error {
+	fail, err := ofproto.ParseFailMode(s.FailMode)
+	if err != nil {
+		return fmt.Errorf("bridge %s: %w", s.Name, err)
+	}
+	dpcfg := datapath.Config{Handlers: or(s.Handlers, d.cfg.Handlers)}
+	dp, err := d.provider.Open(s.Name, dpcfg)
 	reattached := err == nil
 	if errors.Is(err, os.ErrNotExist) {
-		dp, err = d.provider.Create(spec.Name, dpcfg)
+		dp, err = d.provider.Create(s.Name, dpcfg)
 	}
 	if err != nil {
-		return fmt.Errorf("bridge %s: datapath: %w (is the openvswitch module loaded? try modprobe openvswitch)", spec.Name, err)
+		return fmt.Errorf("bridge %s: datapath: %w (is the openvswitch module loaded? try modprobe openvswitch)", s.Name, err)
 	}
-	fail, _ := ofproto.ParseFailMode(spec.FailMode)
-	up := ofproto.UpcallConfig{FlowLimit: d.cfg.FlowLimit, MaxIdle: d.cfg.MaxIdle,
+	up := ofproto.UpcallConfig{FlowLimit: or(s.FlowLimit, d.cfg.FlowLimit), MaxIdle: or(s.MaxIdle, d.cfg.MaxIdle),
 		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
-	if d.cfg.Governor {
+	gov := d.cfg.Governor
+	if s.Governor != nil {
+		gov = *s.Governor
+	}
+	if gov {
 		m, _ := governor.ParseMode(d.cfg.GovernorMode)
 		up.Governor = &m
 	}
-	b, err := ofproto.NewBridge(ofproto.BridgeConfig{Name: spec.Name, FailMode: fail,
-		HasControllers: len(spec.Controllers) > 0, MACTableSize: d.cfg.MACTableSize,
-		MACAging: d.cfg.MACAging, Upcall: up}, dp)
+	b, err := ofproto.NewBridge(ofproto.BridgeConfig{Name: s.Name, FailMode: fail,
+		HasControllers: len(s.Controllers) > 0, MACTableSize: or(s.MACTableSize, d.cfg.MACTableSize),
+		MACAging: or(s.MACAging, d.cfg.MACAging), Upcall: up}, dp)
 	if err != nil {
 		dp.Close()
 		return err
+	}
+	if s.Prepare != nil {
+		s.Prepare(b)
 	}
 	have := map[string]bool{}
 	for _, p := range b.Ports.Snapshot().List() {
 		have[p.Name] = true
 	}
-	for _, ps := range spec.Ports {
+	for _, ps := range s.Ports {
 		name, typ, _ := strings.Cut(ps, ":")
 		if have[name] {
-			continue // reattached: the datapath kept it
+			continue
 		}
 		if _, err := b.AddPort(name, typ, 0); err != nil {
 			dp.Close()
-			return fmt.Errorf("bridge %s: %w", spec.Name, err)
+			return fmt.Errorf("bridge %s: %w", s.Name, err)
 		}
 	}
 	b.Udpif.OnGovernorGeneration = func(g governor.Generation) {
-		d.log.Info("governor generation ended", "bridge", spec.Name, "packets", g.Packets,
+		d.log.Info("governor generation ended", "bridge", s.Name, "packets", g.Packets,
 			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
 			"shortcuts", g.Shortcuts)
 	}
 	// The connection manager hooks packet-ins, port status and flow
 	// removal into the bridge: it must exist before the bridge starts.
-	cm, err := ofproto.NewConnManager(b, ofproto.ConnConfig{Rundir: d.cfg.Rundir, Controllers: spec.Controllers,
-		Listeners: spec.Listeners, Logger: d.log})
+	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Controllers: s.Controllers, Listeners: s.Listeners,
+		Protocols: s.Protocols, ProbeInterval: s.ProbeInterval, MaxBackoff: s.MaxBackoff, Logger: d.log}
+	cm, err := ofproto.NewConnManager(b, cc)
+	if err != nil && s.Lenient && (len(cc.Controllers) > 0 || len(cc.Listeners) > 0) {
+		d.log.Warn("controllers not usable; running the bridge without them", "bridge", s.Name, "err", err)
+		cc.Controllers, cc.Listeners = nil, nil
+		cm, err = ofproto.NewConnManager(b, cc)
+	}
 	if err != nil {
 		dp.Close()
 		return err
@@ -201,12 +253,45 @@ func (d *Daemon) startBridge(spec BridgeSpec) error {
 	}
 	d.mu.Lock()
 	d.bridges = append(d.bridges, b)
-	d.byName[spec.Name] = b
-	d.conns[spec.Name] = cm
+	d.byName[s.Name] = b
+	d.conns[s.Name] = cm
 	d.mu.Unlock()
-	d.log.Info("bridge up", "bridge", spec.Name, "reattached", reattached,
-		"dispatch", dispatchMode(dp.Features()), "ports", len(b.Ports.Snapshot().List()))
+	d.log.Info("bridge up", "bridge", s.Name, "reattached", reattached, "fail_mode", fail,
+		"controllers", len(cc.Controllers), "dispatch", dispatchMode(dp.Features()),
+		"ports", len(b.Ports.Snapshot().List()))
 	return nil
+}
+
+// takeDown closes a bridge's OpenFlow connections, stops its handlers and
+// unregisters it, returning it; its datapath stays open for the caller.
+func (d *Daemon) takeDown(name string) *ofproto.Bridge {
+	d.mu.Lock()
+	b, cm := d.byName[name], d.conns[name]
+	delete(d.byName, name)
+	delete(d.conns, name)
+	for i, x := range d.bridges {
+		if x == b {
+			d.bridges = append(d.bridges[:i:i], d.bridges[i+1:]...)
+			break
+		}
+	}
+	d.mu.Unlock()
+	if cm != nil {
+		cm.Close()
+	}
+	if b != nil {
+		b.Stop()
+	}
+	return b
+}
+
+// or returns v unless it is zero, then def.
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 func dispatchMode(f datapath.Features) string {

@@ -8,11 +8,9 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
-	"github.com/govswitch/govswitch/governor"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 	"github.com/govswitch/govswitch/ovsdb"
@@ -92,24 +90,19 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	if !ran {
 		err = <-done
 	}
-	sw.closeAll()
 	d.Stop()
 	return err
 }
 
-// ovsdbSwitch is the ovsdb.Switch of a daemon: it owns the connection
-// managers of the bridges it started. Its methods run on the monitor's
-// goroutine only.
+// ovsdbSwitch is the ovsdb.Switch of a daemon. Its methods run on the
+// monitor's goroutine only. The bridges it starts, with their connection
+// managers, are the daemon's, like flag-configured ones.
 type ovsdbSwitch struct {
 	d      *Daemon
-	mu     sync.Mutex // guards conns against closeAll from RunOVSDB
-	conns  map[string]*ofproto.ConnManager
 	global ovsdb.Global
 }
 
-func newOVSDBSwitch(d *Daemon) *ovsdbSwitch {
-	return &ovsdbSwitch{d: d, conns: map[string]*ofproto.ConnManager{}}
-}
+func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }
 
 var _ ovsdb.Switch = (*ovsdbSwitch)(nil)
 
@@ -149,7 +142,7 @@ func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global)
 	for _, p := range b.Ports.Snapshot().List() {
 		ofports[p.Name] = p.OFPort
 	}
-	s.stop(cfg.Name, b)
+	s.d.takeDown(cfg.Name)
 	// The kernel's flows were translated under the old settings (a
 	// secure bridge must not keep forwarding by its standalone flows):
 	// start the new bridge from an empty datapath flow table.
@@ -165,8 +158,7 @@ func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global)
 // DeleteBridge stops the bridge and destroys its datapath, as
 // ovs-vswitchd does on del-br.
 func (s *ovsdbSwitch) DeleteBridge(name string) error {
-	if b := s.d.Bridge(name); b != nil {
-		s.stop(name, b)
+	if b := s.d.takeDown(name); b != nil {
 		b.DP.Close()
 	}
 	// A bridge whose reconfiguration failed is not running but may still
@@ -177,149 +169,37 @@ func (s *ovsdbSwitch) DeleteBridge(name string) error {
 	return nil
 }
 
-// stop closes the bridge's connection manager, stops its handlers and
-// forgets it; the datapath handle stays open for the caller.
-func (s *ovsdbSwitch) stop(name string, b *ofproto.Bridge) {
-	s.mu.Lock()
-	cm := s.conns[name]
-	delete(s.conns, name)
-	s.mu.Unlock()
-	if cm != nil {
-		cm.Close()
-	}
-	b.Stop()
-	d := s.d
-	d.mu.Lock()
-	delete(d.byName, name)
-	for i, x := range d.bridges {
-		if x == b {
-			d.bridges = append(d.bridges[:i:i], d.bridges[i+1:]...)
-			break
-		}
-	}
-	d.mu.Unlock()
-}
-
-// closeAll closes every connection manager (at shutdown, before
-// Daemon.Stop stops the bridges).
-func (s *ovsdbSwitch) closeAll() {
-	s.mu.Lock()
-	conns := s.conns
-	s.conns = map[string]*ofproto.ConnManager{}
-	s.mu.Unlock()
-	for _, cm := range conns {
-		cm.Close()
-	}
-}
-
-// build opens (or creates) the datapath and starts the bridge. ofports,
-// when not nil, gives ports the datapath already has their former
-// OpenFlow numbers (NewBridge numbers them as the datapath does).
+// build opens (or creates) the datapath and starts the bridge, through
+// the daemon's one bridge builder. ofports, when not nil, gives ports the
+// datapath already has their former OpenFlow numbers (NewBridge numbers
+// them as the datapath does).
 func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map[string]uint32) error {
-	d := s.d
-	handlers := d.cfg.Handlers
-	if g.Handlers > 0 {
-		handlers = g.Handlers
-	}
-	dpcfg := datapath.Config{Handlers: handlers}
-	dp, err := d.provider.Open(cfg.Name, dpcfg)
-	reattached := err == nil
-	if errors.Is(err, os.ErrNotExist) {
-		dp, err = d.provider.Create(cfg.Name, dpcfg)
-	}
-	if err != nil {
-		return fmt.Errorf("datapath: %w (is the openvswitch module loaded? try modprobe openvswitch)", err)
-	}
-	fail, err := ofproto.ParseFailMode(cfg.FailMode)
-	if err != nil {
-		dp.Close()
-		return err
-	}
-	up := ofproto.UpcallConfig{FlowLimit: d.cfg.FlowLimit, MaxIdle: d.cfg.MaxIdle,
-		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
-	if g.FlowLimit > 0 {
-		up.FlowLimit = g.FlowLimit
-	}
-	if g.MaxIdle > 0 {
-		up.MaxIdle = g.MaxIdle
-	}
-	gov := d.cfg.Governor
-	if g.Governor != nil {
-		gov = *g.Governor
-	}
-	if gov {
-		m, _ := governor.ParseMode(d.cfg.GovernorMode)
-		up.Governor = &m
-	}
-	bc := ofproto.BridgeConfig{Name: cfg.Name, FailMode: fail, HasControllers: len(cfg.Controllers) > 0,
-		MACTableSize: d.cfg.MACTableSize, MACAging: d.cfg.MACAging, Upcall: up}
-	if cfg.MACTableSize > 0 {
-		bc.MACTableSize = cfg.MACTableSize
-	}
-	if cfg.MACAging > 0 {
-		bc.MACAging = cfg.MACAging
-	}
-	b, err := ofproto.NewBridge(bc, dp)
-	if err != nil {
-		dp.Close()
-		return err
-	}
-	renumber(b, ofports)
-	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Protocols: cfg.Protocols, Logger: d.log}
+	setup := bridgeSetup{Name: cfg.Name, FailMode: cfg.FailMode, Protocols: cfg.Protocols,
+		Handlers: g.Handlers, FlowLimit: g.FlowLimit, MaxIdle: g.MaxIdle, Governor: g.Governor,
+		MACTableSize: cfg.MACTableSize, MACAging: cfg.MACAging, Lenient: true,
+		Prepare: func(b *ofproto.Bridge) { renumber(b, ofports) }}
 	for _, c := range cfg.Controllers {
 		// As with ovs-vswitchd, a controller the switch cannot use
 		// costs that controller, not the bridge.
 		switch {
 		case strings.HasPrefix(c.Target, "tcp:"), strings.HasPrefix(c.Target, "unix:"):
-			cc.Controllers = append(cc.Controllers, c.Target)
+			setup.Controllers = append(setup.Controllers, c.Target)
 		case strings.HasPrefix(c.Target, "ptcp:"), strings.HasPrefix(c.Target, "punix:"):
-			cc.Listeners = append(cc.Listeners, c.Target) // a passive controller target is a listener
+			setup.Listeners = append(setup.Listeners, c.Target) // a passive controller target is a listener
 		default:
-			d.log.Warn("controller target not supported (tcp:, unix:, ptcp: and punix: are); ignored",
+			s.d.log.Warn("controller target not supported (tcp:, unix:, ptcp: and punix: are); ignored",
 				"bridge", cfg.Name, "target", c.Target)
 			continue
 		}
 		// One probe interval and backoff per bridge: the smallest asked.
-		if c.ProbeInterval > 0 && (cc.ProbeInterval == 0 || c.ProbeInterval < cc.ProbeInterval) {
-			cc.ProbeInterval = c.ProbeInterval
+		if c.ProbeInterval > 0 && (setup.ProbeInterval == 0 || c.ProbeInterval < setup.ProbeInterval) {
+			setup.ProbeInterval = c.ProbeInterval
 		}
-		if c.MaxBackoff > 0 && (cc.MaxBackoff == 0 || c.MaxBackoff < cc.MaxBackoff) {
-			cc.MaxBackoff = c.MaxBackoff
+		if c.MaxBackoff > 0 && (setup.MaxBackoff == 0 || c.MaxBackoff < setup.MaxBackoff) {
+			setup.MaxBackoff = c.MaxBackoff
 		}
 	}
-	cm, err := ofproto.NewConnManager(b, cc)
-	if err != nil && (len(cc.Controllers) > 0 || len(cc.Listeners) > 0) {
-		d.log.Warn("controllers not usable; running the bridge without them", "bridge", cfg.Name, "err", err)
-		cc.Controllers, cc.Listeners = nil, nil
-		cm, err = ofproto.NewConnManager(b, cc)
-	}
-	if err != nil {
-		dp.Close()
-		return err
-	}
-	name := cfg.Name
-	b.Udpif.OnGovernorGeneration = func(gen governor.Generation) {
-		d.log.Info("governor generation ended", "bridge", name, "packets", gen.Packets,
-			"seconds", gen.Elapsed.Seconds(), "size", gen.NewSize, "hashes", gen.Flows, "setups", gen.Setups,
-			"shortcuts", gen.Shortcuts)
-	}
-	b.Start()
-	if err := cm.Start(); err != nil {
-		b.Stop()
-		dp.Close()
-		return err
-	}
-	s.mu.Lock()
-	s.conns[name] = cm
-	s.mu.Unlock()
-	d.mu.Lock()
-	d.bridges = append(d.bridges, b)
-	d.byName[name] = b
-	d.mu.Unlock()
-	d.log.Info("bridge up", "bridge", name, "reattached", reattached, "fail_mode", fail,
-		"controllers", len(cc.Controllers), "dispatch", dispatchMode(dp.Features()),
-		"ports", len(b.Ports.Snapshot().List()))
-	return nil
+	return s.d.bringUp(setup)
 }
 
 // renumber gives the bridge's ports the OpenFlow numbers in ofports
