@@ -263,3 +263,31 @@ func TestUpcallQueueFull(t *testing.T) {
 		t.Errorf("Recv into a 20-byte buffer returned %d upcalls", n)
 	}
 }
+
+// TestRecvWakesOnDeadline: moving the deadline wakes a Recv already
+// waiting, as it does on a kernel socket (a stopping switch relies on it).
+func TestRecvWakesOnDeadline(t *testing.T) {
+	p := New()
+	dp, err := p.Create("dl0", datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Delete("dl0")
+	h := dp.Handlers()[0]
+	h.SetReadDeadline(time.Now().Add(time.Hour))
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Recv(make([]datapath.Upcall, 1), [][]byte{make([]byte, 4096)})
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	h.SetReadDeadline(time.Now())
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("Recv: %v, want deadline exceeded", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a waiting Recv did not wake when the deadline moved")
+	}
+}

@@ -40,10 +40,14 @@ type handler struct {
 	lost     atomic.Uint64
 	mu       sync.Mutex
 	deadline time.Time
+	// kick wakes a waiting Recv when the deadline changes, as a socket's
+	// deadline wakes a blocked read.
+	kick chan struct{}
 }
 
 func newHandler(c *core) *handler {
-	return &handler{c: c, pid: nextPID.Add(1), q: make(chan pending, HandlerQueueLen), closed: make(chan struct{})}
+	return &handler{c: c, pid: nextPID.Add(1), q: make(chan pending, HandlerQueueLen), closed: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 }
 
 func (h *handler) enqueue(p pending) bool {
@@ -100,22 +104,34 @@ func (h *handler) wait() (pending, error) {
 		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrClosed)
 	default:
 	}
-	h.mu.Lock()
-	dl := h.deadline
-	h.mu.Unlock()
-	var timeout <-chan time.Time
-	if !dl.IsZero() {
-		t := time.NewTimer(time.Until(dl))
-		defer t.Stop()
-		timeout = t.C
+	for {
+		h.mu.Lock()
+		dl := h.deadline
+		h.mu.Unlock()
+		var timeout <-chan time.Time
+		var t *time.Timer
+		if !dl.IsZero() {
+			t = time.NewTimer(time.Until(dl))
+			timeout = t.C
+		}
+		select {
+		case p := <-h.q:
+			stopTimer(t)
+			return p, nil
+		case <-h.closed:
+			stopTimer(t)
+			return pending{}, datapath.WrapError("recv upcalls", "", os.ErrClosed)
+		case <-timeout:
+			return pending{}, datapath.WrapError("recv upcalls", "", os.ErrDeadlineExceeded)
+		case <-h.kick:
+			stopTimer(t) // the deadline moved: wait again under the new one
+		}
 	}
-	select {
-	case p := <-h.q:
-		return p, nil
-	case <-h.closed:
-		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrClosed)
-	case <-timeout:
-		return pending{}, datapath.WrapError("recv upcalls", "", os.ErrDeadlineExceeded)
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
 	}
 }
 
@@ -148,6 +164,10 @@ func (h *handler) SetReadDeadline(t time.Time) error {
 	h.mu.Lock()
 	h.deadline = t
 	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
