@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"sync"
 	"time"
 
@@ -134,6 +135,14 @@ func portFromVport(vp *datapath.Vport) Port {
 	p := Port{OFPort: vp.PortNo, DPPort: vp.PortNo, Name: vp.Name, Type: vportTypeName(vp.Type)}
 	if vp.PortNo == 0 {
 		p.OFPort = openflow.PortLocal
+	}
+	// A port of the kernel datapath is a network device of this host;
+	// OpenFlow's port descriptions carry its address. (The in-memory
+	// datapath's devices are not the host's: they keep a zero address.)
+	if vp.IfIndex != 0 {
+		if ifi, err := net.InterfaceByIndex(int(vp.IfIndex)); err == nil && ifi.Name == vp.Name && len(ifi.HardwareAddr) == 6 {
+			copy(p.HWAddr[:], ifi.HardwareAddr)
+		}
 	}
 	return p
 }

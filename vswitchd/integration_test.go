@@ -563,3 +563,18 @@ func TestIntegrationOfctlRules(t *testing.T) {
 		t.Errorf("ovs-ofctl dump-flows:\n%s", dump)
 	}
 }
+
+// TestIntegrationPortAddresses: ovs-ofctl show reports each port's real
+// MAC address, read from the host's network device.
+func TestIntegrationPortAddresses(t *testing.T) {
+	b := newBed(t)
+	b.start(t)
+	ifi, err := net.InterfaceByName(b.v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := b.ofctl(t, "show")
+	if !strings.Contains(show, "addr:"+ifi.HardwareAddr.String()) {
+		t.Errorf("ovs-ofctl show lacks %s's address %s:\n%s", b.v1, ifi.HardwareAddr, show)
+	}
+}
