@@ -43,12 +43,18 @@ type ConnConfig struct {
 	// (mode 0600). "" means DefaultRundir. NoMgmt leaves the socket out.
 	Rundir string
 	NoMgmt bool
-	// Listeners are extra passive targets: "ptcp:[PORT][:IP]" (port
-	// default 6653, all addresses by default) or "punix:PATH".
+	// Listeners are extra passive targets: "ptcp:[PORT][:IP]" or
+	// "pssl:[PORT][:IP]" (port default 6653, all addresses by default) or
+	// "punix:PATH".
 	Listeners []string
-	// Controllers are active targets: "tcp:IP[:PORT]" (port default 6653)
-	// or "unix:PATH".
+	// Controllers are active targets: "tcp:IP[:PORT]" or "ssl:IP[:PORT]"
+	// (port default 6653) or "unix:PATH".
 	Controllers []string
+	// SSLPrivateKey, SSLCertificate and SSLCACert are PEM files (OVS's
+	// -p, -c and -C) for ssl: and pssl: targets, which need all three;
+	// both ends must present a certificate chaining to the CA (see
+	// conn_tls.go). They are read once, by NewConnManager.
+	SSLPrivateKey, SSLCertificate, SSLCACert string
 	// Protocols are the OpenFlow versions offered (openflow.Version10,
 	// Version13); nil means both.
 	Protocols []uint8
@@ -118,6 +124,7 @@ type ConnManager struct {
 
 	events chan asyncEvent
 	free   chan []byte
+	tls    *tlsConfigs // nil without ssl:/pssl: targets
 	xid    atomic.Uint32
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -214,6 +221,13 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 			return nil, fmt.Errorf("bridge %s: %w", b.Name, err)
 		}
 	}
+	if anyTLSTarget(cfg.Controllers, cfg.Listeners) {
+		tc, err := loadTLS(cfg.SSLPrivateKey, cfg.SSLCertificate, cfg.SSLCACert)
+		if err != nil {
+			return nil, fmt.Errorf("bridge %s: %w", b.Name, err)
+		}
+		m.tls = tc
+	}
 	empty := []*Conn{}
 	m.connList.Store(&empty)
 	b.Udpif.PacketIn = m.packetIn
@@ -240,12 +254,12 @@ func (m *ConnManager) ListenerAddrs() []net.Addr {
 	return out
 }
 
-// parseActive splits "tcp:IP[:PORT]" or "unix:PATH" into a network and
-// address for net.Dial.
+// parseActive splits "tcp:IP[:PORT]", "ssl:IP[:PORT]" or "unix:PATH" into
+// a network and address for net.Dial.
 func parseActive(t string) (network, addr string, err error) {
 	kind, rest, _ := strings.Cut(t, ":")
 	switch kind {
-	case "tcp":
+	case "tcp", "ssl":
 		host, port := rest, strconv.Itoa(DefaultControllerTCP)
 		if h, p, err := net.SplitHostPort(rest); err == nil {
 			host, port = h, p
@@ -253,7 +267,7 @@ func parseActive(t string) (network, addr string, err error) {
 			host, port, _ = strings.Cut(rest, ":")
 		}
 		if net.ParseIP(host) == nil {
-			return "", "", fmt.Errorf("controller %q: want tcp:IP[:PORT]", t)
+			return "", "", fmt.Errorf("controller %q: want %s:IP[:PORT]", t, kind)
 		}
 		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 			return "", "", fmt.Errorf("controller %q: bad port %q", t, port)
@@ -265,14 +279,15 @@ func parseActive(t string) (network, addr string, err error) {
 		}
 		return "unix", rest, nil
 	}
-	return "", "", fmt.Errorf("controller %q: want tcp:IP[:PORT] or unix:PATH", t)
+	return "", "", fmt.Errorf("controller %q: want tcp:IP[:PORT], ssl:IP[:PORT] or unix:PATH", t)
 }
 
-// parsePassive splits "ptcp:[PORT][:IP]" or "punix:PATH".
+// parsePassive splits "ptcp:[PORT][:IP]", "pssl:[PORT][:IP]" or
+// "punix:PATH".
 func parsePassive(t string) (network, addr string, err error) {
 	kind, rest, _ := strings.Cut(t, ":")
 	switch kind {
-	case "ptcp":
+	case "ptcp", "pssl":
 		port, ip, _ := strings.Cut(rest, ":")
 		if port == "" {
 			port = strconv.Itoa(DefaultControllerTCP)
@@ -290,7 +305,7 @@ func parsePassive(t string) (network, addr string, err error) {
 		}
 		return "unix", rest, nil
 	}
-	return "", "", fmt.Errorf("listener %q: want ptcp:[PORT][:IP] or punix:PATH", t)
+	return "", "", fmt.Errorf("listener %q: want ptcp:[PORT][:IP], pssl:[PORT][:IP] or punix:PATH", t)
 }
 
 // Start opens the mgmt socket and the listeners and starts dialling the
@@ -326,6 +341,9 @@ func (m *ConnManager) Start() error {
 		}
 		if err != nil {
 			return fail(fmt.Errorf("bridge %s: listener %s: %w", m.b.Name, t, err))
+		}
+		if isTLSTarget(t) {
+			ln = m.tls.listener(ln)
 		}
 		lns = append(lns, ln)
 	}
@@ -514,7 +532,7 @@ func (m *ConnManager) controllersChanged(connected bool) {
 func (m *ConnManager) controllerLoop(cs *controllerState) {
 	defer m.wg.Done()
 	network, addr, _ := parseActive(cs.target)
-	d := net.Dialer{Timeout: 5 * time.Second}
+	d := m.dialer(cs.target, &net.Dialer{Timeout: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
