@@ -12,8 +12,23 @@ import (
 // TestOvsAppctlCommands runs the real ovs-appctl, with no -t, against the
 // daemon on the in-memory datapath: every command issue #8 lists answers,
 // the shapes scripts parse match ovs-vswitchd's, and an unknown command
-// gets ovs-vswitchd's error and exit status 2.
+// gets ovs-vswitchd's error and exit status 2. TestIntegrationAppctl runs
+// the same against the kernel datapath in the bed.
 func TestOvsAppctlCommands(t *testing.T) {
+	rundir := t.TempDir()
+	s := startSwitch(t, nil, rundir, "--governor")
+	defer s.d.Stop()
+	f := tcpFrame(macA, macB, 1, 80)
+	s.p1.Send(f)
+	s.p2.Recv(2 * time.Second)
+	checkAppctl(t, s.d, rundir, "br0", "dummy", "p1")
+}
+
+// checkAppctl drives every listed command through the real ovs-appctl
+// against d (found through rundir's pidfile), after a frame from
+// 02:00:00:00:00:0a to ...:0b has entered bridge br on its port 1, named
+// port1. dpType is how dpif/show names the datapath type.
+func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 	appctl, err := exec.LookPath("ovs-appctl")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -21,13 +36,6 @@ func TestOvsAppctlCommands(t *testing.T) {
 		}
 		t.Skip("ovs-appctl not installed")
 	}
-	rundir := t.TempDir()
-	s := startSwitch(t, nil, rundir, "--governor")
-	defer s.d.Stop()
-	f := tcpFrame(macA, macB, 1, 80)
-	s.p1.Send(f)
-	s.p2.Recv(2 * time.Second)
-
 	run := func(args ...string) (string, string, int) {
 		cmd := exec.Command(appctl, args...)
 		cmd.Env = append(os.Environ(), "OVS_RUNDIR="+rundir)
@@ -42,6 +50,7 @@ func TestOvsAppctlCommands(t *testing.T) {
 		}
 		return so.String(), se.String(), code
 	}
+	q := regexp.QuoteMeta
 	trace := "in_port(1),eth(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b),eth_type(0x0800)," +
 		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0,ttl=64,frag=no),tcp(src=1,dst=80)"
 	tests := []struct {
@@ -50,10 +59,11 @@ func TestOvsAppctlCommands(t *testing.T) {
 	}{
 		{[]string{"list-commands"}, []string{`^The available commands are:`, `(?m)^  dpif/show `, `(?m)^  ofproto/trace `}},
 		{[]string{"version"}, []string{`^govswitchd \(govswitch\) `}},
-		{[]string{"dpif/show"}, []string{`(?m)^dummy@br0: hit:\d+ missed:\d+$`, `(?m)^  br0:$`, `(?m)^    p1 1/1: \(system\)$`}},
-		{[]string{"dpctl/show"}, []string{`(?m)^  lookups: hit:\d+ missed:\d+ lost:\d+$`, `(?m)^  flows: \d+$`, `(?m)^  port 1: p1$`}},
-		{[]string{"dpctl/dump-flows"}, []string{`(?m)in_port\(1\).*packets:\d+, bytes:\d+, used:\S+, actions:2`}},
-		{[]string{"fdb/show", "br0"}, []string{`^ port  VLAN  MAC                Age\n`, `(?m)^    1     0  02:00:00:00:00:0a +\d+$`}},
+		{[]string{"dpif/show"}, []string{`(?m)^` + q(dpType+"@"+br) + `: hit:\d+ missed:\d+$`, `(?m)^  ` + q(br) + `:$`,
+			`(?m)^    ` + q(port1) + ` 1/1: \(system\)$`}},
+		{[]string{"dpctl/show"}, []string{`(?m)^  lookups: hit:\d+ missed:\d+ lost:\d+$`, `(?m)^  flows: \d+$`, `(?m)^  port 1: ` + q(port1) + `$`}},
+		{[]string{"dpctl/dump-flows"}, []string{`(?m)in_port\(1\).*packets:\d+, bytes:\d+, used:\S+, actions:`}},
+		{[]string{"fdb/show", br}, []string{`^ port  VLAN  MAC                Age\n`, `(?m)^    1     0  02:00:00:00:00:0a +\d+$`}},
 		{[]string{"upcall/show"}, []string{`(?m)^  flows         : \(current \d+\) \(avg \d+\) \(max \d+\) \(limit \d+\)$`,
 			`(?m)^  dump duration : \d+ms$`, `(?m)^  ufid enabled : true$`}},
 		{[]string{"upcall/set-flow-limit", "5000"}, []string{`set flow_limit to 5000`}},
@@ -61,8 +71,8 @@ func TestOvsAppctlCommands(t *testing.T) {
 			`(?m)^upcall_received +\d+\.\d/sec +\d+\.\d{3}/sec +\d+\.\d{4}/sec   total: \d+$`, `(?m)^\d+ events never hit$`}},
 		{[]string{"memory/show"}, []string{`handlers:\d+ ports:\d+ revalidators:\d+ rules:\d+ udpif keys:\d+`}},
 		{[]string{"governor/show"}, []string{`(?m)^  handler 0: mode auto`}},
-		{[]string{"ofproto/trace", "br0", trace}, []string{`(?m)^Flow: `, `(?m)^ 0\. priority 0\n    NORMAL$`,
-			// B has sent nothing, so NORMAL floods: to p2 and LOCAL.
+		{[]string{"ofproto/trace", br, trace}, []string{`(?m)^Flow: `, `(?m)^ 0\. priority 0\n    NORMAL$`,
+			// 0b has sent nothing, so NORMAL floods: to the other port(s) and LOCAL.
 			`(?m)^Megaflow: .*eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\)`, `(?m)^Datapath actions: 2,0$`}},
 		{[]string{"fdb/flush"}, []string{`table successfully flushed`}},
 		{[]string{"upcall/disable-megaflows"}, []string{`megaflows disabled`}},
@@ -72,14 +82,14 @@ func TestOvsAppctlCommands(t *testing.T) {
 		{[]string{"vlog/set", "ANY:ANY:dbg"}, nil},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+		t.Run(strings.Join(tt.args[:1], " "), func(t *testing.T) {
 			out, errOut, code := run(tt.args...)
 			if code != 0 {
-				t.Fatalf("exit %d: %s", code, errOut)
+				t.Fatalf("%v: exit %d: %s", tt.args, code, errOut)
 			}
 			for _, re := range tt.want {
 				if !regexp.MustCompile(re).MatchString(out) {
-					t.Errorf("output does not match %q:\n%s", re, out)
+					t.Errorf("%v: output does not match %q:\n%s", tt.args, re, out)
 				}
 			}
 		})
@@ -88,14 +98,14 @@ func TestOvsAppctlCommands(t *testing.T) {
 		!strings.Contains(errOut, `"no/such" is not a valid command (use "list-commands" to see a list of valid commands)`) {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errOut)
 	}
-	if _, _, code := run("ofproto/trace", "br0", "garbage(("); code != 2 {
+	if _, _, code := run("ofproto/trace", br, "garbage(("); code != 2 {
 		t.Errorf("a bad trace flow should fail with exit 2, got %d", code)
 	}
 	if _, errOut, code := run("exit"); code != 0 {
 		t.Fatalf("exit: %d %s", code, errOut)
 	}
 	select {
-	case <-s.d.exit:
+	case <-d.exit:
 	case <-time.After(2 * time.Second):
 		t.Errorf("ovs-appctl exit did not ask the daemon to stop")
 	}

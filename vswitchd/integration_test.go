@@ -578,3 +578,31 @@ func TestIntegrationPortAddresses(t *testing.T) {
 		t.Errorf("ovs-ofctl show lacks %s's address %s:\n%s", b.v1, ifi.HardwareAddr, show)
 	}
 }
+
+// TestIntegrationAppctl: every ovs-appctl command issue #8 lists, through
+// the real client with no -t, against the switch on the kernel datapath.
+func TestIntegrationAppctl(t *testing.T) {
+	b := newBed(t)
+	// The default pidfile (<rundir>/ovs-vswitchd.pid) is how ovs-appctl
+	// finds the daemon.
+	cfg, _, _, err := ParseArgs(append(b.args("--governor"), "--pidfile", b.rundir+"/ovs-vswitchd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(cfg, nil, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	b.d = d
+	tx := testbed.OpenRaw(t, b.h1, "eth0")
+	tx.Send(udpFrame(net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a}, net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0b}, 1, 80))
+	deadline := time.Now().Add(3 * time.Second)
+	for d.Bridge(b.name).Udpif.Stats().Misses == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	checkAppctl(t, d, b.rundir, b.name, "system", b.v1)
+}
