@@ -24,28 +24,37 @@ type BridgeSpec struct {
 	// Ports are network device names, optionally with a type after a
 	// colon: "eth1", "vm0:internal".
 	Ports       []string `json:"ports,omitempty"`
-	Controllers []string `json:"controllers,omitempty"` // tcp:IP[:PORT], unix:PATH
-	Listeners   []string `json:"listeners,omitempty"`   // ptcp:PORT[:IP] besides the punix mgmt socket
+	Controllers []string `json:"controllers,omitempty"` // tcp:IP[:PORT], ssl:IP[:PORT], unix:PATH
+	Listeners   []string `json:"listeners,omitempty"`   // ptcp:PORT[:IP], pssl:PORT[:IP] besides the punix mgmt socket
 	FailMode    string   `json:"fail_mode,omitempty"`   // standalone (default) or secure
 }
 
 // Config is the daemon's configuration, from flags or a JSON file.
 type Config struct {
-	Datapath          string        `json:"datapath"` // "system" (the kernel module) or "dummy" (in memory)
-	Bridges           []BridgeSpec  `json:"bridges"`
-	Governor          bool          `json:"governor,omitempty"`
-	GovernorMode      string        `json:"governor_mode,omitempty"` // auto, always, never
-	GovernorThreshold int           `json:"governor_threshold,omitempty"`
-	Handlers          int           `json:"handlers,omitempty"`
-	Revalidators      int           `json:"revalidators,omitempty"`
-	FlowLimit         int           `json:"flow_limit,omitempty"`
-	MaxIdle           time.Duration `json:"max_idle,omitempty"`
-	DisableMegaflows  bool          `json:"disable_megaflows,omitempty"`
-	MACTableSize      int           `json:"mac_table_size,omitempty"`
-	MACAging          time.Duration `json:"mac_aging,omitempty"`
-	Rundir            string        `json:"rundir,omitempty"`
-	Pidfile           string        `json:"pidfile,omitempty"` // "" = <rundir>/ovs-vswitchd.pid; "-" = none
-	LogLevel          string        `json:"log_level,omitempty"`
+	Datapath          string       `json:"datapath"` // "system" (the kernel module) or "dummy" (in memory)
+	Bridges           []BridgeSpec `json:"bridges"`
+	Governor          bool         `json:"governor,omitempty"`
+	GovernorMode      string       `json:"governor_mode,omitempty"` // auto, always, never
+	GovernorThreshold int          `json:"governor_threshold,omitempty"`
+	Handlers          int          `json:"handlers,omitempty"`
+	Revalidators      int          `json:"revalidators,omitempty"`
+	FlowLimit         int          `json:"flow_limit,omitempty"`
+	// MaxFlows bounds the OpenFlow flows of each bridge, all tables
+	// together; an add beyond it fails with OFPFMFC_TABLE_FULL (1.3) or
+	// ALL_TABLES_FULL (1.0). 0 means no limit.
+	MaxFlows int `json:"max_flows,omitempty"`
+	// SSLPrivateKey, SSLCertificate and SSLCACert are the PEM files of
+	// ssl: controllers and pssl: listeners (ovs-vswitchd's -p, -c, -C).
+	SSLPrivateKey    string        `json:"ssl_private_key,omitempty"`
+	SSLCertificate   string        `json:"ssl_certificate,omitempty"`
+	SSLCACert        string        `json:"ssl_ca_cert,omitempty"`
+	MaxIdle          time.Duration `json:"max_idle,omitempty"`
+	DisableMegaflows bool          `json:"disable_megaflows,omitempty"`
+	MACTableSize     int           `json:"mac_table_size,omitempty"`
+	MACAging         time.Duration `json:"mac_aging,omitempty"`
+	Rundir           string        `json:"rundir,omitempty"`
+	Pidfile          string        `json:"pidfile,omitempty"` // "" = <rundir>/ovs-vswitchd.pid; "-" = none
+	LogLevel         string        `json:"log_level,omitempty"`
 	// Metrics, when set, serves Prometheus metrics at http://ADDR/metrics
 	// (host:port). Off by default.
 	Metrics string `json:"metrics,omitempty"`
@@ -117,6 +126,12 @@ func (c Config) Validate() error {
 		if _, err := ofproto.ParseFailMode(b.FailMode); err != nil {
 			return fmt.Errorf("bridge %s: %w", b.Name, err)
 		}
+		for _, t := range append(append([]string(nil), b.Controllers...), b.Listeners...) {
+			if (strings.HasPrefix(t, "ssl:") || strings.HasPrefix(t, "pssl:")) &&
+				(c.SSLPrivateKey == "" || c.SSLCertificate == "" || c.SSLCACert == "") {
+				return fmt.Errorf("bridge %s: %s needs --ssl-private-key, --ssl-certificate and --ssl-ca-cert", b.Name, t)
+			}
+		}
 		for _, p := range b.Ports {
 			name, _, _ := strings.Cut(p, ":")
 			if name == "" || len(name) > 15 {
@@ -185,8 +200,8 @@ ovsdb-server: govswitchd unix:/var/run/openvswitch/db.sock, then ovs-vsctl.
   --datapath system|dummy   the kernel module (default) or an in-memory datapath
   --bridge NAME             add a bridge; --port and bridge options that follow apply to it
   --port DEV[:TYPE]         add device DEV (type system, or internal) to the last bridge
-  --controller TARGET       tcp:IP[:PORT] or unix:PATH controller of the last bridge
-  --listen TARGET           extra OpenFlow listener of the last bridge, ptcp:PORT[:IP]
+  --controller TARGET       tcp:IP[:PORT], ssl:IP[:PORT] or unix:PATH controller of the last bridge
+  --listen TARGET           extra OpenFlow listener of the last bridge, ptcp:PORT[:IP] or pssl:PORT[:IP]
   --fail-mode MODE          standalone (default) or secure, for the last bridge
   --ovsdb REMOTE, DATABASE  take bridges and ports from ovsdb-server (unix:PATH or
                             tcp:IP:PORT); excludes --bridge
@@ -197,6 +212,10 @@ ovsdb-server: govswitchd unix:/var/run/openvswitch/db.sock, then ovs-vsctl.
   --handlers N              upcall handler threads (default: CPUs)
   --revalidators N          revalidator threads (default 1)
   --flow-limit N            datapath flow limit (default 200000)
+  --max-flows N             OpenFlow flows per bridge, all tables (default 0: no limit)
+  --ssl-private-key FILE    PEM private key for ssl:/pssl: (ovs-vswitchd -p)
+  --ssl-certificate FILE    PEM certificate for ssl:/pssl: (ovs-vswitchd -c)
+  --ssl-ca-cert FILE        PEM CA certificate peers must chain to (ovs-vswitchd -C)
   --max-idle DURATION       idle datapath flow lifetime (default 10s)
   --disable-megaflows       install exact-match datapath flows only
   --mac-table-size N        MAC learning table size (default 8192)
@@ -233,7 +252,8 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 		takes := map[string]bool{"datapath": true, "bridge": true, "port": true, "controller": true, "listen": true,
 			"fail-mode": true, "config": true, "governor-mode": true, "governor-threshold": true, "handlers": true,
 			"revalidators": true, "flow-limit": true, "max-idle": true, "mac-table-size": true, "mac-aging": true,
-			"rundir": true, "pidfile": true, "log-level": true, "metrics": true, "ovsdb": true}
+			"rundir": true, "pidfile": true, "log-level": true, "metrics": true, "ovsdb": true, "max-flows": true,
+			"ssl-private-key": true, "ssl-certificate": true, "ssl-ca-cert": true}
 		if takes[name] && !hasVal {
 			if i+1 >= len(args) {
 				return cfg, false, false, fmt.Errorf("--%s needs a value", name)
@@ -308,6 +328,14 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 			cfg.Revalidators, e = num()
 		case "flow-limit":
 			cfg.FlowLimit, e = num()
+		case "max-flows":
+			cfg.MaxFlows, e = num()
+		case "ssl-private-key":
+			cfg.SSLPrivateKey = val
+		case "ssl-certificate":
+			cfg.SSLCertificate = val
+		case "ssl-ca-cert":
+			cfg.SSLCACert = val
 		case "max-idle":
 			cfg.MaxIdle, e = dur()
 		case "disable-megaflows":

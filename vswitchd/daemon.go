@@ -203,7 +203,7 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		up.Governor = &m
 	}
 	b, err := ofproto.NewBridge(ofproto.BridgeConfig{Name: s.Name, FailMode: fail,
-		HasControllers: len(s.Controllers) > 0, MACTableSize: or(s.MACTableSize, d.cfg.MACTableSize),
+		HasControllers: len(s.Controllers) > 0, MaxFlows: d.cfg.MaxFlows, MACTableSize: or(s.MACTableSize, d.cfg.MACTableSize),
 		MACAging: or(s.MACAging, d.cfg.MACAging), Upcall: up}, dp)
 	if err != nil {
 		dp.Close()
@@ -234,7 +234,8 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 	// The connection manager hooks packet-ins, port status and flow
 	// removal into the bridge: it must exist before the bridge starts.
 	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Controllers: s.Controllers, Listeners: s.Listeners,
-		Protocols: s.Protocols, ProbeInterval: s.ProbeInterval, MaxBackoff: s.MaxBackoff, Logger: d.log}
+		Protocols: s.Protocols, ProbeInterval: s.ProbeInterval, MaxBackoff: s.MaxBackoff, Logger: d.log,
+		SSLPrivateKey: d.cfg.SSLPrivateKey, SSLCertificate: d.cfg.SSLCertificate, SSLCACert: d.cfg.SSLCACert}
 	cm, err := ofproto.NewConnManager(b, cc)
 	if err != nil && s.Lenient && (len(cc.Controllers) > 0 || len(cc.Listeners) > 0) {
 		d.log.Warn("controllers not usable; running the bridge without them", "bridge", s.Name, "err", err)
