@@ -61,12 +61,13 @@ var configNames = []struct{ key, title string }{
 
 var switchOrder = []string{"ovs", "gov", "govg", "none"}
 
-// f formats a number for a table: "–" for NaN, no decimals from 100 up.
+// f formats a number for a table: "–" for NaN, no decimals for whole
+// numbers (counts) and from 100 up.
 func f(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "–"
-	case math.Abs(v) >= 100:
+	case math.Abs(v) >= 100 || v == math.Trunc(v):
 		return fmt.Sprintf("%.0f", v)
 	case math.Abs(v) >= 10:
 		return fmt.Sprintf("%.1f", v)
@@ -109,7 +110,7 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 		fmt.Fprintf(w, ", %s files changed since it in the switch's packages", d)
 	}
 	fmt.Fprintf(w, ").\n\n")
-	fmt.Fprintf(w, "- Host: %s CPUs (%s), kernel %s, load average %s at the start and %s at the end.\n",
+	fmt.Fprintf(w, "- Host: %s CPUs (%s), kernel %s, load average (1, 5, 15 min) %s at the start and %s at the end.\n",
 		m.Get("host_cpus"), m.Get("host_cpu"), m.Get("host_kernel"), m.Get("host_load_start"), m.Get("host_load_end"))
 	fmt.Fprintf(w, "- Bed: UML %s, %s CPU; %s; %s; %s; built with %s.\n",
 		m.Get("kernel"), m.Get("cpus"), m.Get("ovs"), m.Get("govswitchd"), m.Get("govbench"), m.Get("go"))

@@ -231,6 +231,28 @@ func TestRenderMentionsEverything(t *testing.T) {
 	}
 }
 
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		name string
+		in   float64
+		want string
+	}{
+		{"NaN", math.NaN(), "–"},
+		{"zero count", 0, "0"},
+		{"whole count", 7, "7"},
+		{"small fraction", 0.456, "0.46"},
+		{"tens", 84.32, "84.3"},
+		{"hundreds", 186.4, "186"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f(tc.in); got != tc.want {
+				t.Errorf("f(%v) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestSplice(t *testing.T) {
 	tests := []struct {
 		name, doc, want, wantErr string
