@@ -56,7 +56,9 @@ func fm10(prio uint16, flags uint16, m openflow.Match, acts ...openflow.Action) 
 		Match: m, Instructions: openflow.Instructions{Apply: acts}}
 }
 
-func applyActs(acts ...openflow.Action) openflow.Instructions { return openflow.Instructions{Apply: acts} }
+func applyActs(acts ...openflow.Action) openflow.Instructions {
+	return openflow.Instructions{Apply: acts}
+}
 
 // patch returns b with its length field set to len(b) after applying f.
 func patch(b []byte, f func([]byte) []byte) []byte {
