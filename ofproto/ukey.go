@@ -146,15 +146,30 @@ func (t *ukeyTable) Range(fn func(*ukey)) {
 	}
 }
 
+// ukeySlab is how many ukeys the pool allocates at once when it runs dry:
+// under a storm of new flows, one allocation per 64 flows instead of two
+// per flow.
+const ukeySlab = 64
+
+// ukeyActionsCap is the actions capacity each slab ukey starts with; a
+// longer translation grows that ukey's buffer once.
+const ukeyActionsCap = 128
+
 func (t *ukeyTable) get() *ukey {
 	t.poolMu.Lock()
 	defer t.poolMu.Unlock()
-	if n := len(t.free); n > 0 {
-		u := t.free[n-1]
-		t.free = t.free[:n-1]
-		return u
+	if len(t.free) == 0 {
+		slab := make([]ukey, ukeySlab)
+		acts := make([]byte, ukeySlab*ukeyActionsCap)
+		for i := range slab {
+			slab[i].actions = acts[i*ukeyActionsCap : i*ukeyActionsCap : (i+1)*ukeyActionsCap]
+			t.free = append(t.free, &slab[i])
+		}
 	}
-	return &ukey{actions: make([]byte, 0, 256)}
+	n := len(t.free)
+	u := t.free[n-1]
+	t.free = t.free[:n-1]
+	return u
 }
 
 func (t *ukeyTable) put(u *ukey) {

@@ -342,23 +342,33 @@ func (u *Udpif) GovernorStatus() []GovernorStatus {
 }
 
 func (hd *handler) run() {
+	// The clock is read once per wake-up: in the UML bed (no vDSO) every
+	// read is a system call, and a handler loop that also re-armed a read
+	// deadline each time spent a third of its CPU reading the time. A
+	// deadline is armed only when the governor needs its periodic work;
+	// otherwise Recv blocks until upcalls come or Stop moves the deadline.
+	now := time.Now()
+	var wake time.Time
 	for {
 		select {
 		case <-hd.u.stop:
 			return
 		default:
 		}
-		// Wake at least once a second for the governor's periodic work.
-		hd.h.SetReadDeadline(time.Now().Add(time.Second))
+		if hd.policy != nil && !now.Before(wake) {
+			wake = now.Add(time.Second)
+			hd.h.SetReadDeadline(wake)
+		}
 		n, err := hd.h.Recv(hd.ups, hd.bufs)
-		now := time.Now()
-		if hd.policy != nil {
+		now = time.Now()
+		if hd.policy != nil && !now.Before(wake) {
 			hd.mu.Lock()
 			hd.policy.Run(hd.u.datapathFlows(now), now)
 			hd.mu.Unlock()
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				wake = time.Time{} // re-arm: a Stop may have moved it
 				continue
 			}
 			select {
