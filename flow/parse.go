@@ -661,32 +661,38 @@ func (p *parser) macField(off int, v, m *[6]byte) error {
 // parseMAC parses six groups of one or two hex digits separated by ':'.
 func parseMAC(s string, out *[6]byte) bool {
 	var a [6]byte
-	for i := range a {
+	if !parseGroups(s, a[:], ':', 16, 2) {
+		return false
+	}
+	*out = a
+	return true
+}
+
+// parseGroups parses len(out) numbers in base, each of 1 to maxDigits
+// digits and fitting a byte, separated by sep, with nothing left over.
+func parseGroups(s string, out []byte, sep byte, base, maxDigits int) bool {
+	for i := range out {
 		n := 0
-		for n < len(s) && n < 3 && s[n] != ':' {
+		for n < len(s) && n <= maxDigits && s[n] != sep {
 			n++
 		}
-		if n == 0 || n > 2 {
+		if n == 0 || n > maxDigits {
 			return false
 		}
-		v, err := strconv.ParseUint(s[:n], 16, 8)
+		v, err := strconv.ParseUint(s[:n], base, 8)
 		if err != nil {
 			return false
 		}
-		a[i] = byte(v)
+		out[i] = byte(v)
 		s = s[n:]
-		if i < 5 {
-			if s == "" || s[0] != ':' {
+		if i < len(out)-1 {
+			if s == "" || s[0] != sep {
 				return false
 			}
 			s = s[1:]
 		}
 	}
-	if s != "" {
-		return false
-	}
-	*out = a
-	return true
+	return s == ""
 }
 
 func (p *parser) ipv4Field(off int, v, m *[4]byte) error {
@@ -718,28 +724,7 @@ func prefixMask32(n int) uint32 {
 // parseIPv4 parses four decimal octets separated by dots.
 func parseIPv4(s string, out *[4]byte) bool {
 	var a [4]byte
-	for i := range a {
-		n := 0
-		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
-			n++
-		}
-		if n == 0 || n > 3 {
-			return false
-		}
-		v, err := strconv.ParseUint(s[:n], 10, 8)
-		if err != nil {
-			return false
-		}
-		a[i] = byte(v)
-		s = s[n:]
-		if i < 3 {
-			if s == "" || s[0] != '.' {
-				return false
-			}
-			s = s[1:]
-		}
-	}
-	if s != "" {
+	if !parseGroups(s, a[:], '.', 10, 3) {
 		return false
 	}
 	*out = a
