@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -349,4 +350,77 @@ func TestSSLFlags(t *testing.T) {
 			t.Fatalf("ovs-ofctl with another CA's certificate was served:\n%s", out)
 		}
 	})
+}
+
+// TestSSLControllerInterop: govswitchd --controller ssl: reaches the real
+// ovs-testcontroller listening on pssl: with -p/-c/-C, and the
+// controller's session with it gets as far as its features reply (the
+// controller logs the switch's datapath id); with a certificate of
+// another CA the controller refuses the switch.
+func TestSSLControllerInterop(t *testing.T) {
+	tc, err := exec.LookPath("ovs-testcontroller")
+	if err != nil {
+		t.Skip("ovs-testcontroller not installed")
+	}
+	dir := t.TempDir()
+	ca := newPKI(t, dir, "ca")
+	other := newPKI(t, dir, "other")
+	ctlKey, ctlCert := ca.issue(t, "controller")
+	tests := []struct {
+		name    string
+		pki     *pki // signs the switch's certificate
+		connect bool
+	}{
+		{name: "switch of the CA", pki: ca, connect: true},
+		{name: "switch of another CA", pki: other},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			swKey, swCert := tt.pki.issue(t, "switch-"+strings.Fields(tt.name)[2])
+			port := freePort(t)
+			var log syncBuffer
+			cmd := exec.Command(tc, "-p", ctlKey, "-c", ctlCert, "-C", ca.caFile, "-vconsole:info", "-vvconn:console:dbg",
+				"--no-chdir", "pssl:"+strconv.Itoa(port)+":127.0.0.1")
+			cmd.Env = append(os.Environ(), "OVS_RUNDIR="+dir)
+			cmd.Stdout, cmd.Stderr = &log, &log
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			time.Sleep(300 * time.Millisecond) // let it listen
+			startDaemon(t, "--ssl-private-key", swKey, "--ssl-certificate", swCert, "--ssl-ca-cert", ca.caFile,
+				"--fail-mode", "secure", "--controller", "ssl:127.0.0.1:"+strconv.Itoa(port))
+			const features = "received: OFPT_FEATURES_REPLY"
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) && !strings.Contains(log.String(), features) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			got := log.String()
+			switch {
+			case tt.connect && !strings.Contains(got, features):
+				t.Fatalf("ovs-testcontroller got no features reply over ssl:\n%s", got)
+			case !tt.connect && strings.Contains(got, "received:"):
+				t.Fatalf("ovs-testcontroller talked OpenFlow with a switch of another CA:\n%s", got)
+			case !tt.connect && !strings.Contains(got, "SSL_accept"):
+				t.Fatalf("ovs-testcontroller logged no refused handshake:\n%s", got)
+			}
+		})
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
