@@ -57,10 +57,10 @@ type ukeyTable struct {
 
 func newUkeyTable(capacity int) *ukeyTable {
 	t := &ukeyTable{cap: int64(capacity)}
-	hint := capacity / ukeyShards
-	if hint > 4096 {
-		hint = 4096 // grow past this only if the traffic asks for it
-	}
+	// Start small: map memory is resident as soon as it is made, and an
+	// idle switch should not pay for 65536 entries. The maps grow with the
+	// traffic; a storm's growth is amortised, and steady state recycles.
+	hint := min(capacity/ukeyShards, 256)
 	for i := range t.shards {
 		t.shards[i].m = make(map[datapath.UFID]*ukey, hint)
 	}

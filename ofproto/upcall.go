@@ -15,10 +15,17 @@ import (
 
 // Upcall-path defaults, as OVS's.
 const (
-	DefaultFlowLimit   = 200000
-	DefaultMaxIdle     = 10 * time.Second
-	UpcallBatch        = 64 // upcalls read per handler wake-up
-	upcallBufSize      = 64 << 10
+	DefaultFlowLimit = 200000
+	DefaultMaxIdle   = 10 * time.Second
+	UpcallBatch      = 64 // upcalls read per handler wake-up
+	// upcallBufSize is each upcall buffer's size. The kernel segments GSO
+	// packets before sending them up, so an upcall is one MTU-sized packet
+	// plus its key attributes: 16 KiB holds 9000-byte jumbo frames with
+	// room to spare. A longer upcall (an MTU above ~15 KiB) is dropped and
+	// counted as lost by the handler's socket. 64 of them per handler are
+	// 1 MiB, where 64 KiB buffers cost 4 MiB resident once a storm had
+	// touched them.
+	upcallBufSize      = 16 << 10
 	flowCountCacheTime = 100 * time.Millisecond
 )
 
