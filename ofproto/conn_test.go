@@ -1027,7 +1027,7 @@ func TestConnTargets(t *testing.T) {
 		{name: "tcp ipv6", target: "tcp:[::1]:6633", network: "tcp", addr: "[::1]:6633", active: true},
 		{name: "tcp hostname", target: "tcp:example.com", active: true, bad: true},
 		{name: "unix", target: "unix:/run/c.sock", network: "unix", addr: "/run/c.sock", active: true},
-		{name: "ssl unsupported", target: "ssl:1.2.3.4", active: true, bad: true},
+		{name: "ssl", target: "ssl:1.2.3.4", network: "tcp", addr: "1.2.3.4:6653", active: true},
 		{name: "ptcp empty", target: "ptcp:", network: "tcp", addr: ":6653"},
 		{name: "ptcp port ip", target: "ptcp:6634:127.0.0.1", network: "tcp", addr: "127.0.0.1:6634"},
 		{name: "ptcp bad port", target: "ptcp:x", bad: true},
