@@ -179,6 +179,29 @@ func (e *Entry) outputsTo(port uint32) bool {
 	return false
 }
 
+// checkOutputs rejects output actions to numbers at or above OFPP_MAX
+// other than the reserved destinations a flow may use (OFPP_TABLE is for
+// packet-out only, OFPP_ANY is no port). Any port below OFPP_MAX is
+// accepted, existing or not, as OVS does: it may be added later.
+func checkOutputs(in *openflow.Instructions) error {
+	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
+		for i := range list {
+			a := &list[i]
+			if a.Type != openflow.ActOutput && a.Type != openflow.ActEnqueue {
+				continue
+			}
+			switch p := a.Port; {
+			case p < openflow.PortMax:
+			case p == openflow.PortInPort, p == openflow.PortNormal, p == openflow.PortFlood,
+				p == openflow.PortAll, p == openflow.PortController, p == openflow.PortLocal:
+			default:
+				return errorf(ErrBadOutPort, "output to port %#x, which is not a destination", p)
+			}
+		}
+	}
+	return nil
+}
+
 // Removed reports a flow leaving its table, for flow_removed messages.
 type Removed struct {
 	Rule   *Rule
@@ -244,6 +267,11 @@ func (ts *Tables) Apply(fm *FlowMod, now time.Time) error {
 	}
 	if g := fm.Instructions; g.GotoTable && (int(g.Table) >= NumTables || g.Table <= fm.Table) {
 		return errorf(ErrBadTableID, "goto_table %d from table %d: must go forward to an existing table", g.Table, fm.Table)
+	}
+	if fm.Command <= CmdModifyStrict {
+		if err := checkOutputs(&fm.Instructions); err != nil {
+			return err
+		}
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
