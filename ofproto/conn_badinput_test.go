@@ -165,8 +165,7 @@ func badInputCases(t *testing.T) []badCase {
 		{name: "flow add to table 255 1.3", v: v13, raw: patch(good13, func(b []byte) []byte { b[24] = 255; return b }),
 			typ: openflow.Err13TypeFlowModFailed, code: openflow.FlowModFailed13BadTableID},
 		{name: "goto table 255 1.3", v: v13, raw: enc(fm13(1, 0, openflow.Match{}, openflow.Instructions{GotoTable: true, Table: 255})),
-			typ: openflow.Err13TypeBadInstruction, code: openflow.BadInst13BadTableID,
-			gap: "goto_table to a missing table answers OFPFMFC_BAD_TABLE_ID, not OFPBIC_BAD_TABLE_ID"},
+			typ: openflow.Err13TypeBadInstruction, code: openflow.BadInst13BadTableID},
 
 		// Overlap with check-overlap: same priority, matches that can
 		// both hold.
@@ -179,9 +178,9 @@ func badInputCases(t *testing.T) []badCase {
 
 		// Invalid action sets.
 		{name: "set ip_src without an IPv4 match 1.3", v: v13, raw: enc(fm13(1, 0, openflow.Match{}, applyActs(setIP, openflow.Output(2, 0)))),
-			typ: openflow.ErrTypeBadAction, code: openflow.BadAction13MatchIncons, gap: "set_field prerequisites are not checked"},
+			typ: openflow.ErrTypeBadAction, code: openflow.BadAction13MatchIncons},
 		{name: "group that does not exist 1.3", v: v13, raw: enc(fm13(1, 0, openflow.Match{}, applyActs(group))),
-			typ: openflow.ErrTypeBadAction, code: openflow.BadAction13BadOutGroup, gap: "groups are not supported; a group action is accepted"},
+			typ: openflow.ErrTypeBadAction, code: openflow.BadAction13BadOutGroup},
 		{name: "set_vlan_vid beyond 12 bits 1.0", v: v10, raw: patch(good10[:72], func(b []byte) []byte {
 			return append(b, 0, 1, 0, 8, 0x1f, 0xff, 0, 0)
 		}),

@@ -275,6 +275,12 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 			return openflow.ErrTypeBadAction, openflow.BadActionBadOutPort
 		case ErrBadTimeout:
 			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13BadTimeout
+		case ErrBadGotoTable:
+			return openflow.Err13TypeBadInstruction, openflow.BadInst13BadTableID
+		case ErrBadOutGroup:
+			return openflow.ErrTypeBadAction, openflow.BadAction13BadOutGroup
+		case ErrMatchInconsistent:
+			return openflow.ErrTypeBadAction, openflow.BadAction13MatchIncons
 		}
 		return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13Unknown
 	}
@@ -289,6 +295,9 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 		return openflow.ErrTypeBadAction, openflow.BadActionBadOutPort
 	case ErrBadTimeout:
 		return openflow.Err10TypeFlowModFail, openflow.FlowModFailed10BadEmergTimeout
+	case ErrMatchInconsistent, ErrBadOutGroup:
+		// OpenFlow 1.0 has neither code; its closest is a bad argument.
+		return openflow.ErrTypeBadAction, openflow.BadActionBadArgument
 	}
 	// OpenFlow 1.0 has no bad-table code; OVS answers with its catch-all
 	// "unsupported".

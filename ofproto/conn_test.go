@@ -365,7 +365,8 @@ func TestConnErrors(t *testing.T) {
 		{name: "goto backwards 1.3", v: 4, raw: mustAppend(t, &openflow.FlowMod{Envelope: openflow.Envelope{Version: 4, Xid: 7},
 			TableID: 3, Command: openflow.FlowAdd, BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
 			Instructions: openflow.Instructions{GotoTable: true, Table: 1}}),
-			typ: openflow.Err13TypeFlowModFailed, code: openflow.FlowModFailed13BadTableID},
+			// An invalid goto_table is an instruction error (OFPBIC_BAD_TABLE_ID), as in OVS.
+			typ: openflow.Err13TypeBadInstruction, code: openflow.BadInst13BadTableID},
 		{name: "emerg flag 1.0", v: 1, raw: mustAppend(t, &openflow.FlowMod{Envelope: openflow.Envelope{Version: 1, Xid: 7},
 			Command: openflow.FlowAdd, BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, Flags: openflow.Flow10Emerg}),
 			typ: openflow.Err10TypeFlowModFail, code: openflow.FlowModFailed10Unsupported},

@@ -87,12 +87,15 @@ type FlowMod struct {
 type ErrorKind uint8
 
 const (
-	ErrOverlap    ErrorKind = iota + 1 // OFPFMFC_OVERLAP
-	ErrTableFull                       // OFPFMFC_TABLE_FULL / ALL_TABLES_FULL
-	ErrBadTableID                      // OFPFMFC_BAD_TABLE_ID / OFPBRC_BAD_TABLE_ID
-	ErrBadCommand                      // OFPFMFC_BAD_COMMAND
-	ErrBadOutPort                      // OFPBAC_BAD_OUT_PORT
-	ErrBadTimeout                      // OFPFMFC_BAD_TIMEOUT
+	ErrOverlap           ErrorKind = iota + 1 // OFPFMFC_OVERLAP
+	ErrTableFull                              // OFPFMFC_TABLE_FULL / ALL_TABLES_FULL
+	ErrBadTableID                             // OFPFMFC_BAD_TABLE_ID / OFPBRC_BAD_TABLE_ID
+	ErrBadCommand                             // OFPFMFC_BAD_COMMAND
+	ErrBadOutPort                             // OFPBAC_BAD_OUT_PORT
+	ErrBadTimeout                             // OFPFMFC_BAD_TIMEOUT
+	ErrBadGotoTable                           // OFPBIC_BAD_TABLE_ID: goto_table to a missing or earlier table
+	ErrBadOutGroup                            // OFPBAC_BAD_OUT_GROUP: the switch has no groups
+	ErrMatchInconsistent                      // OFPBAC_MATCH_INCONSISTENT: set_field without its prerequisites
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -179,15 +182,29 @@ func (e *Entry) outputsTo(port uint32) bool {
 	return false
 }
 
-// checkOutputs rejects output actions to numbers at or above OFPP_MAX
-// other than the reserved destinations a flow may use (OFPP_TABLE is for
-// packet-out only, OFPP_ANY is no port). Any port below OFPP_MAX is
-// accepted, existing or not, as OVS does: it may be added later.
-func checkOutputs(in *openflow.Instructions) error {
+// checkActions rejects actions a flow with match m cannot carry out:
+//   - outputs to numbers at or above OFPP_MAX other than the reserved
+//     destinations a flow may use (OFPP_TABLE is for packet-out only,
+//     OFPP_ANY is no port); any port below OFPP_MAX is accepted, existing
+//     or not, as OVS does: it may be added later;
+//   - group actions: the switch has no groups;
+//   - set_field of a field whose prerequisites m does not pin down (ip_src
+//     without an IPv4 match), which would rewrite packets of another
+//     protocol.
+func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
 		for i := range list {
 			a := &list[i]
-			if a.Type != openflow.ActOutput && a.Type != openflow.ActEnqueue {
+			switch a.Type {
+			case openflow.ActGroup:
+				return errorf(ErrBadOutGroup, "group %d: the switch has no groups", a.Group)
+			case openflow.ActSetField:
+				if !a.Field.PrereqsMet(&m.Key, &m.Mask) {
+					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
+				}
+				continue
+			case openflow.ActOutput, openflow.ActEnqueue:
+			default:
 				continue
 			}
 			switch p := a.Port; {
@@ -265,11 +282,11 @@ func (ts *Tables) Apply(fm *FlowMod, now time.Time) error {
 	if fm.Table != openflow.TableAll && int(fm.Table) >= NumTables {
 		return errorf(ErrBadTableID, "no table %d", fm.Table)
 	}
-	if g := fm.Instructions; g.GotoTable && (int(g.Table) >= NumTables || g.Table <= fm.Table) {
-		return errorf(ErrBadTableID, "goto_table %d from table %d: must go forward to an existing table", g.Table, fm.Table)
-	}
 	if fm.Command <= CmdModifyStrict {
-		if err := checkOutputs(&fm.Instructions); err != nil {
+		if g := fm.Instructions; g.GotoTable && (int(g.Table) >= NumTables || g.Table <= fm.Table) {
+			return errorf(ErrBadGotoTable, "goto_table %d from table %d: must go forward to an existing table", g.Table, fm.Table)
+		}
+		if err := checkActions(&fm.Instructions, &fm.Match); err != nil {
 			return err
 		}
 	}

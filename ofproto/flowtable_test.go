@@ -280,7 +280,12 @@ func TestLimitsAndBadRequests(t *testing.T) {
 		{"full", FlowMod{Command: CmdAdd, Match: tcpDst(3), Priority: 1}, ErrTableFull},
 		{"replacing while full is fine", FlowMod{Command: CmdAdd, Match: tcpDst(2), Priority: 1}, 0},
 		{"add to all tables", FlowMod{Command: CmdAdd, Table: openflow.TableAll}, ErrBadTableID},
-		{"goto backwards", FlowMod{Command: CmdAdd, Table: 3, Instructions: openflow.Instructions{GotoTable: true, Table: 2}}, ErrBadTableID},
+		{"goto backwards", FlowMod{Command: CmdAdd, Table: 3, Instructions: openflow.Instructions{GotoTable: true, Table: 2}}, ErrBadGotoTable},
+		{"goto a missing table", FlowMod{Command: CmdAdd, Table: 3, Instructions: openflow.Instructions{GotoTable: true, Table: 255}}, ErrBadGotoTable},
+		{"group", FlowMod{Command: CmdAdd, Instructions: openflow.Instructions{Apply: []openflow.Action{{Type: openflow.ActGroup, Group: 1}}}}, ErrBadOutGroup},
+		{"output to OFPP_MAX", FlowMod{Command: CmdAdd, Instructions: out(openflow.PortMax)}, ErrBadOutPort},
+		{"set ip_src without an IPv4 match", FlowMod{Command: CmdAdd, Instructions: openflow.Instructions{Apply: []openflow.Action{
+			openflow.SetField(ipSrcField(t), &flow.Key{IPv4Src: [4]byte{1, 2, 3, 4}})}}}, ErrMatchInconsistent},
 		{"unknown command", FlowMod{Command: 9}, ErrBadCommand},
 	}
 	for _, tt := range tests {
@@ -311,4 +316,9 @@ func TestSelectForStats(t *testing.T) {
 	if n := len(ts.Select(openflow.TableAll, &all, 0, 0, 1)); n != 1 {
 		t.Errorf("out_port: %d", n)
 	}
+}
+
+// ipSrcField finds the OpenFlow field that sets IPv4Src.
+func ipSrcField(t *testing.T) openflow.Field {
+	return fieldSetting(t, func(k *flow.Key) { k.IPv4Src = [4]byte{1, 2, 3, 4} })
 }

@@ -430,6 +430,17 @@ func (f Field) Cover() flow.Mask {
 	return fields[f].cover
 }
 
+// PrereqsMet reports whether a match k/m pins down what setting or
+// matching f requires (ip_src needs an IPv4 ethertype, tcp_dst IP and
+// TCP, ...): a set_field whose prerequisites a flow's match does not
+// meet is OFPBAC_MATCH_INCONSISTENT.
+func (f Field) PrereqsMet(k *flow.Key, m *flow.Mask) bool {
+	if f >= numFields {
+		return false
+	}
+	return prereqOK(fields[f].pre, k, m)
+}
+
 // prereqOK reports whether k/m pin down what p requires.
 func prereqOK(p prereq, k *flow.Key, m *flow.Mask) bool {
 	eth := func(t uint16) bool { return m.EthType == 0xffff && k.EthType == t }
