@@ -350,10 +350,11 @@ func TestIntegrationFlowLimit(t *testing.T) {
 	}
 }
 
-// TestIntegrationCrashRestart: SIGKILL the daemon while traffic flows; the
-// kernel keeps forwarding established flows with no daemon at all; a
-// restarted daemon reattaches to the datapath and serves new flows. Ping
-// loss across the whole episode is measured and reported.
+// TestIntegrationCrashRestart: SIGKILL the daemon during heavy flow setup
+// (a new flow every millisecond) while a ping stream flows; the kernel
+// keeps forwarding established flows with no daemon at all; a restarted
+// daemon reattaches to the datapath and serves new flows. Ping loss
+// across the whole episode is measured and reported.
 func TestIntegrationCrashRestart(t *testing.T) {
 	b := newBed(t)
 	startProc := func() *exec.Cmd {
@@ -378,6 +379,26 @@ func TestIntegrationCrashRestart(t *testing.T) {
 	if loss := b.ping(t, 2); loss != 0 {
 		t.Fatalf("lost %d pings before the crash", loss)
 	}
+
+	// Heavy flow setup across the whole episode: a frame of a new flow
+	// (a new UDP port pair) every millisecond from h1.
+	stormStop := make(chan struct{})
+	stormDone := make(chan int)
+	storm := testbed.OpenRaw(t, b.h1, "eth0")
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stormStop:
+				stormDone <- n
+				return
+			default:
+			}
+			storm.Send(udpFrame(b.mac1, b.mac2, uint16(10000+n%50000), uint16(20000+n/50000)))
+			n++
+			time.Sleep(time.Millisecond)
+		}
+	}()
 
 	// Ping every 50 ms for 4 s; kill the daemon at 1 s, restart at 2 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -410,9 +431,11 @@ func TestIntegrationCrashRestart(t *testing.T) {
 		}
 	}
 	pinger.Wait()
+	close(stormStop)
+	stormFlows := <-stormDone
 	loss := parseLoss(t, pingOut.String())
-	t.Logf("crash at +1s (daemon dead %.1fs): %d of 80 pings lost; restarted daemon serving after %v",
-		restartAt.Sub(killedAt).Seconds(), loss, ready)
+	t.Logf("crash at +1s under a storm of %d new flows (daemon dead %.1fs): %d of 80 pings lost; restarted daemon serving after %v",
+		stormFlows, restartAt.Sub(killedAt).Seconds(), loss, ready)
 	if loss > 2 {
 		t.Errorf("lost %d of 80 pings: established flows should keep forwarding in the kernel", loss)
 	}
