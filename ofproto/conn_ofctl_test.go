@@ -431,6 +431,10 @@ func TestConnOvsTestcontroller(t *testing.T) {
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
 		Controllers: []string{fmt.Sprintf("tcp:127.0.0.1:%d", port)}})
 	waitFor(t, "the controller connection", func() bool { return s.m.Controllers()[0].IsConnected })
+	// The controller's first act is a table-miss flow (priority 0,
+	// CONTROLLER); under 1.3 a miss before it lands is dropped, so wait
+	// for it before sending.
+	waitFor(t, "the controller's table-miss flow", func() bool { return s.b.Tables.Len() > 0 })
 
 	// A (on p1) talks to B (unknown): a table miss goes to the
 	// controller, which learns A on port 1 and floods the packet.
