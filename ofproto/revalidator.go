@@ -173,8 +173,8 @@ func (u *Udpif) revalidate() {
 
 // nextFlowLimit is OVS's dynamic flow limit: shrink when a dump is slow,
 // grow by 1000 when it is fast and the datapath holds more than the limit
-// could sustain, clamp to [1000, max].
-func nextFlowLimit(limit, nflows int, d time.Duration, max int) int {
+// could sustain, clamp to [1000, ceiling].
+func nextFlowLimit(limit, nflows int, d time.Duration, ceiling int) int {
 	ms := int(d.Milliseconds())
 	if ms < 1 {
 		ms = 1
@@ -187,15 +187,8 @@ func nextFlowLimit(limit, nflows int, d time.Duration, max int) int {
 	case d < dumpFastGrowBelow && limit < nflows*1000/ms:
 		limit += 1000
 	}
-	lo := min(minDynamicLimit, max)
-	return min(max, maxInt(limit, lo))
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
+	lo := min(minDynamicLimit, ceiling)
+	return min(ceiling, max(limit, lo))
 }
 
 func deleteOp(f *datapath.Flow) datapath.Op {
@@ -236,7 +229,7 @@ const (
 // the fitted megaflow mask in out.WC.
 func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out) {
 	u.x.Translate(key, now, false, out)
-	if out.WC.IsZero() || exact {
+	if exact {
 		out.WC = flow.ExactMask()
 	}
 	datapath.FitMask(key, &out.WC)

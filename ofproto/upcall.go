@@ -423,7 +423,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 			out.Rules[r].Value.Credit(1, uint64(len(up.Packet)), now)
 		}
 
-		if out.WC.IsZero() || exact {
+		// Translation always puts in_port in the mask, so it is never
+		// empty; only the exact-match regime replaces it.
+		if exact {
 			out.WC = flow.ExactMask()
 		}
 		datapath.FitMask(&up.Key, &out.WC)
