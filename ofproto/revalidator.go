@@ -106,8 +106,8 @@ func (u *Udpif) revalidate() {
 		k.seenGen = gen
 		if f.Stats.Packets > k.packets {
 			dp, db := f.Stats.Packets-k.packets, f.Stats.Bytes-k.bytes
-			for i := 0; i < k.nRules; i++ {
-				k.rules[i].Value.Credit(dp, db, now)
+			for _, r := range k.rules {
+				r.Value.Credit(dp, db, now)
 			}
 			k.activeAt = now.UnixNano()
 		}
@@ -125,7 +125,7 @@ func (u *Udpif) revalidate() {
 				dels = append(dels, deleteOp(f))
 			case retransModify:
 				mods = append(mods, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutModify,
-					Flow: datapath.Flow{UFID: k.ufid, Key: k.key, Mask: k.mask, Actions: append([]byte(nil), k.actions...)}})
+					Flow: datapath.Flow{UFID: k.ufid, Key: k.Key(), Mask: *k.Mask(), Actions: append([]byte(nil), k.actions...)}})
 			}
 		}
 		return nil
@@ -240,10 +240,11 @@ func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out
 // the flow. A different mask: the flow no longer describes one
 // translation; delete it and let the next packet upcall.
 func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retransResult {
-	u.translateFlow(&k.key, now, exact, out)
+	key := k.Key()
+	u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
-	k.rules, k.nRules = out.Rules, out.NRules
-	if out.WC != k.mask {
+	k.setRules(&out.Rules, out.NRules)
+	if out.WC != *k.Mask() {
 		return retransDelete
 	}
 	if bytes.Equal(out.Actions, k.actions) {
@@ -267,10 +268,10 @@ func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) boo
 		return false
 	}
 	k, _ := u.ukeys.Insert(&f.UFID, func(k *ukey) {
-		k.key, k.mask = key, f.Mask
+		u.ukeys.setFlow(k, &key, &f.Mask)
 		k.hash = key.HashMasked(&f.Mask, 0)
 		k.actions = append(k.actions[:0], f.Actions...)
-		k.rules, k.nRules = out.Rules, out.NRules
+		k.setRules(&out.Rules, out.NRules)
 		k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		k.activeAt = now.UnixNano()

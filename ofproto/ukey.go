@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -16,13 +17,15 @@ import (
 // update and delete them.
 type ukey struct {
 	ufid    datapath.UFID
-	hash    uint64 // hash of the masked key, computed once at creation
-	key     flow.Key
-	mask    flow.Mask
-	actions []byte // owned; capacity kept across reuse
+	hash    uint64        // hash of the masked key, computed once at creation
+	key     packedKey     // the masked key: what the flow matches
+	mask    *internedMask // ukeys of one mask share it; see Mask
+	actions []byte        // owned; capacity kept across reuse
 
-	rules  [MaxXlateRules]*Rule
-	nRules int
+	// rules are the OpenFlow rules the flow stands for: ruleBuf when they
+	// fit, a slice of their own otherwise.
+	rules   []*Rule
+	ruleBuf [ukeyInlineRules]*Rule
 
 	tablesVersion uint64
 	macVersion    uint64
@@ -35,6 +38,94 @@ type ukey struct {
 	activeGen      uint64
 	activeAt       int64 // unix nanoseconds of the dump that saw the count change
 	installed      bool  // the put succeeded (or the flow was adopted); under the shard lock
+}
+
+// A ukey is small because a switch at its flow limit holds tens of
+// thousands of them, and every byte of a new one is a page the process
+// touches for the first time while a storm of new flows is being set up:
+// in the UML bed a first touch is a page fault costing tens of µs, and a
+// ukey holding a whole Key and Mask (624 bytes) made allocating ukeys a
+// quarter of the switch's CPU in the exact-match regime. So the key keeps
+// only its nonzero words, the mask is shared, and the rules are inline
+// when there are few.
+
+// ukeyInlineRules is how many rules a ukey holds without a slice of its
+// own: a NORMAL or single-table pipeline matches one.
+const ukeyInlineRules = 2
+
+// setRules records the rules of a translation.
+func (k *ukey) setRules(rs *[MaxXlateRules]*Rule, n int) {
+	if n <= len(k.ruleBuf) {
+		k.rules = k.ruleBuf[:n:n]
+		copy(k.rules, rs[:n])
+		clear(k.ruleBuf[n:])
+		return
+	}
+	k.ruleBuf = [ukeyInlineRules]*Rule{}
+	k.rules = append([]*Rule(nil), rs[:n]...)
+}
+
+// packedInline is how many nonzero key words a packedKey holds in place: a
+// TCP/IPv4 key has about 6 of the Key's 39, a TCP/IPv6 key about 10.
+const packedInline = 10
+
+// packedKey is a flow.Key reduced to its nonzero words. Keys with more
+// nonzero words than fit (tunnelled IPv6, say) spill to a full copy.
+type packedKey struct {
+	bits  uint64 // bit i set: word i of the key is nonzero
+	w     [packedInline]uint64
+	spill *flow.Key
+}
+
+func init() {
+	if flow.KeyWords > 64 {
+		panic("ofproto: packedKey's bitmap needs flow.KeyWords <= 64")
+	}
+}
+
+// set packs k.
+func (p *packedKey) set(k *flow.Key) {
+	*p = packedKey{}
+	n := 0
+	for i, w := range k.Words() {
+		if w == 0 {
+			continue
+		}
+		if n == packedInline {
+			p.bits, p.w = 0, [packedInline]uint64{}
+			c := *k
+			p.spill = &c
+			return
+		}
+		p.bits |= 1 << uint(i)
+		p.w[n] = w
+		n++
+	}
+}
+
+// get unpacks the key into k.
+func (p *packedKey) get(k *flow.Key) {
+	if p.spill != nil {
+		*k = *p.spill
+		return
+	}
+	*k = flow.Key{}
+	ws := k.Words()
+	n := 0
+	for b := p.bits; b != 0; b &= b - 1 {
+		ws[bits.TrailingZeros64(b)] = p.w[n]
+		n++
+	}
+}
+
+// Mask returns the ukey's megaflow mask; it is shared: do not modify it.
+func (k *ukey) Mask() *flow.Mask { return &k.mask.mask }
+
+// Key returns the ukey's masked key.
+func (k *ukey) Key() flow.Key {
+	var key flow.Key
+	k.key.get(&key)
+	return key
 }
 
 // ukeyShards spreads the ukey table over this many locks so handlers and
@@ -53,6 +144,86 @@ type ukeyTable struct {
 	free   []*ukey
 	n      atomic.Int64
 	cap    int64
+
+	masks maskTable
+}
+
+// maskTable interns the megaflow masks of the ukeys, counting references:
+// a switch has a few distinct masks (one in the exact-match regime) and
+// tens of thousands of flows. A mask whose last flow went stays in the
+// table, since it often comes back and a map keyed by something as big as
+// a Mask allocates on every insert; unused masks are swept when they
+// outnumber the used ones.
+type maskTable struct {
+	mu   sync.Mutex
+	m    map[flow.Mask]*internedMask
+	live int // entries with refs > 0
+}
+
+type internedMask struct {
+	mask flow.Mask
+	refs int
+}
+
+// maskSweepAt is how many masks the table holds before it sweeps unused ones.
+const maskSweepAt = 256
+
+// intern returns the shared copy of m, taking a reference.
+func (t *maskTable) intern(m *flow.Mask) *internedMask {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	im := t.m[*m]
+	if im == nil {
+		if t.m == nil {
+			t.m = make(map[flow.Mask]*internedMask)
+		}
+		if len(t.m) >= maskSweepAt && len(t.m) >= 2*t.live {
+			for k, v := range t.m {
+				if v.refs == 0 {
+					delete(t.m, k)
+				}
+			}
+		}
+		im = &internedMask{mask: *m}
+		t.m[*m] = im
+	}
+	if im.refs == 0 {
+		t.live++
+	}
+	im.refs++
+	return im
+}
+
+// release drops a reference taken by intern.
+func (t *maskTable) release(im *internedMask) {
+	if im == nil {
+		return
+	}
+	t.mu.Lock()
+	if im.refs--; im.refs == 0 {
+		t.live--
+	}
+	t.mu.Unlock()
+}
+
+// Len returns the distinct masks in use.
+func (t *maskTable) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
+}
+
+// setFlow records the flow's match in k: key masked by mask, and the
+// interned mask. It is for a ukey being filled (Insert's fill) or one the
+// caller owns.
+func (t *ukeyTable) setFlow(k *ukey, key *flow.Key, mask *flow.Mask) {
+	masked := key.Apply(mask)
+	k.key.set(&masked)
+	if k.mask != nil && k.mask.mask == *mask {
+		return
+	}
+	t.masks.release(k.mask)
+	k.mask = t.masks.intern(mask)
 }
 
 func newUkeyTable(capacity int) *ukeyTable {
@@ -152,8 +323,9 @@ func (t *ukeyTable) Range(fn func(*ukey)) {
 const ukeySlab = 64
 
 // ukeyActionsCap is the actions capacity each slab ukey starts with; a
-// longer translation grows that ukey's buffer once.
-const ukeyActionsCap = 128
+// longer translation grows that ukey's buffer once. An output to one port
+// is 8 bytes; NORMAL's flood to a few ports a few tens.
+const ukeyActionsCap = 48
 
 func (t *ukeyTable) get() *ukey {
 	t.poolMu.Lock()
@@ -173,6 +345,7 @@ func (t *ukeyTable) get() *ukey {
 }
 
 func (t *ukeyTable) put(u *ukey) {
+	t.masks.release(u.mask)
 	acts := u.actions[:0]
 	*u = ukey{actions: acts}
 	t.poolMu.Lock()

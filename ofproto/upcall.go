@@ -451,14 +451,11 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		if install {
 			k, full := u.ukeys.Insert(&ufid, func(k *ukey) {
 				k.hash = hash
-				// The full key, as the datapath sent it: the put carries
-				// it with the mask beside it, and re-translation starts
-				// from it.
-				k.key = up.Key
-				k.mask = out.WC
+				// The masked key: re-translation starts from it. The put
+				// carries the full key, as the datapath sent it.
+				u.ukeys.setFlow(k, &up.Key, &out.WC)
 				k.actions = append(k.actions[:0], out.Actions...)
-				k.rules = out.Rules
-				k.nRules = out.NRules
+				k.setRules(&out.Rules, out.NRules)
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
 			})
