@@ -6,7 +6,11 @@
 #
 # Environment (set by run): BIN (folder holding govswitchd and govbench),
 # ROUNDS, SECS (timed run, s), WARMUP (s), RULES (tcp_dst rules in the L4
-# table), PROFILE (1: also count syscalls per upcall with strace -c).
+# table), PROFILE (1: also count syscalls per upcall with strace -c),
+# SWITCHES (default "ovs gov govg"; "base" is $BASEBIN/govswitchd, another
+# build of govswitchd for before/after comparisons in one boot), CONFIGS
+# (default "exact acl normal"), EXTRAS (1: the ceiling runs and the
+# fixed-rate runs too; default 1).
 #
 # Topology, built once per boot: namespaces h1 (10.0.0.1, eth e1) and h2
 # (10.0.0.2, eth e2) on veth pairs whose host ends v1 and v2 are the two
@@ -35,6 +39,9 @@ SECS=${SECS:-5}
 WARMUP=${WARMUP:-2}
 RULES=${RULES:-400}
 PROFILE=${PROFILE:-1}
+SWITCHES=${SWITCHES:-ovs gov govg}
+CONFIGS=${CONFIGS:-exact acl normal}
+EXTRAS=${EXTRAS:-1}
 mkdir -p "$out"
 runs="$out/runs.jsonl"
 log="$out/log"
@@ -107,11 +114,12 @@ start_switch() {
 		exact) ovsenv ovs-appctl upcall/disable-megaflows >&3 2>&1 || { why="disable-megaflows failed"; return 1; } ;;
 		esac
 		;;
-	gov | govg | prof)
+	gov | govg | prof | base)
 		local extra=() cmd=("$BIN/govswitchd")
 		[[ $cfg == exact ]] && extra+=(--disable-megaflows)
 		[[ $sw == govg ]] && extra+=(--governor)
 		[[ $sw == prof ]] && cmd=("$BIN/profswitchd" --cpuprofile "$out/cpu.pprof")
+		[[ $sw == base ]] && cmd=("${BASEBIN:?base needs BASEBIN}/govswitchd")
 		"${cmd[@]}" --datapath system --rundir "$dir" --bridge br0 --port v1 --port v2 \
 			"${extra[@]}" >"$dir/govswitchd.log" 2>&1 &
 		pid=$!
@@ -162,7 +170,7 @@ stop_switch() {
 		ovsenv ovs-appctl exit --cleanup >&3 2>&1
 		[[ -f $dir/ovsdb-server.pid ]] && kill "$(cat "$dir/ovsdb-server.pid")" 2>/dev/null
 		;;
-	gov | govg | prof)
+	gov | govg | prof | base)
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
@@ -191,13 +199,27 @@ hwm_kb() {
 	[[ -n $1 && -r /proc/$1/status ]] || { echo 0; return; }
 	awk '/^VmHWM:/ {print $2}' "/proc/$1/status"
 }
-dpstats() { # prints "missed lost flows" of the one datapath there is
+dpstats() { # prints "missed lost flows masks" of the one datapath there is
 	# ovs-vswitchd names its datapath ovs-system; govswitchd and the
 	# static runs name it br0. Runs delete it, so there is one at a time.
 	ovs-dpctl show 2>/dev/null | awk '
 		/lookups:/ { for (i = 1; i <= NF; i++) { split($i, a, ":"); if (a[1] == "missed") m = a[2]; if (a[1] == "lost") l = a[2] } }
 		/flows:/ { f = $2 }
-		END { printf "%d %d %d\n", m, l, f }'
+		/masks:/ { for (i = 1; i <= NF; i++) { split($i, a, ":"); if (a[1] == "total") k = a[2] } }
+		END { printf "%d %d %d %d\n", m, l, f, k }'
+}
+
+# idle_ticks prints the bed's idle + iowait jiffies: with one CPU, the
+# share of a run the CPU had nothing to do says whether the load was CPU
+# bound or waiting (on the switch's latency, say).
+idle_ticks() { awk '/^cpu / {print $5 + $6; exit}' /proc/stat; }
+# ctxt prints the bed's context switches so far; in UML a switch between
+# processes is costly, so switches per attempt matter as much as CPU.
+ctxt() { awk '/^ctxt / {print $2; exit}' /proc/stat; }
+# daemon_csw PID prints the context switches of all the process's threads.
+daemon_csw() {
+	[[ -n $1 && -d /proc/$1/task ]] || { echo 0; return; }
+	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches:/ {n += $2} END {print n + 0}'
 }
 
 # tcpstat NS prints "PassiveOpens OutRsts RetransSegs" of namespace NS
@@ -243,13 +265,19 @@ run_one() {
 		sleep 0.3
 	fi
 	quiet ip netns exec h1 "$BIN/govbench" "${args[@]}" -T "$WARMUP"
-	local c0 s0 c1 s1 res hwm t20 t10 t21 t11
+	local c0 s0 c1 s1 i0 i1 x0 x1 d0 d1 res hwm t20 t10 t21 t11
 	c0=$(cpu_ticks "$pid")
+	i0=$(idle_ticks)
+	x0=$(ctxt)
+	d0=$(daemon_csw "$pid")
 	s0=$(dpstats)
 	t20=$(tcpstat h2)
 	t10=$(tcpstat h1)
 	res=$(ip netns exec h1 "$BIN/govbench" "${args[@]}" -T "$SECS" --json 2>>"$log" | tee -a "$log" | tail -1)
 	c1=$(cpu_ticks "$pid")
+	i1=$(idle_ticks)
+	x1=$(ctxt)
+	d1=$(daemon_csw "$pid")
 	s1=$(dpstats)
 	t21=$(tcpstat h2)
 	t11=$(tcpstat h1)
@@ -262,7 +290,7 @@ run_one() {
 	[[ -n $listener ]] && { kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null; }
 	local m0 l0 m1 l1 f1 _
 	read -r m0 l0 _ <<<"$s0"
-	read -r m1 l1 f1 <<<"$s1"
+	read -r m1 l1 f1 k1 <<<"$s1"
 	local pa0 rs0 pa1 rs1 rt0 rt1
 	read -r pa0 rs0 _ <<<"$t20"
 	read -r pa1 rs1 _ <<<"$t21"
@@ -277,10 +305,12 @@ run_one() {
 		printf '{"round":%d,"seq":%d,"switch":"%s","config":"%s","status":"govbench failed"}\n' \
 			"$round" "$seq" "$sw" "$label" >>"$runs"
 	else
-		printf '{"round":%d,"seq":%d,"switch":"%s","config":"%s","status":"ok","max_rate":%s,"elapsed_s":%s,"attempts":%s,"failed":%s,"cpu_s":%s,"upcalls":%d,"lost":%d,"flows_end":%d,"hwm_kb":%d,"h2_rsts":%d,"h2_accepts":%d,"h1_retrans":%d,"daemon":%s}\n' \
+		printf '{"round":%d,"seq":%d,"switch":"%s","config":"%s","status":"ok","max_rate":%s,"elapsed_s":%s,"attempts":%s,"failed":%s,"cpu_s":%s,"upcalls":%d,"lost":%d,"flows_end":%d,"masks_end":%d,"hwm_kb":%d,"h2_rsts":%d,"h2_accepts":%d,"h1_retrans":%d,"idle_s":%s,"ctxt":%d,"daemon_csw":%d,"daemon":%s}\n' \
 			"$round" "$seq" "$sw" "$label" "${maxrate:-0}" "$elapsed" "$completed" "$failed" \
 			"$(awk -v a="$c0" -v b="$c1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')" \
-			$((m1 - m0)) $((l1 - l0)) "$f1" "${hwm:-0}" $((rs1 - rs0)) $((pa1 - pa0)) $((rt1 - rt0)) "$([[ -n $pid ]] && echo true || echo false)" >>"$runs"
+			$((m1 - m0)) $((l1 - l0)) "$f1" "${k1:-0}" "${hwm:-0}" $((rs1 - rs0)) $((pa1 - pa0)) $((rt1 - rt0)) \
+			"$(awk -v a="$i0" -v b="$i1" -v t="$tck" 'BEGIN {printf "%.2f", (b - a) / t}')" $((x1 - x0)) $((d1 - d0)) \
+			"$([[ -n $pid ]] && echo true || echo false)" >>"$runs"
 		say "  $(tail -1 "$runs")"
 	fi
 	stop_switch "$sw"
@@ -336,7 +366,8 @@ while awk '{exit !($1 < 11)}' /proc/uptime; do sleep 0.2; done
 	printf 'rounds=%s\nsecs=%s\nwarmup=%s\nrules=%s\n' "$ROUNDS" "$SECS" "$WARMUP" "$RULES"
 } >"$out/guest.txt"
 
-switches=(ovs gov govg)
+read -ra switches <<<"$SWITCHES"
+read -ra configs <<<"$CONFIGS"
 seq=0
 for ((r = 0; r < ROUNDS; r++)); do
 	# Rotate the switches' order every round: A B C, B C A, C A B, ...
@@ -344,11 +375,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for ((k = 0; k < ${#switches[@]}; k++)); do
 		order+=("${switches[(r + k) % ${#switches[@]}]}")
 	done
-	for cfg in exact acl normal; do
+	for cfg in "${configs[@]}"; do
 		for sw in "${order[@]}"; do
 			run_one "$r" $((seq++)) "$sw" "$cfg"
 		done
 	done
+	((EXTRAS)) || continue
 	run_one "$r" $((seq++)) none static
 	run_one "$r" $((seq++)) none listen
 	# Fixed rate: govswitchd at ovs-vswitchd's exact-match rate of this

@@ -48,6 +48,7 @@ var switchNames = map[string]string{
 	"gov":  "govswitchd",
 	"govg": "govswitchd --governor",
 	"none": "no daemon",
+	"base": "govswitchd (base build)",
 }
 
 var configNames = []struct{ key, title string }{
@@ -59,7 +60,7 @@ var configNames = []struct{ key, title string }{
 	{"listen", "generator ceiling: static flows, govbench listen in h2"},
 }
 
-var switchOrder = []string{"ovs", "gov", "govg", "none"}
+var switchOrder = []string{"ovs", "base", "gov", "govg", "none"}
 
 // f formats a number for a table: "–" for NaN, no decimals for whole
 // numbers (counts) and from 100 up.
@@ -135,8 +136,8 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 			continue
 		}
 		fmt.Fprintf(w, "### %s\n\n", c.title)
-		fmt.Fprintf(w, "| switch | runs | flows/s | ×ovs | %% of ceiling | CPU s per s | µs/upcall | ×ovs | upcalls | lost | dp flows at end | peak RSS MB | ×ovs | reached h2 %% | SYN retrans |\n")
-		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| switch | runs | flows/s | ×ovs | %% of ceiling | CPU s per s | µs/upcall | ×ovs | upcalls | lost | dp flows at end | masks | peak RSS MB | ×ovs | reached h2 %% | SYN retrans |\n")
+		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		base := get(c.key, "ovs")
 		if c.key == "exact-fixed" {
 			base = get("exact", "ovs")
@@ -155,9 +156,9 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 					fratio += fmt.Sprintf(" (%.2f–%.2f)", rr.Min, rr.Max)
 				}
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				switchNames[r.Switch], r.Flows.N, span(r.Flows), fratio, f(pc), span(r.Util), span(r.PerUpcall), ratio(pr),
-				span(r.Upcalls), span(r.Lost), span(r.FlowsEnd), span(r.RSSMB), ratio(rr), span(r.Reached), span(r.Retrans))
+				span(r.Upcalls), span(r.Lost), span(r.FlowsEnd), span(r.MasksEnd), span(r.RSSMB), ratio(rr), span(r.Reached), span(r.Retrans))
 		}
 		for _, r := range rows {
 			for _, s := range r.Skipped {

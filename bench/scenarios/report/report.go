@@ -28,6 +28,7 @@ type Run struct {
 	Upcalls  float64 `json:"upcalls"`
 	Lost     float64 `json:"lost"`
 	FlowsEnd float64 `json:"flows_end"`
+	MasksEnd float64 `json:"masks_end"` // the datapath's masks at the end (0 in older records)
 	HWMKB    float64 `json:"hwm_kb"`
 	// What the hosts saw: RSTs h2 sent and connections it accepted (the
 	// attempts that reached it), and SYNs h1 sent again (dropped ones).
@@ -123,6 +124,7 @@ type Cell struct {
 	Switch, Config              string
 	Flows, CPU, PerUpcall, Util Spread // flows/s, CPU s, µs/upcall, CPU s per s
 	Upcalls, Lost, FlowsEnd     Spread
+	MasksEnd                    Spread
 	Reached, Retrans            Spread // % of attempts that reached h2; h1's SYN retransmissions
 	RSSMB                       Spread
 	Skipped                     []string // why runs were not made, deduplicated
@@ -130,7 +132,7 @@ type Cell struct {
 
 // Summarize groups runs by configuration and switch.
 func Summarize(runs []Run) map[[2]string]*Cell {
-	type acc struct{ flows, cpu, per, util, up, lost, fe, rss, reach, retr []float64 }
+	type acc struct{ flows, cpu, per, util, up, lost, fe, me, rss, reach, retr []float64 }
 	accs := map[[2]string]*acc{}
 	cells := map[[2]string]*Cell{}
 	for _, r := range runs {
@@ -152,6 +154,9 @@ func Summarize(runs []Run) map[[2]string]*Cell {
 		a.up = append(a.up, r.Upcalls)
 		a.lost = append(a.lost, r.Lost)
 		a.fe = append(a.fe, r.FlowsEnd)
+		if r.MasksEnd > 0 {
+			a.me = append(a.me, r.MasksEnd)
+		}
 		a.reach = append(a.reach, r.ReachedPct())
 		a.retr = append(a.retr, r.H1Retrans)
 		if r.Daemon {
@@ -165,7 +170,7 @@ func Summarize(runs []Run) map[[2]string]*Cell {
 		a := accs[k]
 		c.Flows, c.CPU, c.PerUpcall, c.Util = SpreadOf(a.flows), SpreadOf(a.cpu), SpreadOf(a.per), SpreadOf(a.util)
 		c.Upcalls, c.Lost, c.FlowsEnd, c.RSSMB = SpreadOf(a.up), SpreadOf(a.lost), SpreadOf(a.fe), SpreadOf(a.rss)
-		c.Reached, c.Retrans = SpreadOf(a.reach), SpreadOf(a.retr)
+		c.Reached, c.Retrans, c.MasksEnd = SpreadOf(a.reach), SpreadOf(a.retr), SpreadOf(a.me)
 	}
 	return cells
 }
