@@ -62,6 +62,10 @@ type Config struct {
 	// (unix:PATH or tcp:IP:PORT), as ovs-vswitchd does; Bridges must then
 	// be empty: ovs-vsctl configures the switch.
 	OVSDB string `json:"ovsdb,omitempty"`
+	// Scheduling is the policy of the daemon's threads: "batch" (the
+	// default, SCHED_BATCH: upcalls are taken in batches while the CPU is
+	// busy) or "normal" (SCHED_OTHER). See SetScheduling.
+	Scheduling string `json:"scheduling,omitempty"`
 }
 
 // Defaults.
@@ -95,6 +99,9 @@ func (c Config) withDefaults() Config {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	if c.Scheduling == "" {
+		c.Scheduling = SchedulingBatch
+	}
 	return c
 }
 
@@ -105,6 +112,11 @@ func (c Config) Validate() error {
 	case "system", "dummy":
 	default:
 		return fmt.Errorf("--datapath %q: want system or dummy", c.Datapath)
+	}
+	switch c.Scheduling {
+	case "", SchedulingBatch, SchedulingNormal:
+	default:
+		return fmt.Errorf("--scheduling %q: want batch or normal", c.Scheduling)
 	}
 	switch {
 	case c.OVSDB != "" && len(c.Bridges) > 0:
@@ -224,6 +236,8 @@ ovsdb-server: govswitchd unix:/var/run/openvswitch/db.sock, then ovs-vsctl.
   --pidfile FILE            pidfile (default RUNDIR/ovs-vswitchd.pid; - for none)
   --log-level LEVEL         debug, info, warn or error (default info)
   --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (off by default)
+  --scheduling POLICY       batch (default: SCHED_BATCH, upcalls handled in batches while
+                            the CPU is busy) or normal (SCHED_OTHER, as ovs-vswitchd)
   --version, --help
 `
 
@@ -253,7 +267,7 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 			"fail-mode": true, "config": true, "governor-mode": true, "governor-threshold": true, "handlers": true,
 			"revalidators": true, "flow-limit": true, "max-idle": true, "mac-table-size": true, "mac-aging": true,
 			"rundir": true, "pidfile": true, "log-level": true, "metrics": true, "ovsdb": true, "max-flows": true,
-			"ssl-private-key": true, "ssl-certificate": true, "ssl-ca-cert": true}
+			"ssl-private-key": true, "ssl-certificate": true, "ssl-ca-cert": true, "scheduling": true}
 		if takes[name] && !hasVal {
 			if i+1 >= len(args) {
 				return cfg, false, false, fmt.Errorf("--%s needs a value", name)
@@ -354,6 +368,8 @@ func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
 			cfg.Metrics = val
 		case "ovsdb":
 			cfg.OVSDB = val
+		case "scheduling":
+			cfg.Scheduling = val
 		default:
 			e = fmt.Errorf("unknown option --%s (see --help)", name)
 		}

@@ -139,7 +139,8 @@ func (d *Daemon) Start() error {
 		}
 	}
 	d.log.Info("govswitchd started", "datapath", d.cfg.Datapath, "bridges", len(d.cfg.Bridges),
-		"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows)
+		"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows,
+		"scheduling", d.cfg.Scheduling)
 	return nil
 }
 
@@ -308,6 +309,11 @@ func (d *Daemon) Exit() { d.once.Do(func() { close(d.exit) }) }
 // Run starts the daemon, waits until ctx ends or Exit is called, and
 // stops it.
 func (d *Daemon) Run(ctx context.Context) error {
+	// A process-wide setting, so it is made here, by the process's entry
+	// point, not by Start (which tests call in their own process).
+	if err := SetScheduling(d.cfg.Scheduling); err != nil {
+		return err
+	}
 	if d.cfg.OVSDB != "" {
 		return d.RunOVSDB(ctx, d.cfg.OVSDB)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/govswitch/govswitch/datapath/kernel"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/internal/testbed"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain lets the test binary run as the daemon itself (for the crash
@@ -376,6 +377,17 @@ func TestIntegrationCrashRestart(t *testing.T) {
 	}
 	first := startProc()
 	waitDatapath(t, b.name)
+	// The daemon's threads run SCHED_BATCH by default (--scheduling).
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", first.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tasks {
+		tid, _ := strconv.Atoi(e.Name())
+		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy != unix.SCHED_BATCH {
+			t.Errorf("daemon thread %d runs policy %d, want SCHED_BATCH", tid, a.Policy)
+		}
+	}
 	if loss := b.ping(t, 2); loss != 0 {
 		t.Fatalf("lost %d pings before the crash", loss)
 	}

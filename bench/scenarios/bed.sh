@@ -8,7 +8,10 @@
 # ROUNDS, SECS (timed run, s), WARMUP (s), RULES (tcp_dst rules in the L4
 # table), PROFILE (1: also count syscalls per upcall with strace -c),
 # SWITCHES (default "ovs gov govg"; "base" is $BASEBIN/govswitchd, another
-# build of govswitchd for before/after comparisons in one boot), CONFIGS
+# build of govswitchd for before/after comparisons in one boot; "govn" is
+# govswitchd --scheduling normal, its threads under SCHED_OTHER; "ovsb"
+# is ovs-vswitchd under `chrt -b 0`, SCHED_BATCH like govswitchd's
+# default), CONFIGS
 # (default "exact acl normal"), EXTRAS (1: the ceiling runs and the
 # fixed-rate runs too; default 1).
 #
@@ -100,12 +103,14 @@ start_switch() {
 	pid="" why="" ctl=""
 	dir=$(mktemp -d "$work/sw.XXXXXX")
 	case $sw in
-	ovs)
+	ovs | ovsb)
+		local wrap=()
+		[[ $sw == ovsb ]] && wrap=(chrt -b 0)
 		ovsenv ovsdb-tool create "$dir/conf.db" /usr/share/openvswitch/vswitch.ovsschema >&3 2>&1 &&
 			ovsenv ovsdb-server "$dir/conf.db" --remote="punix:$dir/db.sock" --pidfile --detach \
 				--log-file="$dir/ovsdb-server.log" >&3 2>&1 &&
 			ovsenv ovs-vsctl --db="unix:$dir/db.sock" --no-wait init >&3 2>&1 &&
-			ovsenv ovs-vswitchd "unix:$dir/db.sock" --pidfile --detach --log-file="$dir/ovs-vswitchd.log" >&3 2>&1 &&
+			ovsenv "${wrap[@]}" ovs-vswitchd "unix:$dir/db.sock" --pidfile --detach --log-file="$dir/ovs-vswitchd.log" >&3 2>&1 &&
 			ovsenv ovs-vsctl --db="unix:$dir/db.sock" --timeout=30 add-br br0 \
 				-- add-port br0 v1 -- add-port br0 v2 >&3 2>&1 || { why="ovs-vswitchd did not start"; return 1; }
 		pid=$(cat "$dir/ovs-vswitchd.pid")
@@ -114,8 +119,9 @@ start_switch() {
 		exact) ovsenv ovs-appctl upcall/disable-megaflows >&3 2>&1 || { why="disable-megaflows failed"; return 1; } ;;
 		esac
 		;;
-	gov | govg | prof | base)
+	gov | govg | govn | prof | base)
 		local extra=() cmd=("$BIN/govswitchd")
+		[[ $sw == govn ]] && extra+=(--scheduling normal)
 		[[ $cfg == exact ]] && extra+=(--disable-megaflows)
 		[[ $sw == govg ]] && extra+=(--governor)
 		[[ $sw == prof ]] && cmd=("$BIN/profswitchd" --cpuprofile "$out/cpu.pprof")
@@ -166,11 +172,11 @@ start_switch() {
 stop_switch() {
 	local sw=$1 i
 	case $sw in
-	ovs)
+	ovs | ovsb)
 		ovsenv ovs-appctl exit --cleanup >&3 2>&1
 		[[ -f $dir/ovsdb-server.pid ]] && kill "$(cat "$dir/ovsdb-server.pid")" 2>/dev/null
 		;;
-	gov | govg | prof | base)
+	gov | govg | govn | prof | base)
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
@@ -179,7 +185,7 @@ stop_switch() {
 	esac
 	# ovs-vswitchd may exit after returning from `exit`; wait for it so the
 	# next switch does not race it for the datapath.
-	if [[ $sw == ovs && -n $pid ]]; then
+	if [[ $sw == ovs* && -n $pid ]]; then
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
 	fi

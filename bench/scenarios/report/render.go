@@ -49,6 +49,8 @@ var switchNames = map[string]string{
 	"govg": "govswitchd --governor",
 	"none": "no daemon",
 	"base": "govswitchd (base build)",
+	"govn": "govswitchd --scheduling normal",
+	"ovsb": "ovs-vswitchd 3.1 under chrt -b",
 }
 
 var configNames = []struct{ key, title string }{
@@ -60,7 +62,7 @@ var configNames = []struct{ key, title string }{
 	{"listen", "generator ceiling: static flows, govbench listen in h2"},
 }
 
-var switchOrder = []string{"ovs", "base", "gov", "govg", "none"}
+var switchOrder = []string{"ovs", "ovsb", "base", "govn", "gov", "govg", "none"}
 
 // f formats a number for a table: "–" for NaN, no decimals for whole
 // numbers (counts) and from 100 up.
