@@ -359,6 +359,9 @@ pprof_one() {
 }
 
 # --- main ----------------------------------------------------------------------
+# With BED_LIB=1 the file only defines the functions above (latency.sh
+# sources it).
+[[ ${BED_LIB:-0} == 1 ]] && return 0
 topology || { say "topology failed"; exit 1; }
 # ovs-vswitchd 3.1 started before 10 s of uptime gets no handler threads.
 while awk '{exit !($1 < 11)}' /proc/uptime; do sleep 0.2; done
