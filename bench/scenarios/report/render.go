@@ -138,8 +138,8 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 			continue
 		}
 		fmt.Fprintf(w, "### %s\n\n", c.title)
-		fmt.Fprintf(w, "| switch | runs | flows/s | ×ovs | %% of ceiling | CPU s per s | µs/upcall | ×ovs | upcalls | lost | dp flows at end | masks | peak RSS MB | ×ovs | reached h2 %% | SYN retrans |\n")
-		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| switch | runs | flows/s | ×ovs | %% of ceiling | CPU s per s | µs/upcall | ×ovs | upcalls | upcalls per wake-up | ctx switches per attempt | lost | dp flows at end | masks | peak RSS MB | ×ovs | reached h2 %% | SYN retrans |\n")
+		fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		base := get(c.key, "ovs")
 		if c.key == "exact-fixed" {
 			base = get("exact", "ovs")
@@ -158,9 +158,9 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 					fratio += fmt.Sprintf(" (%.2f–%.2f)", rr.Min, rr.Max)
 				}
 			}
-			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				switchNames[r.Switch], r.Flows.N, span(r.Flows), fratio, f(pc), span(r.Util), span(r.PerUpcall), ratio(pr),
-				span(r.Upcalls), span(r.Lost), span(r.FlowsEnd), span(r.MasksEnd), span(r.RSSMB), ratio(rr), span(r.Reached), span(r.Retrans))
+				span(r.Upcalls), span(r.PerWake), span(r.Ctxt), span(r.Lost), span(r.FlowsEnd), span(r.MasksEnd), span(r.RSSMB), ratio(rr), span(r.Reached), span(r.Retrans))
 		}
 		for _, r := range rows {
 			for _, s := range r.Skipped {

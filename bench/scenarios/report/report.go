@@ -36,6 +36,28 @@ type Run struct {
 	H2Accepts float64 `json:"h2_accepts"`
 	H1Retrans float64 `json:"h1_retrans"`
 	Daemon    bool    `json:"daemon"` // false when no daemon was in the path
+	// The bed's context switches during the timed part, and the daemon's
+	// own (all its threads); 0 in older records.
+	Ctxt      float64 `json:"ctxt"`
+	DaemonCsw float64 `json:"daemon_csw"`
+}
+
+// CtxtPerAttempt is the bed's context switches per connection attempt,
+// NaN when the record has none.
+func (r Run) CtxtPerAttempt() float64 {
+	if r.Ctxt <= 0 || r.Attempts <= 0 {
+		return math.NaN()
+	}
+	return r.Ctxt / r.Attempts
+}
+
+// UpcallsPerWake is the upcalls per context switch of the daemon: how many
+// misses it handles per wake-up. NaN without a daemon or upcalls.
+func (r Run) UpcallsPerWake() float64 {
+	if !r.Daemon || r.DaemonCsw <= 0 || r.Upcalls < 100 {
+		return math.NaN()
+	}
+	return r.Upcalls / r.DaemonCsw
 }
 
 // OK reports whether the run was made and measured.
@@ -125,6 +147,7 @@ type Cell struct {
 	Flows, CPU, PerUpcall, Util Spread // flows/s, CPU s, µs/upcall, CPU s per s
 	Upcalls, Lost, FlowsEnd     Spread
 	MasksEnd                    Spread
+	Ctxt, PerWake               Spread // bed context switches per attempt; upcalls per daemon context switch
 	Reached, Retrans            Spread // % of attempts that reached h2; h1's SYN retransmissions
 	RSSMB                       Spread
 	Skipped                     []string // why runs were not made, deduplicated
@@ -132,7 +155,7 @@ type Cell struct {
 
 // Summarize groups runs by configuration and switch.
 func Summarize(runs []Run) map[[2]string]*Cell {
-	type acc struct{ flows, cpu, per, util, up, lost, fe, me, rss, reach, retr []float64 }
+	type acc struct{ flows, cpu, per, util, up, lost, fe, me, rss, reach, retr, ctxt, wake []float64 }
 	accs := map[[2]string]*acc{}
 	cells := map[[2]string]*Cell{}
 	for _, r := range runs {
@@ -157,6 +180,12 @@ func Summarize(runs []Run) map[[2]string]*Cell {
 		if r.MasksEnd > 0 {
 			a.me = append(a.me, r.MasksEnd)
 		}
+		if v := r.CtxtPerAttempt(); !math.IsNaN(v) {
+			a.ctxt = append(a.ctxt, v)
+		}
+		if v := r.UpcallsPerWake(); !math.IsNaN(v) {
+			a.wake = append(a.wake, v)
+		}
 		a.reach = append(a.reach, r.ReachedPct())
 		a.retr = append(a.retr, r.H1Retrans)
 		if r.Daemon {
@@ -171,6 +200,7 @@ func Summarize(runs []Run) map[[2]string]*Cell {
 		c.Flows, c.CPU, c.PerUpcall, c.Util = SpreadOf(a.flows), SpreadOf(a.cpu), SpreadOf(a.per), SpreadOf(a.util)
 		c.Upcalls, c.Lost, c.FlowsEnd, c.RSSMB = SpreadOf(a.up), SpreadOf(a.lost), SpreadOf(a.fe), SpreadOf(a.rss)
 		c.Reached, c.Retrans, c.MasksEnd = SpreadOf(a.reach), SpreadOf(a.retr), SpreadOf(a.me)
+		c.Ctxt, c.PerWake = SpreadOf(a.ctxt), SpreadOf(a.wake)
 	}
 	return cells
 }

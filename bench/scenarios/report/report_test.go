@@ -309,3 +309,24 @@ func TestRunUpdateKeepsFileOnError(t *testing.T) {
 		t.Error("an empty runs.jsonl was accepted")
 	}
 }
+
+func TestWakeAndContextSwitchColumns(t *testing.T) {
+	runs := []Run{
+		{Switch: "gov", Config: "exact", Status: "ok", ElapsedS: 4, Attempts: 1000, Upcalls: 2000, Daemon: true, Ctxt: 2500, DaemonCsw: 250},
+		{Switch: "gov", Config: "exact", Status: "ok", ElapsedS: 4, Attempts: 1000, Upcalls: 2000, Daemon: true, Ctxt: 3500, DaemonCsw: 500},
+		// An older record without the counters must not drag the medians to 0.
+		{Switch: "gov", Config: "exact", Status: "ok", ElapsedS: 4, Attempts: 1000, Upcalls: 2000, Daemon: true},
+		{Switch: "none", Config: "static", Status: "ok", ElapsedS: 4, Attempts: 1000, Ctxt: 2000},
+	}
+	cells := Summarize(runs)
+	g := cells[[2]string{"exact", "gov"}]
+	if g.Ctxt.N != 2 || g.Ctxt.Median != 3 {
+		t.Errorf("context switches per attempt: %+v, want median 3 over 2 runs", g.Ctxt)
+	}
+	if g.PerWake.N != 2 || g.PerWake.Median != 6 {
+		t.Errorf("upcalls per wake-up: %+v, want median 6 (8 and 4) over 2 runs", g.PerWake)
+	}
+	if n := cells[[2]string{"static", "none"}].PerWake.N; n != 0 {
+		t.Errorf("upcalls per wake-up without a daemon: %d values, want none", n)
+	}
+}
