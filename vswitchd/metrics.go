@@ -7,107 +7,144 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/govswitch/govswitch/ofproto"
 )
 
 // The metrics are read from the switch's own counters when scraped, so
-// the upcall path pays nothing for them.
-var (
-	mUpcalls = prometheus.NewDesc("govswitch_upcalls_total",
-		"Upcalls received from the datapath, by kind (miss or action).", []string{"bridge", "kind"}, nil)
-	mLost = prometheus.NewDesc("govswitch_upcalls_lost_total",
-		"Upcalls the datapath could not queue to a handler.", []string{"bridge"}, nil)
-	mSetups = prometheus.NewDesc("govswitch_flow_setups_total",
-		"Datapath flows installed by the upcall handlers.", []string{"bridge"}, nil)
-	mSetupFail = prometheus.NewDesc("govswitch_flow_setup_failures_total",
-		"Datapath flow installs that failed.", []string{"bridge"}, nil)
-	mExecutes = prometheus.NewDesc("govswitch_executes_total",
-		"Packets executed by the upcall handlers.", []string{"bridge"}, nil)
-	mSkipped = prometheus.NewDesc("govswitch_flow_setups_skipped_total",
-		"Misses handled without installing a flow, by reason (duplicate, flow_limit, ukey_full, governor).",
-		[]string{"bridge", "reason"}, nil)
-	mGovernor = prometheus.NewDesc("govswitch_governor_decisions_total",
-		"Flow-setup governor decisions, by decision (install or execute).", []string{"bridge", "decision"}, nil)
-	mFlows = prometheus.NewDesc("govswitch_datapath_flows",
-		"Datapath flows at the last revalidator dump.", []string{"bridge"}, nil)
-	mLimit = prometheus.NewDesc("govswitch_flow_limit",
-		"The dynamic datapath flow limit.", []string{"bridge"}, nil)
-	mBatches = prometheus.NewDesc("govswitch_handler_batches_total",
-		"Handler wake-ups that read at least one upcall.", []string{"bridge"}, nil)
-	mBatchAvg = prometheus.NewDesc("govswitch_handler_batch_size_avg",
-		"Average upcalls read per handler wake-up since start.", []string{"bridge"}, nil)
-	mDumps = prometheus.NewDesc("govswitch_revalidator_dumps_total",
-		"Revalidator passes.", []string{"bridge"}, nil)
-	mDumpTime = prometheus.NewDesc("govswitch_revalidator_dump_seconds",
-		"Duration of the last revalidator pass.", []string{"bridge"}, nil)
-	mDeleted = prometheus.NewDesc("govswitch_revalidator_flows_deleted_total",
-		"Datapath flows the revalidator deleted (idle, limit, stale or changed).", []string{"bridge"}, nil)
-	mDPLookups = prometheus.NewDesc("govswitch_datapath_lookups_total",
-		"Datapath lookups, by result (hit, missed, lost), as the datapath counts them.", []string{"bridge", "result"}, nil)
-	mRules = prometheus.NewDesc("govswitch_openflow_rules",
-		"OpenFlow rules in all tables.", []string{"bridge"}, nil)
-)
+// the upcall path pays nothing for them. They are written in the
+// Prometheus text format (metrics_text.go) rather than through the
+// Prometheus client library: the library and the protobuf runtime it
+// pulls in cost the daemon megabytes of resident memory at start, for
+// sixteen families of plain counters and gauges.
 
-type collector struct{ d *Daemon }
-
-func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{mUpcalls, mLost, mSetups, mSetupFail, mExecutes, mSkipped, mGovernor,
-		mFlows, mLimit, mBatches, mBatchAvg, mDumps, mDumpTime, mDeleted, mDPLookups, mRules} {
-		ch <- d
-	}
+// bridgeSample is what one scrape reads from one bridge: the counters
+// are read once, so every family of the scrape sees the same snapshot.
+type bridgeSample struct {
+	name  string
+	s     ofproto.UpcallStats
+	rules int
+	dp    *datapathLookups // nil when the datapath could not report
 }
 
-func (c collector) Collect(ch chan<- prometheus.Metric) {
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	for _, b := range c.d.Bridges() {
-		n := b.Name
-		s := b.Udpif.Stats()
-		counter(mUpcalls, s.Misses, n, "miss")
-		counter(mUpcalls, s.ActionUpcalls, n, "action")
-		counter(mLost, s.Lost, n)
-		counter(mSetups, s.FlowsInstalled, n)
-		counter(mSetupFail, s.PutFailed, n)
-		counter(mExecutes, s.Executes, n)
-		counter(mSkipped, s.Duplicates, n, "duplicate")
-		counter(mSkipped, s.LimitHits, n, "flow_limit")
-		counter(mSkipped, s.UkeyFull, n, "ukey_full")
-		counter(mSkipped, s.GovernorExecutes, n, "governor")
-		counter(mGovernor, s.GovernorInstalls, n, "install")
-		counter(mGovernor, s.GovernorExecutes, n, "execute")
-		gauge(mFlows, float64(s.DatapathFlows), n)
-		gauge(mLimit, float64(s.FlowLimit), n)
-		counter(mBatches, s.Batches, n)
-		gauge(mBatchAvg, float64(s.AvgBatchTimes8)/8, n)
-		counter(mDumps, s.Dumps, n)
-		gauge(mDumpTime, s.DumpDuration.Seconds(), n)
-		counter(mDeleted, s.FlowsDeleted, n)
-		gauge(mRules, float64(b.Tables.Len()), n)
+type datapathLookups struct{ hit, missed, lost uint64 }
+
+// metricFamilies lists every family served, in exposition order (by
+// name). A family whose sample function adds nothing for any bridge is
+// left out of the scrape entirely.
+var metricFamilies = []metricFamily{
+	{"govswitch_datapath_flows", "Datapath flows at the last revalidator dump.",
+		gaugeMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.DatapathFlows))
+		}},
+	{"govswitch_datapath_lookups_total", "Datapath lookups, by result (hit, missed, lost), as the datapath counts them.",
+		counterMetric, []string{"bridge", "result"}, func(b *bridgeSample, add addFunc) {
+			if b.dp != nil {
+				add(float64(b.dp.hit), "hit")
+				add(float64(b.dp.lost), "lost")
+				add(float64(b.dp.missed), "missed")
+			}
+		}},
+	{"govswitch_executes_total", "Packets executed by the upcall handlers.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.Executes))
+		}},
+	{"govswitch_flow_limit", "The dynamic datapath flow limit.",
+		gaugeMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.FlowLimit))
+		}},
+	{"govswitch_flow_setup_failures_total", "Datapath flow installs that failed.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.PutFailed))
+		}},
+	{"govswitch_flow_setups_skipped_total",
+		"Misses handled without installing a flow, by reason (duplicate, flow_limit, ukey_full, governor).",
+		counterMetric, []string{"bridge", "reason"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.Duplicates), "duplicate")
+			add(float64(b.s.LimitHits), "flow_limit")
+			add(float64(b.s.GovernorExecutes), "governor")
+			add(float64(b.s.UkeyFull), "ukey_full")
+		}},
+	{"govswitch_flow_setups_total", "Datapath flows installed by the upcall handlers.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.FlowsInstalled))
+		}},
+	{"govswitch_governor_decisions_total", "Flow-setup governor decisions, by decision (install or execute).",
+		counterMetric, []string{"bridge", "decision"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.GovernorExecutes), "execute")
+			add(float64(b.s.GovernorInstalls), "install")
+		}},
+	{"govswitch_handler_batch_size_avg", "Average upcalls read per handler wake-up since start.",
+		gaugeMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.AvgBatchTimes8) / 8)
+		}},
+	{"govswitch_handler_batches_total", "Handler wake-ups that read at least one upcall.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.Batches))
+		}},
+	{"govswitch_openflow_rules", "OpenFlow rules in all tables.",
+		gaugeMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.rules))
+		}},
+	{"govswitch_revalidator_dump_seconds", "Duration of the last revalidator pass.",
+		gaugeMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(b.s.DumpDuration.Seconds())
+		}},
+	{"govswitch_revalidator_dumps_total", "Revalidator passes.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.Dumps))
+		}},
+	{"govswitch_revalidator_flows_deleted_total", "Datapath flows the revalidator deleted (idle, limit, stale or changed).",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.FlowsDeleted))
+		}},
+	{"govswitch_upcalls_lost_total", "Upcalls the datapath could not queue to a handler.",
+		counterMetric, []string{"bridge"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.Lost))
+		}},
+	{"govswitch_upcalls_total", "Upcalls received from the datapath, by kind (miss or action).",
+		counterMetric, []string{"bridge", "kind"}, func(b *bridgeSample, add addFunc) {
+			add(float64(b.s.ActionUpcalls), "action")
+			add(float64(b.s.Misses), "miss")
+		}},
+}
+
+// sampleBridges reads each running bridge's counters for one scrape.
+func (d *Daemon) sampleBridges() []bridgeSample {
+	bridges := d.Bridges()
+	out := make([]bridgeSample, 0, len(bridges))
+	for _, b := range bridges {
+		bs := bridgeSample{name: b.Name, s: b.Udpif.Stats(), rules: b.Tables.Len()}
 		if st, err := b.DP.Stats(); err == nil {
-			counter(mDPLookups, st.Hit, n, "hit")
-			counter(mDPLookups, st.Missed, n, "missed")
-			counter(mDPLookups, st.Lost, n, "lost")
+			bs.dp = &datapathLookups{hit: st.Hit, missed: st.Missed, lost: st.Lost}
 		}
+		out = append(out, bs)
+	}
+	return out
+}
+
+// serveMetrics answers one scrape.
+func (d *Daemon) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body := writeMetrics(nil, metricFamilies, d.sampleBridges())
+	w.Header().Set("Content-Type", textContentType)
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	if r.Method == http.MethodGet {
+		w.Write(body)
 	}
 }
 
 // startMetrics serves /metrics on addr (host:port; port 0 picks one).
 func (d *Daemon) startMetrics(addr string) error {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(collector{d}); err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/metrics", d.serveMetrics)
 	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	d.metricsAddr = ln.Addr().String()
 	go func() {
