@@ -26,6 +26,15 @@ type Batch struct {
 	msgs    []batchMsg
 	results []Result
 	replies []byte // arena the echoed replies are copied into
+
+	// ErrorsOnly declares that no request of the batch is answered except
+	// by an error (no FlagAck, no FlagEcho, no get command). Transact then
+	// reads the replies once, after the last sendmsg, instead of after each:
+	// a batch split over several sendmsg calls (BatchMaxBytes) saves a
+	// receive per call, which is most of the receives a switch makes
+	// installing flows. Errors are small and rare, so the receive buffer
+	// cannot overflow with them. Reset clears it.
+	ErrorsOnly bool
 }
 
 type batchMsg struct {
@@ -61,6 +70,7 @@ func (b *Batch) Reset() {
 	b.msgs = b.msgs[:0]
 	b.results = b.results[:0]
 	b.replies = b.replies[:0]
+	b.ErrorsOnly = false
 }
 
 // Bytes returns the encoded requests, back to back, for inspection. Their
@@ -98,9 +108,10 @@ func (b *Batch) End(buf []byte) int {
 func (b *Batch) Results() []Result { return b.results }
 
 // Transact sends the batch's requests, as few per sendmsg as the batch
-// limits allow, and collects their results. Sequence numbers are chosen
-// here, contiguously per sendmsg, so replies are matched to requests in
-// O(1). Generic netlink runs a request to completion inside sendmsg, so
+// limits allow, and collects their results, reading the replies after each
+// sendmsg (after the last one when the batch is ErrorsOnly). Sequence
+// numbers are chosen here, contiguously, so replies are matched to
+// requests in O(1). Generic netlink runs a request to completion inside sendmsg, so
 // once sendmsg returns every reply is already queued: Transact drains them
 // without waiting, and a request whose reply never came succeeded (the
 // kernel always reports errors; acks and echoes only when asked).
@@ -123,28 +134,38 @@ func (s *Socket) Transact(b *Batch) error {
 	}
 	stall := 0
 	for i := 0; i < n; {
-		j, size := i, 0
-		for j < n && j-i < BatchMaxMessages {
-			l := b.msgs[j].end - b.msgs[j].off
-			if j > i && size+l > BatchMaxBytes {
-				break
-			}
-			size += l
-			j++
-		}
-		base := s.NextSeq(j - i)
-		for k := i; k < j; k++ {
+		// Send from i: one chunk, or with ErrorsOnly every chunk left,
+		// numbering the requests contiguously from base.
+		base := s.NextSeq(n - i)
+		for k := i; k < n; k++ {
 			binary.NativeEndian.PutUint32(b.buf[b.msgs[k].off+8:], base+uint32(k-i))
 			binary.NativeEndian.PutUint32(b.buf[b.msgs[k].off+12:], 0)
 		}
-		s.sends.Add(1)
-		if err := s.Send(b.buf[b.msgs[i].off:b.msgs[j-1].end]); err != nil {
-			if Errno(err) == unix.ENOBUFS && stall < 3 {
-				stall++
-				s.resends.Add(1)
-				continue
+		j := i
+		for j < n {
+			e, size := j, 0
+			for e < n && e-j < BatchMaxMessages {
+				l := b.msgs[e].end - b.msgs[e].off
+				if e > j && size+l > BatchMaxBytes {
+					break
+				}
+				size += l
+				e++
 			}
-			return err
+			s.sends.Add(1)
+			if err := s.Send(b.buf[b.msgs[j].off:b.msgs[e-1].end]); err != nil {
+				if Errno(err) == unix.ENOBUFS && stall < 3 {
+					// Drain what was sent, then send again from here.
+					stall++
+					s.resends.Add(1)
+					break
+				}
+				return err
+			}
+			j = e
+			if !b.ErrorsOnly {
+				break
+			}
 		}
 		next, err := s.drain(b, i, j, base)
 		if err != nil {
@@ -170,7 +191,9 @@ func (s *Socket) Transact(b *Batch) error {
 			i = next
 			continue
 		}
-		stall = 0
+		if j > i {
+			stall = 0
+		}
 		i = j
 	}
 	for k := range b.results {

@@ -272,6 +272,56 @@ func TestTransactChunkByCount(t *testing.T) {
 	}
 }
 
+func TestTransactErrorsOnly(t *testing.T) {
+	// Silent no-ops and failing commands, errors only: every chunk is sent
+	// before the replies are read, once, and each error lands on its own
+	// request whichever chunk carried it.
+	for _, rcvbuf := range []int{0, 1} {
+		s := openSocket(t)
+		if rcvbuf > 0 {
+			// The smallest buffer the kernel allows: errors overflow it, and
+			// the requests whose outcome was lost are sent again.
+			if err := s.SetReceiveBuffer(rcvbuf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var b Batch
+		b.ErrorsOnly = true
+		const n = 3 * BatchMaxMessages
+		bad := map[int]bool{}
+		for i := range n {
+			if i%7 == 3 {
+				bad[b.End(b.Begin(ctrlFamily, 0, 200, 1))] = true // EOPNOTSUPP
+			} else {
+				b.End(b.Begin(TypeNoop, 0, 0, 0))
+			}
+		}
+		if err := s.Transact(&b); err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stats()
+		if rcvbuf == 0 && (st.Sends < 3 || st.Resends != 0) {
+			t.Errorf("sends %d, resends %d: want at least 3 sends and no resend", st.Sends, st.Resends)
+		}
+		if rcvbuf > 0 && st.Resends == 0 {
+			t.Errorf("rcvbuf %d: no resend, stats %+v", rcvbuf, st)
+		}
+		for i, r := range b.Results() {
+			want := unix.Errno(0)
+			if bad[i] {
+				want = unix.EOPNOTSUPP
+			}
+			if r.Errno != want || r.Reply != nil {
+				t.Fatalf("rcvbuf %d: result %d = %v with %d reply bytes, want %v", rcvbuf, i, r.Errno, len(r.Reply), want)
+			}
+		}
+		b.Reset()
+		if b.ErrorsOnly {
+			t.Error("Reset kept ErrorsOnly")
+		}
+	}
+}
+
 func TestTransactResendsOnOverflow(t *testing.T) {
 	s := openSocket(t)
 	// The smallest buffer the kernel allows holds only a few replies.

@@ -287,9 +287,15 @@ func (d *Datapath) Operate(ops []datapath.Op) error {
 	d.op.Lock()
 	defer d.op.Unlock()
 	d.batch.Reset()
+	// Without stats to return, the kernel answers only errors: the replies
+	// are read once for the whole batch, not after each sendmsg.
+	d.batch.ErrorsOnly = true
 	for i := range ops {
 		op := &ops[i]
 		op.Err, op.Stats = nil, datapath.FlowStats{}
+		if op.WantStats {
+			d.batch.ErrorsOnly = false
+		}
 		switch op.Kind {
 		case datapath.OpPut:
 			d.appendPut(&d.batch, &op.Flow, op.Flags, op.WantStats)
