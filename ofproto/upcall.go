@@ -11,6 +11,7 @@ import (
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/governor"
+	"golang.org/x/sys/unix"
 )
 
 // Upcall-path defaults, as OVS's.
@@ -19,13 +20,13 @@ const (
 	DefaultMaxIdle   = 10 * time.Second
 	UpcallBatch      = 64 // upcalls read per handler wake-up
 	// upcallBufSize is each upcall buffer's size. The kernel segments GSO
-	// packets before sending them up, so an upcall is one MTU-sized packet
-	// plus its key attributes: 16 KiB holds 9000-byte jumbo frames with
-	// room to spare. A longer upcall (an MTU above ~15 KiB) is dropped and
-	// counted as lost by the handler's socket. 64 of them per handler are
-	// 1 MiB, where 64 KiB buffers cost 4 MiB resident once a storm had
-	// touched them.
-	upcallBufSize      = 16 << 10
+	// packets before sending them up, so an upcall is one packet of at
+	// most the input device's MTU, 65535 at the most, plus its key
+	// attributes. The buffers are mapped outside the Go heap (see
+	// mapUpcallBuffers): only the pages a receive writes become resident,
+	// a page or two per buffer for ordinary frames, so sizing them for the
+	// longest upcall costs address space, not memory.
+	upcallBufSize      = 68 << 10
 	flowCountCacheTime = 100 * time.Millisecond
 )
 
@@ -194,6 +195,36 @@ func (u *Udpif) Stop() {
 		h.SetReadDeadline(time.Now())
 	}
 	u.wg.Wait()
+	// The handlers are done with their buffers; nothing they handed on
+	// (packet-ins are copies) points into them.
+	for _, hd := range u.handlers {
+		hd.unmap()
+		hd.bufs = nil
+	}
+}
+
+// mapUpcallBuffers returns n upcall buffers of upcallBufSize bytes mapped
+// outside the Go heap, and the function that unmaps them. The kernel backs
+// a page of them only when a receive writes it, and the GC neither zeroes
+// nor scans them, so a handler's resident cost follows the upcalls it gets
+// rather than the longest possible one. Without the mapping it falls back
+// to heap buffers.
+func mapUpcallBuffers(n int) (bufs [][]byte, unmap func()) {
+	bufs = make([][]byte, n)
+	mem, err := unix.Mmap(-1, 0, n*upcallBufSize, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		for i := range bufs {
+			bufs[i] = make([]byte, upcallBufSize)
+		}
+		return bufs, func() {}
+	}
+	// Huge pages would make one touch resident 2 MiB.
+	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
+	for i := range bufs {
+		bufs[i] = mem[i*upcallBufSize : (i+1)*upcallBufSize : (i+1)*upcallBufSize]
+	}
+	return bufs, func() { unix.Munmap(mem) }
 }
 
 // SetMegaflows turns megaflows on or off. Like OVS's
@@ -295,10 +326,11 @@ type handler struct {
 	mu     sync.Mutex
 	policy *governor.Policy
 
-	bufs [][]byte
-	ups  []datapath.Upcall
-	outs []Out
-	ops  []datapath.Op
+	bufs  [][]byte
+	unmap func() // releases bufs (mapUpcallBuffers)
+	ups   []datapath.Upcall
+	outs  []Out
+	ops   []datapath.Op
 	// opUkey[i] is the ukey of ops[i] when it is a put, for error handling.
 	opUkey []*ukey
 }
@@ -306,14 +338,13 @@ type handler struct {
 func (u *Udpif) newHandler(h datapath.Handler) *handler {
 	hd := &handler{
 		u: u, h: h,
-		bufs:   make([][]byte, UpcallBatch),
 		ups:    make([]datapath.Upcall, UpcallBatch),
 		outs:   make([]Out, UpcallBatch),
 		ops:    make([]datapath.Op, 0, 2*UpcallBatch),
 		opUkey: make([]*ukey, 0, 2*UpcallBatch),
 	}
-	for i := range hd.bufs {
-		hd.bufs[i] = make([]byte, upcallBufSize)
+	hd.bufs, hd.unmap = mapUpcallBuffers(UpcallBatch)
+	for i := range hd.outs {
 		hd.outs[i].Actions = make([]byte, 0, 1024)
 	}
 	if u.cfg.Governor != nil {
