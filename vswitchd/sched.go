@@ -44,25 +44,46 @@ func SetScheduling(policy string) error {
 	default:
 		return fmt.Errorf("scheduling %q: want batch or normal", policy)
 	}
+	// A thread the runtime starts while this runs may be cloned from one
+	// not yet switched and miss the change: go over the threads again
+	// until a pass finds none to change.
+	for pass := 0; pass < 5; pass++ {
+		changed, err := setPolicy(p, policy)
+		if err != nil || changed == 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// setPolicy puts every thread not already under p under it and returns how
+// many it changed.
+func setPolicy(p uint32, name string) (int, error) {
 	tids, err := threads()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	changed := 0
 	for _, tid := range tids {
-		// Keep the thread's nice value: sched_setattr would reset it to 0.
 		attr, err := unix.SchedGetAttr(tid, 0)
 		if err != nil {
 			if err == unix.ESRCH {
 				continue // the thread exited meanwhile
 			}
-			return fmt.Errorf("scheduling: thread %d: %w", tid, err)
+			return changed, fmt.Errorf("scheduling: thread %d: %w", tid, err)
 		}
+		if attr.Policy == p {
+			continue
+		}
+		// The attributes read back keep the thread's nice value, which
+		// sched_setattr would otherwise reset to 0.
 		attr.Policy = p
 		if err := unix.SchedSetAttr(tid, attr, 0); err != nil && err != unix.ESRCH {
-			return fmt.Errorf("scheduling %s: thread %d: %w", policy, tid, err)
+			return changed, fmt.Errorf("scheduling %s: thread %d: %w", name, tid, err)
 		}
+		changed++
 	}
-	return nil
+	return changed, nil
 }
 
 // threads lists the process's thread IDs.
