@@ -7,10 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-	"github.com/go-logr/logr"
-	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 )
@@ -56,7 +52,7 @@ func (m *Monitor) logf(format string, args ...any) {
 
 // Run connects to the database, applies its configuration and every later
 // change, and returns when ctx ends (nil) or the first connection fails
-// (the error). A connection lost later is re-established by libovsdb; the
+// (the error). A connection lost later is re-established in the background; the
 // switch keeps running meanwhile. The caller keeps ownership of the Switch
 // and tears it down after Run returns.
 func (m *Monitor) Run(ctx context.Context) error {
@@ -68,34 +64,6 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if refresh <= 0 {
 		refresh = DefaultRefresh
 	}
-	dbm, err := ClientModel()
-	if err != nil {
-		return err
-	}
-	// No inactivity check: libovsdb v0.7.0's can deadlock, and the
-	// database is local. Reconnect uses the library's backoff default.
-	// libovsdb logs every update at high verbosity through the standard
-	// logger; its events that matter come back to us as errors.
-	quiet := logr.Discard()
-	// Reconnect forever: libovsdb v0.7.0 panics when its backoff gives
-	// up, and a switch must outlive an ovsdb-server restart. Retries
-	// back off to 8 s, as OVS's do.
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 100 * time.Millisecond
-	bo.MaxInterval = 8 * time.Second
-	bo.MaxElapsedTime = 0
-	c, err := client.NewOVSDBClient(dbm, client.WithEndpoint(remote), client.WithReconnect(txnTimeout, bo),
-		client.WithLogger(&quiet))
-	if err != nil {
-		return fmt.Errorf("ovsdb %s: %w", remote, err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
-	err = c.Connect(cctx)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("ovsdb %s: connect: %w (is ovsdb-server running?)", remote, err)
-	}
-	defer c.Close()
 	kick := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -103,26 +71,24 @@ func (m *Monitor) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
-		AddFunc:    func(string, model.Model) { poke() },
-		UpdateFunc: func(string, model.Model, model.Model) { poke() },
-		DeleteFunc: func(string, model.Model) { poke() },
-	})
-	// Monitor the models' columns only. MonitorAll would ask for every
-	// column of the server's schema, and libovsdb v0.7.0 then fails to
-	// apply an update that touches a column the models lack (say
-	// `ovs-vsctl set Open_vSwitch . external_ids:k=v`): the cache would
-	// miss that next_cfg, and ovs-vsctl would wait for ever.
-	var opts []client.MonitorOption
-	for _, m := range []model.Model{&OpenvSwitch{}, &Bridge{}, &Port{}, &Interface{}, &Controller{}} {
-		opts = append(opts, client.WithTable(m, modelColumns(m)...))
+	// Monitor the models' columns only: the switch reads nothing else, and
+	// an update touching a column the models lack (say `ovs-vsctl set
+	// Open_vSwitch . external_ids:k=v`) must not upset the cache, or
+	// ovs-vsctl would wait for ever for that next_cfg.
+	cols := map[string][]string{
+		TableOpenSwitch: modelColumns(&OpenvSwitch{}),
+		TableBridge:     modelColumns(&Bridge{}),
+		TablePort:       modelColumns(&Port{}),
+		TableInterface:  modelColumns(&Interface{}),
+		TableController: modelColumns(&Controller{}),
 	}
-	mctx, cancel := context.WithTimeout(ctx, txnTimeout)
-	_, err = c.Monitor(mctx, c.NewMonitor(opts...))
+	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
+	c, err := connect(cctx, remote, cols, poke)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("ovsdb %s: monitor: %w", remote, err)
+		return fmt.Errorf("ovsdb %s: connect: %w (is ovsdb-server running?)", remote, err)
 	}
+	defer c.Close()
 	m.logf("ovsdb %s: connected and monitoring", remote)
 	rec := NewReconciler(m.sw)
 	rec.Logf = m.Logf
@@ -147,24 +113,24 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 }
 
-// modelColumns returns pointers to the tagged fields of the model m (a
-// pointer to a struct), except _uuid, as libovsdb's WithTable wants them.
-func modelColumns(m model.Model) []any {
+// modelColumns returns the columns the tagged fields of the model m (a
+// pointer to a struct) name, except _uuid.
+func modelColumns(m model.Model) []string {
 	v := reflect.ValueOf(m).Elem()
-	var out []any
+	var cols []string
 	for i := 0; i < v.NumField(); i++ {
 		tag := v.Type().Field(i).Tag.Get("ovsdb")
 		if tag == "" || tag == "_uuid" {
 			continue
 		}
-		out = append(out, v.Field(i).Addr().Interface())
+		cols = append(cols, tag)
 	}
-	return out
+	return cols
 }
 
 // snapshot copies the cached rows. The cache's rows are shared with
 // libovsdb; the copies are ours.
-func snapshot(c client.Client) *Rows {
+func snapshot(c *dbClient) *Rows {
 	r := &Rows{Bridges: map[string]*Bridge{}, Ports: map[string]*Port{},
 		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{}}
 	tc := c.Cache()
@@ -208,7 +174,7 @@ func snapshot(c client.Client) *Rows {
 
 // reconcile applies the cached configuration and writes back the result,
 // then cur_cfg, in one transaction.
-func (m *Monitor) reconcile(ctx context.Context, c client.Client, rec *Reconciler) error {
+func (m *Monitor) reconcile(ctx context.Context, c *dbClient, rec *Reconciler) error {
 	rows := snapshot(c)
 	d := Build(rows)
 	ifaces, dpids := rec.Apply(&d)
@@ -234,7 +200,7 @@ func (m *Monitor) reconcile(ctx context.Context, c client.Client, rec *Reconcile
 			continue
 		}
 		b := &Bridge{UUID: uuid, DatapathID: &want}
-		o, err := c.Where(b).Update(b, &b.DatapathID)
+		o, err := c.Update(b, &b.DatapathID)
 		if err != nil {
 			return fmt.Errorf("bridge %s: datapath_id: %w", cur.Name, err)
 		}
@@ -242,7 +208,7 @@ func (m *Monitor) reconcile(ctx context.Context, c client.Client, rec *Reconcile
 	}
 	if rows.Root != nil && rows.Root.CurCfg != d.NextCfg {
 		root := &OpenvSwitch{UUID: rows.Root.UUID, CurCfg: d.NextCfg}
-		o, err := c.Where(root).Update(root, &root.CurCfg)
+		o, err := c.Update(root, &root.CurCfg)
 		if err != nil {
 			return fmt.Errorf("cur_cfg: %w", err)
 		}
@@ -268,7 +234,7 @@ func (m *Monitor) reconcile(ctx context.Context, c client.Client, rec *Reconcile
 
 // ifaceUpdate returns the update of one Interface row to st, or nothing
 // when the row already says so.
-func ifaceUpdate(c client.Client, cur *Interface, st ifaceStatus) ([]libovsdb.Operation, error) {
+func ifaceUpdate(c *dbClient, cur *Interface, st ifaceStatus) ([]libovsdb.Operation, error) {
 	n := &Interface{UUID: cur.UUID}
 	var fields []any
 	setInt := func(field **int, have *int, v int, ok bool) {
@@ -300,7 +266,7 @@ func ifaceUpdate(c client.Client, cur *Interface, st ifaceStatus) ([]libovsdb.Op
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	ops, err := c.Where(n).Update(n, fields...)
+	ops, err := c.Update(n, fields...)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", cur.Name, err)
 	}

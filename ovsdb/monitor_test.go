@@ -272,7 +272,7 @@ func TestMonitorConnectFails(t *testing.T) {
 	}
 }
 
-// TestMonitorLeavesNoGoroutines: Run's return stops libovsdb's
+// TestMonitorLeavesNoGoroutines: Run's return stops the client's
 // goroutines (connection, cache, reconnect) too.
 func TestMonitorLeavesNoGoroutines(t *testing.T) {
 	srv := ovsdbtest.Start(t)
