@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -39,7 +38,7 @@ type Daemon struct {
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
-	metrics     *http.Server // nil unless --metrics
+	metrics     *metricsServer // nil unless --metrics
 	metricsAddr string
 	exit        chan struct{}
 	once        sync.Once

@@ -1,11 +1,8 @@
 package vswitchd
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/govswitch/govswitch/ofproto"
 )
@@ -122,36 +119,16 @@ func (d *Daemon) sampleBridges() []bridgeSample {
 	return out
 }
 
-// serveMetrics answers one scrape.
-func (d *Daemon) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	body := writeMetrics(nil, metricFamilies, d.sampleBridges())
-	w.Header().Set("Content-Type", textContentType)
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-	if r.Method == http.MethodGet {
-		w.Write(body)
-	}
-}
-
 // startMetrics serves /metrics on addr (host:port; port 0 picks one).
 func (d *Daemon) startMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", d.serveMetrics)
-	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	d.metricsAddr = ln.Addr().String()
-	go func() {
-		if err := d.metrics.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("metrics server stopped", "err", err)
-		}
-	}()
+	d.metrics = newMetricsServer(ln, func() []byte {
+		return writeMetrics(nil, metricFamilies, d.sampleBridges())
+	})
 	return nil
 }
 
