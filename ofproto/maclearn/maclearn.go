@@ -51,10 +51,10 @@ type slot struct {
 type Table struct {
 	mu      sync.Mutex
 	slots   []slot
-	buckets []int32
-	free    int32 // free list through hashNext
-	head    int32 // most recently used
-	tail    int32 // least recently used
+	buckets []int32 // first slot of each hash chain, plus one (0: empty)
+	free    int32   // free list through hashNext
+	head    int32   // most recently used
+	tail    int32   // least recently used
 	n       int
 	aging   time.Duration
 	version atomic.Uint64
@@ -73,28 +73,26 @@ func New(capacity int, aging time.Duration) *Table {
 	for nb < 2*capacity {
 		nb <<= 1
 	}
+	// Nothing is written here: the arrays stay untouched, so not resident,
+	// until entries are learned. An idle bridge with the default capacity
+	// would otherwise hold 384 KiB of initialised slots and buckets.
 	t := &Table{
-		slots:   make([]slot, capacity),
+		slots:   make([]slot, 0, capacity),
 		buckets: make([]int32, nb),
 		aging:   aging,
 	}
-	t.reset()
+	t.free, t.head, t.tail = none, none, none
 	return t
 }
 
 func (t *Table) reset() {
-	for i := range t.buckets {
-		t.buckets[i] = none
-	}
-	for i := range t.slots {
-		t.slots[i] = slot{hashNext: int32(i + 1), prev: none, next: none}
-	}
-	t.slots[len(t.slots)-1].hashNext = none
-	t.free, t.head, t.tail, t.n = 0, none, none, 0
+	clear(t.buckets)
+	t.slots = t.slots[:0]
+	t.free, t.head, t.tail, t.n = none, none, none, 0
 }
 
 // Capacity returns how many entries the table holds at most.
-func (t *Table) Capacity() int { return len(t.slots) }
+func (t *Table) Capacity() int { return cap(t.slots) }
 
 // Aging returns how long an entry lives without being seen.
 func (t *Table) Aging() time.Duration { return t.aging }
@@ -126,7 +124,7 @@ func bucket(vlan uint16, mac [6]byte, mask int) int {
 // find returns the slot index of (vlan, mac) and its bucket, or none.
 func (t *Table) find(vlan uint16, mac [6]byte) (int32, int) {
 	b := bucket(vlan, mac, len(t.buckets)-1)
-	for i := t.buckets[b]; i != none; i = t.slots[i].hashNext {
+	for i := t.buckets[b] - 1; i != none; i = t.slots[i].hashNext {
 		if s := &t.slots[i]; s.vlan == vlan && s.mac == mac {
 			return i, b
 		}
@@ -165,11 +163,17 @@ func (t *Table) lruPushFront(i int32) {
 func (t *Table) remove(i int32) {
 	s := &t.slots[i]
 	b := bucket(s.vlan, s.mac, len(t.buckets)-1)
-	for p := &t.buckets[b]; *p != none; p = &t.slots[*p].hashNext {
-		if *p == i {
-			*p = s.hashNext
+	prev := int32(none)
+	for j := t.buckets[b] - 1; j != none; j = t.slots[j].hashNext {
+		if j == i {
+			if prev == none {
+				t.buckets[b] = s.hashNext + 1
+			} else {
+				t.slots[prev].hashNext = s.hashNext
+			}
 			break
 		}
+		prev = j
 	}
 	t.lruUnlink(i)
 	*s = slot{hashNext: t.free, prev: none, next: none}
@@ -202,14 +206,20 @@ func (t *Table) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) bool
 		t.version.Add(1)
 		return true
 	}
-	if t.free == none {
+	switch {
+	case t.free != none:
+	case len(t.slots) < cap(t.slots):
+		// Slots are taken into use as the table first fills.
+		t.slots = append(t.slots, slot{hashNext: none, prev: none, next: none})
+		t.free = int32(len(t.slots) - 1)
+	default:
 		t.remove(t.tail) // evict the least recently seen
 	}
 	i = t.free
 	s := &t.slots[i]
 	t.free = s.hashNext
-	*s = slot{vlan: vlan, mac: mac, port: port, used: ns, hashNext: t.buckets[b], inUse: true}
-	t.buckets[b] = i
+	*s = slot{vlan: vlan, mac: mac, port: port, used: ns, hashNext: t.buckets[b] - 1, inUse: true}
+	t.buckets[b] = i + 1
 	t.lruPushFront(i)
 	t.n++
 	t.version.Add(1)

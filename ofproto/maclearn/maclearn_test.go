@@ -216,3 +216,45 @@ func BenchmarkLearnLookup(b *testing.B) {
 		tb.Lookup(0, mac((i*3)&16383), t0)
 	}
 }
+
+// TestSlotsTakenAsLearned: a new table writes none of its slots (an idle
+// bridge keeps them out of its resident memory); they come into use one
+// per new entry until capacity, and a flush starts over.
+func TestSlotsTakenAsLearned(t *testing.T) {
+	tb := New(8, time.Minute)
+	if len(tb.slots) != 0 || tb.Capacity() != 8 {
+		t.Fatalf("new table: %d slots in use, capacity %d", len(tb.slots), tb.Capacity())
+	}
+	now := time.Unix(1000, 0)
+	mac := func(i int) [6]byte { return [6]byte{2, 0, 0, 0, 0, byte(i)} }
+	for i := 0; i < 3; i++ {
+		tb.Learn(0, mac(i), uint32(i+1), now)
+	}
+	if len(tb.slots) != 3 {
+		t.Errorf("3 entries use %d slots", len(tb.slots))
+	}
+	for i := 3; i < 12; i++ {
+		tb.Learn(0, mac(i), uint32(i+1), now.Add(time.Duration(i)*time.Second))
+	}
+	if len(tb.slots) != 8 || tb.Len() != 8 {
+		t.Errorf("12 entries in a table of 8: %d slots, %d entries", len(tb.slots), tb.Len())
+	}
+	later := now.Add(20 * time.Second)
+	for i := 0; i < 12; i++ {
+		_, ok := tb.Lookup(0, mac(i), later)
+		if want := i >= 4; ok != want {
+			t.Errorf("entry %d present %v, want %v (the 4 oldest evicted)", i, ok, want)
+		}
+	}
+	tb.Flush()
+	if len(tb.slots) != 0 || tb.Len() != 0 {
+		t.Fatalf("after Flush: %d slots, %d entries", len(tb.slots), tb.Len())
+	}
+	if _, ok := tb.Lookup(0, mac(11), later); ok {
+		t.Error("an entry survived Flush")
+	}
+	tb.Learn(0, mac(1), 9, later)
+	if p, ok := tb.Lookup(0, mac(1), later); !ok || p != 9 {
+		t.Errorf("learn after Flush: port %d, %v", p, ok)
+	}
+}
