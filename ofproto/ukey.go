@@ -231,7 +231,7 @@ func newUkeyTable(capacity int) *ukeyTable {
 	// Start small: map memory is resident as soon as it is made, and an
 	// idle switch should not pay for 65536 entries. The maps grow with the
 	// traffic; a storm's growth is amortised, and steady state recycles.
-	hint := min(capacity/ukeyShards, 256)
+	hint := min(capacity/ukeyShards, 8)
 	for i := range t.shards {
 		t.shards[i].m = make(map[datapath.UFID]*ukey, hint)
 	}
