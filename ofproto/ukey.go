@@ -83,17 +83,20 @@ func init() {
 	}
 }
 
-// set packs k.
-func (p *packedKey) set(k *flow.Key) {
+// set packs k masked by m, word by word, with no masked copy in between
+// unless it spills.
+func (p *packedKey) set(k *flow.Key, m *flow.Mask) {
 	*p = packedKey{}
 	n := 0
+	mw := m.Words()
 	for i, w := range k.Words() {
+		w &= mw[i]
 		if w == 0 {
 			continue
 		}
 		if n == packedInline {
 			p.bits, p.w = 0, [packedInline]uint64{}
-			c := *k
+			c := k.Apply(m)
 			p.spill = &c
 			return
 		}
@@ -158,6 +161,10 @@ type maskTable struct {
 	mu   sync.Mutex
 	m    map[flow.Mask]*internedMask
 	live int // entries with refs > 0
+	// last is the entry interned last: a run of new flows nearly always
+	// shares its mask, which a compare finds without hashing the mask
+	// (the flow's own key was hashed already).
+	last *internedMask
 }
 
 type internedMask struct {
@@ -172,7 +179,10 @@ const maskSweepAt = 256
 func (t *maskTable) intern(m *flow.Mask) *internedMask {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	im := t.m[*m]
+	im := t.last
+	if im == nil || im.mask != *m {
+		im = t.m[*m]
+	}
 	if im == nil {
 		if t.m == nil {
 			t.m = make(map[flow.Mask]*internedMask)
@@ -181,6 +191,9 @@ func (t *maskTable) intern(m *flow.Mask) *internedMask {
 			for k, v := range t.m {
 				if v.refs == 0 {
 					delete(t.m, k)
+					if v == t.last {
+						t.last = nil
+					}
 				}
 			}
 		}
@@ -191,6 +204,7 @@ func (t *maskTable) intern(m *flow.Mask) *internedMask {
 		t.live++
 	}
 	im.refs++
+	t.last = im
 	return im
 }
 
@@ -217,8 +231,7 @@ func (t *maskTable) Len() int {
 // interned mask. It is for a ukey being filled (Insert's fill) or one the
 // caller owns.
 func (t *ukeyTable) setFlow(k *ukey, key *flow.Key, mask *flow.Mask) {
-	masked := key.Apply(mask)
-	k.key.set(&masked)
+	k.key.set(key, mask)
 	if k.mask != nil && k.mask.mask == *mask {
 		return
 	}

@@ -13,13 +13,21 @@ func TestPackedKeyRoundTrip(t *testing.T) {
 	var k, back flow.Key
 	flow.ExtractInto(&k, synFrame(7), &flow.Metadata{InPort: 3})
 	var p packedKey
-	p.set(&k)
+	exact := flow.ExactMask()
+	p.set(&k, &exact)
 	if p.spill != nil {
 		t.Fatalf("a TCP/IPv4 key spilled")
 	}
 	p.get(&back)
 	if back != k {
 		t.Fatalf("round trip: got %v, want %v", back, k)
+	}
+	// A megaflow keeps only what its mask matches.
+	mf := flow.Mask{InPort: ^uint32(0), EthType: ^uint16(0), TpDst: 0xffc0}
+	p.set(&k, &mf)
+	p.get(&back)
+	if want := k.Apply(&mf); back != want {
+		t.Fatalf("masked round trip: got %v, want %v", back, want)
 	}
 	// Random keys with 0..KeyWords nonzero words, across the spill limit.
 	for n := 0; n <= flow.KeyWords; n++ {
@@ -29,7 +37,7 @@ func TestPackedKeyRoundTrip(t *testing.T) {
 			for _, i := range rng.Perm(flow.KeyWords)[:n] {
 				ws[i] = rng.Uint64() | 1
 			}
-			p.set(&k)
+			p.set(&k, &exact)
 			if (p.spill != nil) != (n > packedInline) {
 				t.Fatalf("%d nonzero words: spill=%v", n, p.spill != nil)
 			}
