@@ -57,7 +57,9 @@ func connect(ctx context.Context, remote string, columns map[string][]string, on
 
 // dial makes one connection: schema, cache (new, or purged), monitor.
 func (c *dbClient) dial(ctx context.Context) error {
-	var updates chan json.RawMessage
+	// Updates are applied in order on their own goroutine, so the reader
+	// never waits on the cache.
+	updates := make(chan json.RawMessage, 64)
 	notify := func(method string, params json.RawMessage) {
 		if method == "update" {
 			select {
@@ -66,9 +68,6 @@ func (c *dbClient) dial(ctx context.Context) error {
 			}
 		}
 	}
-	// Updates are applied in order on their own goroutine, so the reader
-	// never waits on the cache.
-	updates = make(chan json.RawMessage, 64)
 	conn, err := dialRPC(ctx, c.remote, notify)
 	if err != nil {
 		return err
