@@ -12,6 +12,19 @@ import (
 	"github.com/govswitch/govswitch/datapath/dummy"
 )
 
+// setIPv4Checksum computes and writes the checksum of the IPv4 header ip[:20].
+func setIPv4Checksum(ip []byte) {
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+}
+
 // tcpFrame builds an Ethernet/IPv4/TCP SYN from src to dst MACs with the
 // given ports.
 func tcpFrame(src, dst [6]byte, sport, dport uint16) []byte {
@@ -26,14 +39,7 @@ func tcpFrame(src, dst [6]byte, sport, dport uint16) []byte {
 	ip[9] = 6
 	copy(ip[12:], []byte{10, 0, 0, 1})
 	copy(ip[16:], []byte{10, 0, 0, 2})
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	setIPv4Checksum(ip)
 	tcp := ip[20:]
 	binary.BigEndian.PutUint16(tcp[0:], sport)
 	binary.BigEndian.PutUint16(tcp[2:], dport)

@@ -221,15 +221,7 @@ func udpFrame(src, dst net.HardwareAddr, sport, dport uint16) []byte {
 	ip := f[14:]
 	binary.BigEndian.PutUint16(ip[2:], 28)
 	ip[9] = 17
-	binary.BigEndian.PutUint16(ip[10:], 0)
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	setIPv4Checksum(ip)
 	binary.BigEndian.PutUint16(ip[24:], 8) // UDP length
 	return f
 }
@@ -620,19 +612,8 @@ func TestIntegrationAppctl(t *testing.T) {
 	b := newBed(t)
 	// The default pidfile (<rundir>/ovs-vswitchd.pid) is how ovs-appctl
 	// finds the daemon.
-	cfg, _, _, err := ParseArgs(append(b.args("--governor"), "--pidfile", b.rundir+"/ovs-vswitchd.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cfg, nil, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Stop()
-	b.d = d
+	b.start(t, "--governor", "--pidfile", b.rundir+"/ovs-vswitchd.pid")
+	d := b.d
 	tx := testbed.OpenRaw(t, b.h1, "eth0")
 	tx.Send(udpFrame(net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a}, net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0b}, 1, 80))
 	deadline := time.Now().Add(3 * time.Second)
@@ -651,15 +632,7 @@ func bigUDPFrame(src, dst net.HardwareAddr, sport, dport uint16, frameLen int) [
 	}
 	ip := f[14:]
 	binary.BigEndian.PutUint16(ip[2:], uint16(frameLen-14))
-	binary.BigEndian.PutUint16(ip[10:], 0)
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	setIPv4Checksum(ip)
 	binary.BigEndian.PutUint16(ip[24:], uint16(frameLen-34)) // UDP length
 	binary.BigEndian.PutUint16(ip[26:], 0)                   // no UDP checksum
 	return f
