@@ -1,14 +1,8 @@
 package ofproto
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,72 +12,9 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/internal/testpki"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
-
-// testPKI is a CA and certificates it signed, written as PEM files in a
-// temp dir, as ovs-pki would leave them.
-type testPKI struct {
-	dir    string
-	caCert *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	caFile string
-	serial int64
-}
-
-func newTestPKI(t *testing.T, name string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{dir: t.TempDir(), caCert: ca, caKey: key, serial: 1}
-	p.caFile = p.write(t, name+"-cacert.pem", "CERTIFICATE", der)
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// issue signs a certificate for cn (with no extended key usage and no
-// names, as ovs-pki's) and returns its key and certificate files.
-func (p *testPKI) issue(t *testing.T, cn string) (keyFile, certFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p.write(t, cn+"-privkey.pem", "PRIVATE KEY", kder), p.write(t, cn+"-cert.pem", "CERTIFICATE", der)
-}
 
 // clientTLS is a peer's TLS configuration: its certificate (none if
 // keyFile is "") and the CA it trusts.
@@ -113,13 +44,13 @@ func clientTLS(t *testing.T, keyFile, certFile, caFile string) *tls.Config {
 // with a certificate from another CA; a peer that trusts another CA
 // refuses the switch. A refused handshake leaves the listener serving.
 func TestConnTLSListener(t *testing.T) {
-	pki := newTestPKI(t, "switchca")
-	other := newTestPKI(t, "otherca")
-	swKey, swCert := pki.issue(t, "switch")
-	ctlKey, ctlCert := pki.issue(t, "controller")
-	evilKey, evilCert := other.issue(t, "intruder")
+	pki := testpki.New(t, t.TempDir(), "switchca")
+	other := testpki.New(t, t.TempDir(), "otherca")
+	swKey, swCert := pki.Issue(t, "switch")
+	ctlKey, ctlCert := pki.Issue(t, "controller")
+	evilKey, evilCert := other.Issue(t, "intruder")
 	s := newTestSwitch(t, 1, BridgeConfig{}, ConnConfig{NoMgmt: true, Listeners: []string{"pssl:0:127.0.0.1"},
-		SSLPrivateKey: swKey, SSLCertificate: swCert, SSLCACert: pki.caFile})
+		SSLPrivateKey: swKey, SSLCertificate: swCert, SSLCACert: pki.CAFile})
 	addr := s.m.ListenerAddrs()[0].String()
 
 	tests := []struct {
@@ -128,11 +59,11 @@ func TestConnTLSListener(t *testing.T) {
 		ok     bool
 		errHas string // in the client's handshake or first read error
 	}{
-		{name: "good certificate", client: clientTLS(t, ctlKey, ctlCert, pki.caFile), ok: true},
-		{name: "no client certificate", client: clientTLS(t, "", "", pki.caFile)},
-		{name: "certificate of another CA", client: clientTLS(t, evilKey, evilCert, pki.caFile)},
-		{name: "client trusts another CA", client: clientTLS(t, ctlKey, ctlCert, other.caFile), errHas: "unknown authority"},
-		{name: "good certificate again", client: clientTLS(t, ctlKey, ctlCert, pki.caFile), ok: true},
+		{name: "good certificate", client: clientTLS(t, ctlKey, ctlCert, pki.CAFile), ok: true},
+		{name: "no client certificate", client: clientTLS(t, "", "", pki.CAFile)},
+		{name: "certificate of another CA", client: clientTLS(t, evilKey, evilCert, pki.CAFile)},
+		{name: "client trusts another CA", client: clientTLS(t, ctlKey, ctlCert, other.CAFile), errHas: "unknown authority"},
+		{name: "good certificate again", client: clientTLS(t, ctlKey, ctlCert, pki.CAFile), ok: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,12 +102,12 @@ func TestConnTLSListener(t *testing.T) {
 // controller with a certificate from another CA is refused, with the
 // reason in its status.
 func TestConnTLSController(t *testing.T) {
-	pki := newTestPKI(t, "ca")
-	other := newTestPKI(t, "otherca")
-	swKey, swCert := pki.issue(t, "switch")
+	pki := testpki.New(t, t.TempDir(), "ca")
+	other := testpki.New(t, t.TempDir(), "otherca")
+	swKey, swCert := pki.Issue(t, "switch")
 	tests := []struct {
 		name    string
-		pki     *testPKI // signs the controller's certificate
+		pki     *testpki.PKI // signs the controller's certificate
 		connect bool
 	}{
 		{name: "controller of our CA", pki: pki, connect: true},
@@ -184,8 +115,8 @@ func TestConnTLSController(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ck, cc := tc.pki.issue(t, "ctl")
-			scfg := clientTLS(t, ck, cc, pki.caFile)
+			ck, cc := tc.pki.Issue(t, "ctl")
+			scfg := clientTLS(t, ck, cc, pki.CAFile)
 			scfg.ClientAuth = tls.RequireAnyClientCert
 			ln, err := tls.Listen("tcp", "127.0.0.1:0", scfg)
 			if err != nil {
@@ -194,7 +125,7 @@ func TestConnTLSController(t *testing.T) {
 			defer ln.Close()
 			s := newTestSwitch(t, 1, BridgeConfig{HasControllers: true}, ConnConfig{NoMgmt: true,
 				Controllers:   []string{"ssl:" + ln.Addr().String()},
-				SSLPrivateKey: swKey, SSLCertificate: swCert, SSLCACert: pki.caFile, MaxBackoff: time.Second})
+				SSLPrivateKey: swKey, SSLCertificate: swCert, SSLCACert: pki.CAFile, MaxBackoff: time.Second})
 			accepted := make(chan net.Conn, 4)
 			go func() {
 				for {
@@ -232,9 +163,9 @@ func TestConnTLSController(t *testing.T) {
 // TestConnTLSConfig: ssl: and pssl: targets need all three files, and
 // each must be usable; the error names what is wrong.
 func TestConnTLSConfig(t *testing.T) {
-	pki := newTestPKI(t, "ca")
-	key, cert := pki.issue(t, "switch")
-	_, otherCert := pki.issue(t, "other")
+	pki := testpki.New(t, t.TempDir(), "ca")
+	key, cert := pki.Issue(t, "switch")
+	_, otherCert := pki.Issue(t, "other")
 	junk := filepath.Join(t.TempDir(), "junk.pem")
 	os.WriteFile(junk, []byte("not pem"), 0o600)
 	tests := []struct {
@@ -244,12 +175,12 @@ func TestConnTLSConfig(t *testing.T) {
 		errHas         string // "" = no error
 		controllerSide bool
 	}{
-		{name: "all three", key: key, cert: cert, ca: pki.caFile, target: "pssl:0:127.0.0.1"},
-		{name: "ssl controller", key: key, cert: cert, ca: pki.caFile, target: "ssl:127.0.0.1:1", controllerSide: true},
-		{name: "no key", cert: cert, ca: pki.caFile, target: "pssl:0:127.0.0.1", errHas: "--ssl-private-key"},
-		{name: "no certificate", key: key, ca: pki.caFile, target: "ssl:127.0.0.1", controllerSide: true, errHas: "--ssl-certificate"},
+		{name: "all three", key: key, cert: cert, ca: pki.CAFile, target: "pssl:0:127.0.0.1"},
+		{name: "ssl controller", key: key, cert: cert, ca: pki.CAFile, target: "ssl:127.0.0.1:1", controllerSide: true},
+		{name: "no key", cert: cert, ca: pki.CAFile, target: "pssl:0:127.0.0.1", errHas: "--ssl-private-key"},
+		{name: "no certificate", key: key, ca: pki.CAFile, target: "ssl:127.0.0.1", controllerSide: true, errHas: "--ssl-certificate"},
 		{name: "no CA", key: key, cert: cert, target: "pssl:0:127.0.0.1", errHas: "--ssl-ca-cert"},
-		{name: "key of another certificate", key: key, cert: otherCert, ca: pki.caFile, target: "pssl:0:127.0.0.1", errHas: "private key"},
+		{name: "key of another certificate", key: key, cert: otherCert, ca: pki.CAFile, target: "pssl:0:127.0.0.1", errHas: "private key"},
 		{name: "CA file without PEM", key: key, cert: cert, ca: junk, target: "pssl:0:127.0.0.1", errHas: "no PEM certificate"},
 		{name: "missing CA file", key: key, cert: cert, ca: junk + ".none", target: "pssl:0:127.0.0.1", errHas: "no such file"},
 		{name: "plain tcp needs no files", target: "ptcp:0:127.0.0.1"},

@@ -7,14 +7,8 @@ package reliability
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +20,7 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/internal/testpki"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 	"github.com/govswitch/govswitch/vswitchd"
 )
@@ -204,64 +199,6 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
-// pki writes a CA and certificates it signs as PEM files in dir.
-type pki struct {
-	dir    string
-	ca     *x509.Certificate
-	key    *ecdsa.PrivateKey
-	caFile string
-	serial int64
-}
-
-func newPKI(t *testing.T, dir, name string) *pki {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	p := &pki{dir: dir, ca: ca, key: key, serial: 1}
-	p.caFile = writePEM(t, filepath.Join(dir, name+"-cacert.pem"), "CERTIFICATE", der)
-	return p
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) string {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func (p *pki) issue(t *testing.T, cn string) (keyFile, certFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.serial++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writePEM(t, filepath.Join(p.dir, cn+"-privkey.pem"), "PRIVATE KEY", kder),
-		writePEM(t, filepath.Join(p.dir, cn+"-cert.pem"), "CERTIFICATE", der)
-}
-
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -278,18 +215,18 @@ func freePort(t *testing.T) int {
 // the real ovs-ofctl (when installed) talks to it over ssl: with -p/-c/-C.
 func TestSSLFlags(t *testing.T) {
 	dir := t.TempDir()
-	ca := newPKI(t, dir, "ca")
-	other := newPKI(t, dir, "other")
-	swKey, swCert := ca.issue(t, "switch")
-	ctlKey, ctlCert := ca.issue(t, "controller")
-	badKey, badCert := other.issue(t, "intruder")
+	ca := testpki.New(t, dir, "ca")
+	other := testpki.New(t, dir, "other")
+	swKey, swCert := ca.Issue(t, "switch")
+	ctlKey, ctlCert := ca.Issue(t, "controller")
+	badKey, badCert := other.Issue(t, "intruder")
 	port := freePort(t)
-	startDaemon(t, "--ssl-private-key", swKey, "--ssl-certificate", swCert, "--ssl-ca-cert", ca.caFile,
+	startDaemon(t, "--ssl-private-key", swKey, "--ssl-certificate", swCert, "--ssl-ca-cert", ca.CAFile,
 		"--listen", "pssl:"+strconv.Itoa(port)+":127.0.0.1")
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.ca)
+	roots.AddCert(ca.CA())
 	tests := []struct {
 		name      string
 		key, cert string
@@ -339,12 +276,12 @@ func TestSSLFlags(t *testing.T) {
 		return
 	}
 	t.Run("ovs-ofctl ssl", func(t *testing.T) {
-		out, err := exec.Command(ofctl, "-p", ctlKey, "-c", ctlCert, "-C", ca.caFile, "-O", "OpenFlow13",
+		out, err := exec.Command(ofctl, "-p", ctlKey, "-c", ctlCert, "-C", ca.CAFile, "-O", "OpenFlow13",
 			"show", "ssl:"+addr).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "OFPT_FEATURES_REPLY") {
 			t.Fatalf("ovs-ofctl show over ssl: %v\n%s", err, out)
 		}
-		out, err = exec.Command(ofctl, "-p", badKey, "-c", badCert, "-C", other.caFile, "-O", "OpenFlow13",
+		out, err = exec.Command(ofctl, "-p", badKey, "-c", badCert, "-C", other.CAFile, "-O", "OpenFlow13",
 			"show", "ssl:"+addr).CombinedOutput()
 		if err == nil {
 			t.Fatalf("ovs-ofctl with another CA's certificate was served:\n%s", out)
@@ -363,12 +300,12 @@ func TestSSLControllerInterop(t *testing.T) {
 		t.Skip("ovs-testcontroller not installed")
 	}
 	dir := t.TempDir()
-	ca := newPKI(t, dir, "ca")
-	other := newPKI(t, dir, "other")
-	ctlKey, ctlCert := ca.issue(t, "controller")
+	ca := testpki.New(t, dir, "ca")
+	other := testpki.New(t, dir, "other")
+	ctlKey, ctlCert := ca.Issue(t, "controller")
 	tests := []struct {
 		name    string
-		pki     *pki // signs the switch's certificate
+		pki     *testpki.PKI // signs the switch's certificate
 		connect bool
 	}{
 		{name: "switch of the CA", pki: ca, connect: true},
@@ -376,10 +313,10 @@ func TestSSLControllerInterop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			swKey, swCert := tt.pki.issue(t, "switch-"+strings.Fields(tt.name)[2])
+			swKey, swCert := tt.pki.Issue(t, "switch-"+strings.Fields(tt.name)[2])
 			port := freePort(t)
 			var log syncBuffer
-			cmd := exec.Command(tc, "-p", ctlKey, "-c", ctlCert, "-C", ca.caFile, "-vconsole:info", "-vvconn:console:dbg",
+			cmd := exec.Command(tc, "-p", ctlKey, "-c", ctlCert, "-C", ca.CAFile, "-vconsole:info", "-vvconn:console:dbg",
 				"--no-chdir", "pssl:"+strconv.Itoa(port)+":127.0.0.1")
 			cmd.Env = append(os.Environ(), "OVS_RUNDIR="+dir)
 			cmd.Stdout, cmd.Stderr = &log, &log
@@ -388,7 +325,7 @@ func TestSSLControllerInterop(t *testing.T) {
 			}
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			time.Sleep(300 * time.Millisecond) // let it listen
-			startDaemon(t, "--ssl-private-key", swKey, "--ssl-certificate", swCert, "--ssl-ca-cert", ca.caFile,
+			startDaemon(t, "--ssl-private-key", swKey, "--ssl-certificate", swCert, "--ssl-ca-cert", ca.CAFile,
 				"--fail-mode", "secure", "--controller", "ssl:127.0.0.1:"+strconv.Itoa(port))
 			const features = "received: OFPT_FEATURES_REPLY"
 			deadline := time.Now().Add(3 * time.Second)
