@@ -62,6 +62,22 @@ func TestKernelTestScript(t *testing.T) {
 			want:   []string{"ran no test matching ^TestNoSuchTest$", "UML console tail", "0 passed, 0 failed"},
 		},
 		{
+			name:   "kernel that panics names the cause",
+			env:    []string{"BED_KERNEL_ARGS=init=/gvs-no-such-init"},
+			args:   []string{"--exec", "true"},
+			wantRC: -1,
+			want:   []string{"UML did not boot to its init", "console lines naming a cause", "Kernel panic - not syncing"},
+		},
+		{
+			// The ptrace wrapper that hosts with a large XSAVE image need
+			// must not disturb a host that does not need it.
+			name:   "uml-xstate preloaded where UML needs no help",
+			env:    []string{"BED_UML_XSTATE=always"},
+			args:   []string{"--exec", "for i in 1 2 3 4; do sha256sum /bin/bash & done; wait; echo xstate-ok"},
+			wantRC: 0,
+			want:   []string{"preloading uml-xstate.so", "xstate-ok"},
+		},
+		{
 			name:   "guest that hangs",
 			args:   []string{"--bed-timeout", "8", "--exec", "sleep 600"},
 			wantRC: -1,
