@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
+
+	"github.com/govswitch/govswitch/internal/vlog"
 )
 
 // ConnKind says how a connection came to be, which decides what it is
@@ -104,7 +106,7 @@ func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
 		probe = serviceProbe
 	}
 	c := &Conn{m: m, nc: nc, kind: kind, target: target, probe: probe,
-		log:  m.log.With("conn", target, "kind", kind.String()),
+		log:  m.log.With(vlog.ModuleKey, "vconn", "conn", target, "kind", kind.String()),
 		send: make(chan []byte, connQueueLen), closed: make(chan struct{}), done: make(chan struct{}),
 		role: openflow.RoleEqual, async: defaultAsync, missSendLen: DefaultMissSendLen,
 		tokens: float64(m.cfg.PacketInBurst)}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -74,7 +75,10 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	}
 	sw := newOVSDBSwitch(d)
 	m := ovsdb.NewMonitor(sw, remote)
-	m.Logf = func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "ovsdb", m.String()) }
+	idl := d.moduleLogger("reconnect")
+	m.Logf = func(l slog.Level, format string, args ...any) { idl.Log(ctx, l, fmt.Sprintf(format, args...)) }
+	m.ConfigLogf = func(l slog.Level, format string, args ...any) { d.log.Log(ctx, l, fmt.Sprintf(format, args...)) }
+	m.OnReconciled = d.ready
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
@@ -90,8 +94,12 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	if !ran {
 		err = <-done
 	}
+	if err != nil {
+		d.teardown() // the caller reports err; "stopped" would come first
+		return err
+	}
 	d.Stop()
-	return err
+	return nil
 }
 
 // ovsdbSwitch is the ovsdb.Switch of a daemon. Its methods run on the

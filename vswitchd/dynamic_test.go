@@ -349,7 +349,7 @@ func TestOVSDBOtherConfig(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if !strings.Contains(s.log.String(), `flow-limit=\"oops\"`) {
+	if !strings.Contains(s.log.String(), `|bridge|WARN|Open_vSwitch other_config:flow-limit="oops"`) {
 		t.Errorf("bad flow-limit not logged:\n%s", s.log.String())
 	}
 }

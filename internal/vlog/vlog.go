@@ -344,7 +344,10 @@ func (l *Log) enabled(m *module, lvl Level) bool {
 
 // emit renders msg for each destination that takes it and writes it. A
 // failed write is dropped: logging must not stop the daemon.
-func (l *Log) emit(m *module, lvl Level, msg string) {
+func (l *Log) emit(m *module, lvl Level, msg string) { l.emitTo(m, lvl, msg, 1<<nDest-1) }
+
+// emitTo is emit to the destinations in the bit set dests only.
+func (l *Log) emitTo(m *module, lvl Level, msg string, dests uint) {
 	if lvl <= Off || !l.enabled(m, lvl) {
 		return
 	}
@@ -354,7 +357,7 @@ func (l *Log) emit(m *module, lvl Level, msg string) {
 	defer l.mu.Unlock()
 	var buf []byte
 	for d := Destination(0); d < nDest; d++ {
-		if !l.active[d].Load() || Level(m.levels[d].Load()) < lvl {
+		if dests&(1<<d) == 0 || !l.active[d].Load() || Level(m.levels[d].Load()) < lvl {
 			continue
 		}
 		e := entry{l: l, module: m.name, level: lvl, msg: msg, seq: seq, now: now}
@@ -380,6 +383,13 @@ func (l *Log) emit(m *module, lvl Level, msg string) {
 // a slog logger at hand.
 func (l *Log) Logf(module string, lvl Level, format string, args ...any) {
 	l.emit(l.module(module), lvl, fmt.Sprintf(format, args...))
+}
+
+// Fatal logs msg under module at EMER on the file and syslog but not the
+// console: for the error that ends a daemon, which its main also prints
+// on stderr.
+func (l *Log) Fatal(module, msg string) {
+	l.emitTo(l.module(module), Emer, msg, 1<<Syslog|1<<File)
 }
 
 // List renders the level table of ovs-appctl vlog/list.
