@@ -1,8 +1,10 @@
 package vswitchd
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -184,18 +186,26 @@ var minRestartInterval = 10 * time.Second
 // first daemon is ready.
 func monitor(cfg Config, ready *os.File) int {
 	os.Unsetenv(envStage)
+	logFile := cfg.LogFile
+	cfg.LogFile = "" // the daemon opens and announces it; we append the odd line
 	vl, err := newVlog(cfg, os.Stderr)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
 		return 1
 	}
-	log := vl.Logger("daemon_unix")
+	logger := vl.Logger("daemon_unix")
+	log := func(lvl slog.Level, msg string) {
+		if logFile != "" && vl.OpenFileSilently(logFile) == nil {
+			defer vl.CloseFile()
+		}
+		logger.Log(context.Background(), lvl, msg)
+	}
 	if cfg.Detach && !cfg.NoChdir {
 		os.Chdir("/")
 	}
 	exe, err := selfPath()
 	if err != nil {
-		log.Error("monitor: cannot find the program to run", "err", err)
+		log(slog.LevelError, "monitor: cannot find the program to run: "+err.Error())
 		return 1
 	}
 	sigs := make(chan os.Signal, 1)
@@ -205,7 +215,7 @@ func monitor(cfg Config, ready *os.File) int {
 		started := time.Now()
 		child, readyR, err := startStage(exe, "daemon", false)
 		if err != nil {
-			log.Error("monitor: " + err.Error())
+			log(slog.LevelError, "monitor: "+err.Error())
 			return 1
 		}
 		readyCh := make(chan bool, 1)
@@ -242,10 +252,10 @@ func monitor(cfg Config, ready *os.File) int {
 			return exitStatus(st)
 		}
 		if !crashed(st) {
-			log.Info(fmt.Sprintf("pid %d died, %s, exiting", pid, describe(st)))
+			log(slog.LevelInfo, fmt.Sprintf("pid %d died, %s, exiting", pid, describe(st)))
 			return exitStatus(st)
 		}
-		log.Error(fmt.Sprintf("pid %d died, %s, restarting", pid, describe(st)))
+		log(slog.LevelError, fmt.Sprintf("pid %d died, %s, restarting", pid, describe(st)))
 		if wait := minRestartInterval - time.Since(started); wait > 0 {
 			select {
 			case <-time.After(wait):

@@ -269,6 +269,17 @@ func (l *Log) SetConsole(w io.Writer) {
 // OpenFile starts logging to path (appending, creating it 0640), closing
 // any earlier file, and logs "opened log file PATH" there as OVS does.
 func (l *Log) OpenFile(path string) error {
+	if err := l.OpenFileSilently(path); err != nil {
+		return err
+	}
+	l.emit(l.module("vlog"), Info, "opened log file "+path)
+	return nil
+}
+
+// OpenFileSilently is OpenFile without the "opened log file" line: for a
+// process that writes the odd line into another's log (a monitor), and
+// opens the file afresh each time so it follows the file's rotation.
+func (l *Log) OpenFileSilently(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return fmt.Errorf("log file %s: %w", path, err)
@@ -281,7 +292,6 @@ func (l *Log) OpenFile(path string) error {
 	if old != nil {
 		old.Close()
 	}
-	l.emit(l.module("vlog"), Info, "opened log file "+path)
 	return nil
 }
 

@@ -1,0 +1,173 @@
+package vswitchd
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/unixctl"
+	"golang.org/x/sys/unix"
+)
+
+// asOVSVswitchd returns a command that runs this test binary under the
+// name ovs-vswitchd (TestMain then runs Main), found on PATH as ovs-ctl
+// finds it, with OVS_RUNDIR and OVS_LOGDIR in dir.
+func asOVSVswitchd(t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	bin := filepath.Join(dir, "sbin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := filepath.Abs(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(bin, "ovs-vswitchd")); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ovs-vswitchd", args...)
+	cmd.Path = filepath.Join(bin, "ovs-vswitchd")
+	cmd.Env = append(os.Environ(), "OVS_RUNDIR="+dir, "OVS_LOGDIR="+dir, "PATH="+bin+":"+os.Getenv("PATH"))
+	cmd.Dir = dir
+	return cmd
+}
+
+var vlogFileLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\|\d{5}\|[a-z_]+\|(EMER|ERR|WARN|INFO|DBG)\|`)
+
+// TestDetach: --detach returns only once the daemon serves: the pidfile
+// names a live, locked process, the control socket answers, the log file
+// is in vlog format; the daemon runs in its own session, in /, under the
+// name ovs-vswitchd (what ovs-ctl checks in /proc/PID/comm); SIGTERM
+// stops it and removes the pidfile.
+func TestDetach(t *testing.T) {
+	dir := t.TempDir()
+	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "--bridge", "br0", "--detach", "--pidfile",
+		"--log-file", "-vconsole:off", "-vsyslog:off", "--mlockall")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--detach: %v\n%s", err, out)
+	}
+	t.Logf("--detach returned after %v", time.Since(start).Round(time.Millisecond))
+	pidfile := filepath.Join(dir, "ovs-vswitchd.pid")
+	pid, err := unixctl.ReadPidfile(pidfile)
+	if err != nil {
+		t.Fatalf("right after --detach returned: %v", err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if pid == cmd.Process.Pid {
+		t.Errorf("the pidfile names the starting process")
+	}
+	if _, err := os.Stat(unixctl.SocketPath(dir, "ovs-vswitchd", pid)); err != nil {
+		t.Errorf("control socket: %v", err)
+	}
+	if _, err := exec.LookPath("ovs-appctl"); err == nil {
+		a := exec.Command("ovs-appctl", "version")
+		a.Env = cmd.Env
+		if out, err := a.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), Version) {
+			t.Errorf("ovs-appctl version: %v: %s", err, out)
+		}
+	}
+	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if got := strings.TrimSpace(string(comm)); got != "ovs-vswitchd" {
+		t.Errorf("/proc/PID/comm = %q, want ovs-vswitchd", got)
+	}
+	if cwd, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); cwd != "/" {
+		t.Errorf("daemon's cwd = %q, want / (no --no-chdir)", cwd)
+	}
+	if sid, _ := unix.Getsid(pid); sid != pid {
+		t.Errorf("daemon's session = %d, want its own (%d)", sid, pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "pidfile removed", func() bool { _, err := os.Stat(pidfile); return os.IsNotExist(err) })
+	log, err := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	for _, l := range lines {
+		if !vlogFileLine.MatchString(l) {
+			t.Errorf("log line not in vlog format: %q", l)
+		}
+	}
+	if !strings.Contains(string(log), "|vlog|INFO|opened log file "+filepath.Join(dir, "ovs-vswitchd.log")) ||
+		!strings.Contains(string(log), "|bridge|INFO|govswitchd stopped") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestDetachFailure: a daemon that cannot start makes --detach fail with
+// its error on stderr, and exit status 1, not a parent that returned 0.
+func TestDetachFailure(t *testing.T) {
+	dir := t.TempDir()
+	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "--bridge", "br0", "--detach",
+		"--unixctl="+filepath.Join(dir, "no/such/dir/ctl"), "-vconsole:off", "-vsyslog:off")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("err = %v, want exit status 1; output:\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "ovs-vswitchd: unixctl listen") {
+		t.Errorf("output %q: want the daemon's error, named for ovs-vswitchd", out)
+	}
+}
+
+// TestMonitorRestart: under --monitor a daemon that crashes is started
+// again (a new pid in the pidfile, serving), and one stopped with SIGTERM
+// takes the monitor with it.
+func TestMonitorRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the monitor's 10 s restart spacing")
+	}
+	dir := t.TempDir()
+	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "--bridge", "br0", "--detach", "--monitor", "--no-chdir",
+		"--pidfile", "--log-file", "-vconsole:off", "-vsyslog:off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("--detach --monitor: %v\n%s", err, out)
+	}
+	pidfile := filepath.Join(dir, "ovs-vswitchd.pid")
+	pid, err := unixctl.ReadPidfile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f := strings.Fields(string(stat))
+	mon, _ := strconv.Atoi(f[3])
+	t.Cleanup(func() { syscall.Kill(mon, syscall.SIGKILL); syscall.Kill(pid, syscall.SIGKILL) })
+	if cwd, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd"); cwd != dir {
+		t.Errorf("daemon's cwd = %q, want %s (--no-chdir)", cwd, dir)
+	}
+	syscall.Kill(pid, syscall.SIGSEGV)
+	var pid2 int
+	waitUntil(t, 20*time.Second, "a restarted daemon", func() bool {
+		pid2, err = unixctl.ReadPidfile(pidfile)
+		return err == nil && pid2 != pid
+	})
+	syscall.Kill(pid2, syscall.SIGTERM)
+	waitUntil(t, 10*time.Second, "the monitor to exit", func() bool { return syscall.Kill(mon, 0) != nil })
+	log, _ := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
+	if !regexp.MustCompile(`\|daemon_unix\|ERR\|pid `+strconv.Itoa(pid)+` died, .*, restarting`).Match(log) ||
+		!regexp.MustCompile(`\|daemon_unix\|INFO\|pid `+strconv.Itoa(pid2)+` died, exit status 0, exiting`).Match(log) {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
