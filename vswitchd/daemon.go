@@ -24,6 +24,12 @@ import (
 // Version is the daemon's version line, as ovs-appctl version prints it.
 const Version = "govswitchd (govswitch) 0.1.0"
 
+// VersionCompat is the second line of --version: the ovs-vswitchd whose
+// interface govswitchd takes. ovs-ctl reads the version it records in the
+// database (ovs_version) from the --version line that says "Open
+// vSwitch", and fails to start anything without one.
+const VersionCompat = "in place of ovs-vswitchd (Open vSwitch) 3.1.0"
+
 // Daemon is a running switch: its bridges, their datapaths, and the
 // control socket.
 type Daemon struct {

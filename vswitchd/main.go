@@ -30,6 +30,7 @@ func Main() int {
 		return 0
 	case version:
 		fmt.Println(Version)
+		fmt.Println(VersionCompat)
 		return 0
 	}
 	ready, err := Daemonize(cfg)
