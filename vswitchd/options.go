@@ -94,6 +94,32 @@ var ovsModules = []string{
 	"vlog",
 }
 
+// ovsOtherModules are the rest of ovs-vswitchd 3.1's modules (its
+// vlog/list). govswitchd logs nothing under them, but a spec that names
+// one (OVS's test macros pass -vofproto_dpif) is accepted, as there.
+var ovsOtherModules = []string{
+	"backtrace", "bfd", "bond", "bundle", "bundles", "cfm", "collectors", "command_line", "conntrack",
+	"conntrack_tp", "coverage", "ct_dpif", "daemon", "dns_resolve", "dpdk", "dpif",
+	"dpif_lookup_autovalidator", "dpif_lookup_generic", "dpif_mfex_extract_study", "dpif_netdev",
+	"dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup", "dpif_netlink_rtnl", "entropy",
+	"fail_open", "fatal_signal", "flow", "hmap", "in_band", "ipf", "ipfix", "jsonrpc", "lacp", "lldp",
+	"lldpd", "lldpd_structs", "lockfile", "meta_flow", "native_tnl", "netdev", "netdev_afxdp",
+	"netdev_dummy", "netdev_offload", "netdev_offload_tc", "netdev_vport", "netflow", "netlink",
+	"netlink_conntrack", "netlink_notifier", "netlink_socket", "nx_match", "odp_execute",
+	"odp_execute_impl", "odp_util", "ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors",
+	"ofp_flow", "ofp_group", "ofp_match", "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet",
+	"ofp_port", "ofp_protocol", "ofp_queue", "ofp_table", "ofp_util", "ofproto_dpif",
+	"ofproto_dpif_mirror", "ofproto_dpif_monitor", "ofproto_dpif_rid", "ofproto_dpif_xlate",
+	"ofproto_xlate_cache", "ovs_lldp", "ovs_numa", "ovs_rcu", "ovs_replay", "ovs_router",
+	"ovs_thread", "ovsdb_cs", "ovsdb_error", "ox_stat", "pcap", "pmd_perf", "poll_loop", "process",
+	"route_table", "rstp", "rstp_sm", "sflow", "sha1", "signals", "socket_util", "socket_util_unix",
+	"stp", "stream", "stream_fd", "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec",
+	"system_stats", "tc", "timeval", "tunnel", "userspace_tso", "util", "uuid", "vconn_stream",
+}
+
+// allModules are the modules a spec may name.
+func allModules() []string { return append(append([]string(nil), ovsModules...), ovsOtherModules...) }
+
 func (p *argParser) options() []option {
 	str := func(dst *string) func(*argParser, string, bool) error {
 		return func(_ *argParser, v string, _ bool) error { *dst = v; return nil }
@@ -116,7 +142,7 @@ func (p *argParser) options() []option {
 		{"help", 'h', noArg, func(p *argParser, _ string, _ bool) error { p.help = true; return nil }},
 		{"version", 'V', noArg, func(p *argParser, _ string, _ bool) error { p.ver = true; return nil }},
 		{"verbose", 'v', optArg, func(p *argParser, v string, _ bool) error {
-			if err := vlog.Check(v, ovsModules); err != nil {
+			if err := vlog.Check(v, allModules()); err != nil {
 				return fmt.Errorf("processing %q: %v", v, err)
 			}
 			c.Verbose = append(c.Verbose, v)

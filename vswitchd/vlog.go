@@ -30,7 +30,7 @@ func programName() string {
 // in order, then the log file.
 func newVlog(cfg Config, logOut io.Writer) (*vlog.Log, error) {
 	vl := vlog.New(programName())
-	vl.Register(ovsModules...)
+	vl.Register(allModules()...)
 	if logOut != nil {
 		vl.SetConsole(logOut)
 	} else {
