@@ -219,7 +219,7 @@ func (c *Conn) run(ready func(*Conn)) {
 	m, err := openflow.Decode(raw)
 	peer, ok := m.(*openflow.Hello)
 	if err != nil || !ok {
-		c.log.Info("first message is not a hello; closing", "err", err)
+		c.log.Warn("first message is not a hello; closing", "err", err)
 		return
 	}
 	v, ok := openflow.Negotiate(ours, peer)
@@ -232,7 +232,7 @@ func (c *Conn) run(ready func(*Conn)) {
 		em := e.Reply(raw)
 		em.Data = []byte(fmt.Sprintf("we support versions bitmap %#x, peer %#x (version %d)", ours, peer.Versions, peer.Version))
 		c.queueMsg(em)
-		c.log.Info("no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
+		c.log.Warn("version negotiation failed: no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
 		c.flushAndClose()
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -227,5 +228,40 @@ func TestSlogLevels(t *testing.T) {
 		if FromSlog(toSlog(tt.want)) != tt.want {
 			t.Errorf("toSlog(%v) does not map back", tt.want)
 		}
+	}
+}
+
+// TestSyslog: lines reach a local syslog socket as BSD-syslog datagrams
+// with the facility and severity in the priority, in the syslog pattern.
+func TestSyslog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	l := New("ovs-vswitchd")
+	l.SetConsole(nil)
+	if err := l.OpenSyslog(path, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Set("syslog:err")
+	lg := l.Logger("bridge")
+	lg.Warn("not at err")
+	lg.Error("bridge br0: datapath failed")
+	ln.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	n, err := ln.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(buf[:n])
+	// daemon (3) << 3 | err (3) = 27
+	if !regexp.MustCompile(`^<27>\w{3} [ \d]\d \d\d:\d\d:\d\d ovs-vswitchd\[\d+\]: ovs\|00001\|bridge\|ERR\|bridge br0: datapath failed$`).MatchString(got) {
+		t.Errorf("syslog datagram %q", got)
+	}
+	if err := l.OpenSyslog("", "nohost"); err == nil {
+		t.Errorf("syslog target without a port accepted")
 	}
 }
