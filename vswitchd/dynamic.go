@@ -194,8 +194,16 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 			setup.Controllers = append(setup.Controllers, c.Target)
 		case strings.HasPrefix(c.Target, "ptcp:"), strings.HasPrefix(c.Target, "punix:"):
 			setup.Listeners = append(setup.Listeners, c.Target) // a passive controller target is a listener
+		case (strings.HasPrefix(c.Target, "ssl:") || strings.HasPrefix(c.Target, "pssl:")) && !s.d.hasTLS():
+			s.d.log.Warn("controller target needs -p/--private-key, -c/--certificate and -C/--ca-cert on the command line (the SSL table is not read); ignored",
+				"bridge", cfg.Name, "target", c.Target)
+			continue
+		case strings.HasPrefix(c.Target, "ssl:"):
+			setup.Controllers = append(setup.Controllers, c.Target)
+		case strings.HasPrefix(c.Target, "pssl:"):
+			setup.Listeners = append(setup.Listeners, c.Target)
 		default:
-			s.d.log.Warn("controller target not supported (tcp:, unix:, ptcp: and punix: are); ignored",
+			s.d.log.Warn("controller target not supported (tcp:, ssl:, unix:, ptcp:, pssl: and punix: are); ignored",
 				"bridge", cfg.Name, "target", c.Target)
 			continue
 		}
@@ -336,4 +344,10 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 		(g.Governor == nil) != (old.Governor == nil) || g.Governor != nil && *g.Governor != *old.Governor) {
 		s.d.log.Warn("other_config changed: n-handler-threads, max-idle and govswitch-governor apply to bridges added from now on; restart govswitchd to apply them to running bridges")
 	}
+}
+
+// hasTLS reports whether the command line gave the TLS files that ssl:
+// and pssl: targets need.
+func (d *Daemon) hasTLS() bool {
+	return d.cfg.SSLPrivateKey != "" && d.cfg.SSLCertificate != "" && d.cfg.SSLCACert != ""
 }

@@ -3,6 +3,8 @@ package vswitchd
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/internal/testpki"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
@@ -46,6 +49,7 @@ type ovsdbSwitchUnderTest struct {
 	prov *dummy.Provider
 	dir  string
 	log  *syncBuffer
+	tls  [3]string // -p, -c, -C for the daemon
 }
 
 func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
@@ -67,7 +71,8 @@ func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
 func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
 	log := &syncBuffer{}
-	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2}, s.prov, log)
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2,
+		SSLPrivateKey: s.tls[0], SSLCertificate: s.tls[1], SSLCACert: s.tls[2]}, s.prov, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,10 +277,63 @@ func TestOVSDBFailModeAndController(t *testing.T) {
 			t.Errorf("set-controller %s: p1 ofport %s", target, got)
 		}
 	}
-	for _, want := range []string{"controller target not supported", "controllers not usable"} {
+	for _, want := range []string{"|bridge|WARN|controller target needs -p/--private-key", "controllers not usable"} {
 		if !strings.Contains(s.log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, s.log.String())
 		}
+	}
+}
+
+// TestOVSDBSSLController: with -p, -c and -C on the command line, an
+// ssl: controller set with ovs-vsctl is connected to over TLS, each side
+// checking the other's certificate against the CA.
+func TestOVSDBSSLController(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	prov := dummy.New()
+	prov.AddNetdev("p1")
+	pki := testpki.New(t, t.TempDir(), "ca")
+	key, cert := pki.Issue(t, "switch")
+	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir(), tls: [3]string{key, cert, pki.CAFile}}
+	t.Cleanup(s.startDaemon(t))
+	ckey, ccert := pki.Issue(t, "controller")
+	pair, err := tls.LoadX509KeyPair(ccert, ckey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(pki.CA())
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s.must(t, "add-br", "br0")
+	s.must(t, "set-controller", "br0", "ssl:"+ln.Addr().String())
+	type result struct {
+		hdr []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		hdr := make([]byte, 8)
+		_, err = io.ReadFull(c, hdr)
+		got <- result{hdr, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil || r.hdr[1] != 0 /* OFPT_HELLO */ {
+			t.Errorf("controller got %x, %v; want an OpenFlow hello over TLS", r.hdr, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the bridge did not connect to its ssl: controller:\n%s", s.log.String())
 	}
 }
 
