@@ -171,3 +171,31 @@ func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOverwritePidfile: a second daemon on a locked pidfile refuses to
+// start, naming the holder, unless --overwrite-pidfile.
+func TestOverwritePidfile(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--datapath", "dummy", "--bridge", "br0", "--detach", "--pidfile", "-vconsole:off", "-vsyslog:off"}
+	if out, err := asOVSVswitchd(t, dir, args...).CombinedOutput(); err != nil {
+		t.Fatalf("first daemon: %v\n%s", err, out)
+	}
+	pidfile := filepath.Join(dir, "ovs-vswitchd.pid")
+	first, err := unixctl.ReadPidfile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(first, syscall.SIGKILL) })
+	out, err := asOVSVswitchd(t, dir, args...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "locked by pid "+strconv.Itoa(first)) {
+		t.Errorf("second daemon on a locked pidfile: %v\n%s", err, out)
+	}
+	if out, err := asOVSVswitchd(t, dir, append(args, "--overwrite-pidfile")...).CombinedOutput(); err != nil {
+		t.Fatalf("--overwrite-pidfile: %v\n%s", err, out)
+	}
+	second, err := unixctl.ReadPidfile(pidfile)
+	if err != nil || second == first {
+		t.Fatalf("after --overwrite-pidfile the pidfile names %d (%v), first daemon was %d", second, err, first)
+	}
+	syscall.Kill(second, syscall.SIGTERM)
+}
