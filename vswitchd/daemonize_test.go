@@ -89,6 +89,7 @@ func TestDetach(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "pidfile removed", func() bool { _, err := os.Stat(pidfile); return os.IsNotExist(err) })
+	waitUntil(t, 10*time.Second, "the daemon to exit", func() bool { return gone(pid) })
 	log, err := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestMonitorRestart(t *testing.T) {
 		return err == nil && pid2 != pid
 	})
 	syscall.Kill(pid2, syscall.SIGTERM)
-	waitUntil(t, 10*time.Second, "the monitor to exit", func() bool { return syscall.Kill(mon, 0) != nil })
+	waitUntil(t, 10*time.Second, "the monitor to exit", func() bool { return gone(mon) })
 	log, _ := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
 	if !regexp.MustCompile(`\|daemon_unix\|ERR\|pid `+strconv.Itoa(pid)+` died, .*, restarting`).Match(log) ||
 		!regexp.MustCompile(`\|daemon_unix\|INFO\|pid `+strconv.Itoa(pid2)+` died, exit status 0, exiting`).Match(log) {
@@ -198,4 +199,16 @@ func TestOverwritePidfile(t *testing.T) {
 		t.Fatalf("after --overwrite-pidfile the pidfile names %d (%v), first daemon was %d", second, err, first)
 	}
 	syscall.Kill(second, syscall.SIGTERM)
+}
+
+// gone reports whether pid has exited (a zombie counts: whoever reaps
+// orphans here may be slow).
+func gone(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || strings.HasPrefix(s[i+1:], " Z")
 }

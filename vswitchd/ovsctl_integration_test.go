@@ -135,7 +135,7 @@ func TestIntegrationOVSCtl(t *testing.T) {
 	if out, err := ctl("--no-ovsdb-server", "stop"); err != nil {
 		t.Fatalf("ovs-ctl --no-ovsdb-server stop: %v\n%s", err, out)
 	}
-	if syscall.Kill(pid, 0) == nil {
+	if !gone(pid) {
 		t.Errorf("pid %d still alive after ovs-ctl stop", pid)
 	}
 	if out, _ := ctl("status"); !strings.Contains(out, "ovs-vswitchd is not running") {
