@@ -147,6 +147,25 @@ func TestParseHelpVersion(t *testing.T) {
 	}
 }
 
+// TestBootstrapCACert: an existing file is the CA certificate; a missing
+// one is refused, since govswitchd does not fetch it from the peer.
+func TestBootstrapCACert(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, []byte("x"), 0o644)
+	cfg, _, _, err := parseArgs([]string{"--bootstrap-ca-cert=" + ca, "unix:/db"}, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.withDefaults(); c.Validate() != nil || c.SSLCACert != ca {
+		t.Errorf("existing bootstrap CA: %v, CA %q", c.Validate(), c.SSLCACert)
+	}
+	cfg, _, _, _ = parseArgs([]string{"--bootstrap-ca-cert=" + filepath.Join(dir, "none.pem"), "unix:/db"}, env())
+	if err := cfg.withDefaults().Validate(); err == nil || !strings.Contains(err.Error(), "does not fetch the CA certificate") {
+		t.Errorf("missing bootstrap CA: %v", err)
+	}
+}
+
 // TestDisableSystem: with --disable-system a bridge on the kernel
 // datapath is refused with a reason, not silently run.
 func TestDisableSystem(t *testing.T) {

@@ -17,9 +17,6 @@ func (l *Log) Logger(module string) *slog.Logger {
 	return slog.New(&handler{l: l, m: l.module(module)})
 }
 
-// Handler returns the slog.Handler of Logger(module).
-func (l *Log) Handler(module string) slog.Handler { return &handler{l: l, m: l.module(module)} }
-
 // handler renders a slog record as a vlog message: the record's message,
 // then its attributes as key=value (values quoted where they have blanks
 // or quotes), groups as prefixes ("g.key=value").

@@ -389,12 +389,6 @@ func (l *Log) emitTo(m *module, lvl Level, msg string, dests uint) {
 	}
 }
 
-// Logf logs a formatted message under module at level; for code without
-// a slog logger at hand.
-func (l *Log) Logf(module string, lvl Level, format string, args ...any) {
-	l.emit(l.module(module), lvl, fmt.Sprintf(format, args...))
-}
-
 // Fatal logs msg under module at EMER on the file and syslog but not the
 // console: for the error that ends a daemon, which its main also prints
 // on stderr.
