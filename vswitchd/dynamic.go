@@ -155,10 +155,10 @@ func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global)
 	// secure bridge must not keep forwarding by its standalone flows):
 	// start the new bridge from an empty datapath flow table.
 	if err := b.DP.FlushFlows(); err != nil {
-		s.d.log.Warn("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
+		s.d.log.Error("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
 	}
 	if err := b.DP.Close(); err != nil {
-		s.d.log.Warn("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
+		s.d.log.Error("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
 	}
 	return s.build(cfg, g, ofports)
 }
