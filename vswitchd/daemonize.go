@@ -43,6 +43,7 @@ func Daemonize(cfg Config) (ready func(), err error) {
 	case "daemon":
 		return daemonStage(cfg)
 	case "monitor":
+		unix.CloseOnExec(readyFd)
 		os.Exit(monitor(cfg, os.NewFile(readyFd, "ready")))
 	}
 	if !cfg.Detach && !cfg.Monitor {
@@ -130,6 +131,7 @@ func waitReady(r *os.File) bool {
 
 // daemonStage prepares the process that runs the daemon.
 func daemonStage(cfg Config) (func(), error) {
+	unix.CloseOnExec(readyFd) // nothing the daemon runs may hold the parent waiting
 	ready := os.NewFile(readyFd, "ready")
 	os.Unsetenv(envStage)
 	if cfg.Detach && !cfg.NoChdir {
