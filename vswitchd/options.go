@@ -463,6 +463,7 @@ Daemon options:
   --detach                  run in the background; returns once the pidfile and the
                             control socket are in place and the database is applied
   --monitor                 keep a process that restarts the daemon if it crashes
+                            (a fault signal, or a Go panic's exit status 2)
   --no-chdir                with --detach, stay in the current directory (else /)
   --pidfile[=FILE]          pidfile (default $OVS_RUNDIR/ovs-vswitchd.pid; written
                             even without this option, so ovs-appctl finds the daemon;
@@ -473,7 +474,8 @@ Daemon options:
   --disable-system          refuse system (kernel) datapaths; govswitchd has no other
                             real datapath, so every bridge then fails to come up
   --no-self-confinement, --disable-system-route
-                            accepted: govswitchd does neither anyway
+                            accepted: govswitchd neither confines itself nor reads
+                            the system routing table
 
 Logging options (vlog, as ovs-vswitchd):
   -vSPEC, --verbose=SPEC    set levels: [MODULE][:console|syslog|file][:LEVEL],
