@@ -55,6 +55,13 @@ func TestVlogCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.log.Warn("after close")
+	if _, err := run("vlog/set", "PATTERN:console:%c|%p|%m"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run("vlog/list-pattern"); !strings.Contains(out, "\nCONSOLE  none                              %c|%p|%m\n") {
+		t.Errorf("vlog/list-pattern:\n%s", out)
+	}
+	d.log.Warn("plain")
 	old, _ := os.ReadFile(logPath + ".1")
 	cur, _ := os.ReadFile(logPath)
 	if !strings.Contains(string(old), "|bridge|DBG|a debug line") {
@@ -63,7 +70,8 @@ func TestVlogCommands(t *testing.T) {
 	if !strings.Contains(string(cur), "|bridge|WARN|after reopen") || strings.Contains(string(cur), "after close") {
 		t.Errorf("reopened file:\n%s", cur)
 	}
-	if !strings.Contains(console.String(), "|bridge|WARN|after close") || strings.Contains(console.String(), "a debug line") {
+	if !strings.Contains(console.String(), "|bridge|WARN|after close") || strings.Contains(console.String(), "a debug line") ||
+		!strings.Contains(console.String(), "\nbridge|WARN|plain\n") {
 		t.Errorf("console (at warn):\n%s", console.String())
 	}
 	d.vlog.Close()
