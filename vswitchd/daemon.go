@@ -89,12 +89,18 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 // Vlog returns the daemon's log configuration.
 func (d *Daemon) Vlog() *vlog.Log { return d.vlog }
 
-// ready calls OnReady the first time.
+// ready calls OnReady the first time, then logs that the daemon started:
+// as ovs-vswitchd's version line, after a detached daemon has left the
+// terminal, so that what --detach prints on stderr is only what came
+// before (OVS's test macros check that stderr, filtering known lines).
 func (d *Daemon) ready() {
 	d.readyOnce.Do(func() {
 		if d.OnReady != nil {
 			d.OnReady()
 		}
+		d.log.Info(Version+" started", "datapath", d.cfg.Datapath, "bridges", len(d.Bridges()),
+			"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows,
+			"scheduling", d.cfg.Scheduling)
 	})
 }
 
@@ -158,9 +164,6 @@ func (d *Daemon) Start() error {
 			return err
 		}
 	}
-	d.log.Info(Version+" started", "datapath", d.cfg.Datapath, "bridges", len(d.cfg.Bridges),
-		"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows,
-		"scheduling", d.cfg.Scheduling)
 	if d.cfg.OVSDB == "" {
 		d.ready()
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 	"github.com/govswitch/govswitch/unixctl"
 	"golang.org/x/sys/unix"
 )
@@ -211,4 +212,63 @@ func gone(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || strings.HasPrefix(s[i+1:], " Z")
+}
+
+// ovsStartFilters are the lines OVS's test macro _OVS_VSWITCHD_START
+// (tests/ofproto-macros.at, 3.1) deletes from ovs-vswitchd --detach's
+// stderr before requiring it to be empty; the ones govswitchd can print.
+var ovsStartFilters = []string{"vlog|INFO|opened log file", "reconnect|INFO|"}
+
+// TestOVSTestSuiteStart: govswitchd started the way OVS's own test suite
+// starts ovs-vswitchd passes that suite's checks: the command succeeds
+// with nothing on stderr but what the macro filters out, ovs-vsctl
+// add-br works, the log holds no WARN, ERR or EMER line (check_logs), and
+// ovs-appctl exit ends the daemon.
+func TestOVSTestSuiteStart(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	dir := srv.Dir // the database socket is at $OVS_RUNDIR/db.sock, the default
+	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "--detach", "--no-chdir", "--pidfile", "--log-file",
+		"-vvconn", "-vofproto_dpif", "-vunixctl")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("start: %v\n%s", err, stderr.String())
+	}
+	pid, err := unixctl.ReadPidfile(filepath.Join(dir, "ovs-vswitchd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+lines:
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		for _, f := range ovsStartFilters {
+			if strings.Contains(l, f) {
+				continue lines
+			}
+		}
+		if l != "" {
+			t.Errorf("stderr line the test macro would fail on: %q", l)
+		}
+	}
+	if out, err := srv.Vsctl(20*time.Second, "add-br", "br0", "--", "set", "Bridge", "br0", "fail-mode=secure"); err != nil {
+		t.Fatalf("ovs-vsctl add-br: %v\n%s", err, out)
+	}
+	a := exec.Command("ovs-appctl", "--timeout=10", "-t", "ovs-vswitchd", "exit")
+	a.Env = cmd.Env
+	if out, err := a.CombinedOutput(); err != nil {
+		t.Fatalf("ovs-appctl exit: %v\n%s", err, out)
+	}
+	waitUntil(t, 10*time.Second, "the daemon to exit", func() bool { return gone(pid) })
+	log, err := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, "|WARN|") || strings.Contains(l, "|ERR|") || strings.Contains(l, "|EMER|") {
+			t.Errorf("check_logs would fail on %q", l)
+		}
+	}
+	if !strings.Contains(string(log), "|bridge|INFO|bridge br0: added") || !strings.Contains(string(log), "|bridge|INFO|govswitchd stopped") {
+		t.Errorf("log:\n%s", log)
+	}
 }
