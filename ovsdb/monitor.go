@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -26,9 +27,11 @@ const (
 
 // Monitor keeps a Switch configured from ovsdb-server.
 type Monitor struct {
-	// Remote is the ovsdb-server to connect to, "unix:PATH" or
-	// "tcp:IP:PORT"; "" means DefaultRemote.
+	// Remote is the ovsdb-server to connect to, "unix:PATH",
+	// "tcp:IP:PORT" or "ssl:IP:PORT"; "" means DefaultRemote.
 	Remote string
+	// TLS is the client configuration of an ssl: Remote.
+	TLS *tls.Config
 	// Refresh is the period of state refreshes; 0 means DefaultRefresh.
 	Refresh time.Duration
 	// Logf receives the log lines, with their level (see
@@ -93,7 +96,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TableController: modelColumns(&Controller{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
-	c, err := connect(cctx, remote, cols, poke)
+	c, err := connect(cctx, remote, m.TLS, cols, poke)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("ovsdb %s: connect: %w (is ovsdb-server running?)", remote, err)

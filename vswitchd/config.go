@@ -138,8 +138,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.OVSDB != "" && len(c.Bridges) > 0:
 		return errors.New("--bridge and --ovsdb exclude each other: with --ovsdb, add bridges with ovs-vsctl add-br")
-	case c.OVSDB != "" && !strings.HasPrefix(c.OVSDB, "unix:") && !strings.HasPrefix(c.OVSDB, "tcp:"):
-		return fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", c.OVSDB)
+	case strings.HasPrefix(c.OVSDB, "ssl:") && (c.SSLPrivateKey == "" || c.SSLCertificate == "" || c.SSLCACert == ""):
+		return fmt.Errorf("database %s needs -p/--private-key, -c/--certificate and -C/--ca-cert", c.OVSDB)
+	case c.OVSDB != "" && !strings.HasPrefix(c.OVSDB, "unix:") && !strings.HasPrefix(c.OVSDB, "tcp:") && !strings.HasPrefix(c.OVSDB, "ssl:"):
+		return fmt.Errorf("--ovsdb %q: want unix:PATH, tcp:IP:PORT or ssl:IP:PORT", c.OVSDB)
 	case c.OVSDB == "" && len(c.Bridges) == 0:
 		return errors.New("no bridge configured: give --bridge NAME (and --port DEV after it), or a database (--ovsdb unix:/var/run/openvswitch/db.sock)")
 	}

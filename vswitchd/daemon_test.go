@@ -287,7 +287,7 @@ func TestBadConfig(t *testing.T) {
 		{[]string{"--bridge", "br0", "--bogus"}, "unrecognized option '--bogus'"},
 		{[]string{"--bridge", "br0", "--port", "p1", "--bridge", "br1", "--port", "p1"}, "on two bridges"},
 		{[]string{"unix:/run/db.sock", "--bridge", "br0"}, "exclude each other"},
-		{[]string{"--ovsdb", "ssl:1.2.3.4:6640"}, "want unix:PATH or tcp:IP:PORT"},
+		{[]string{"--ovsdb", "ssl:1.2.3.4:6640"}, "database ssl:1.2.3.4:6640 needs -p/--private-key"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -43,8 +43,8 @@ func SplitOVSDBArgs(args []string) (remote string, rest []string, err error) {
 			rest = append(rest, a)
 		}
 	}
-	if remote != "" && !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") {
-		return "", nil, fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", remote)
+	if remote != "" && !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") && !strings.HasPrefix(remote, "ssl:") {
+		return "", nil, fmt.Errorf("--ovsdb %q: want unix:PATH, tcp:IP:PORT or ssl:IP:PORT", remote)
 	}
 	return remote, rest, nil
 }
@@ -75,6 +75,14 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	}
 	sw := newOVSDBSwitch(d)
 	m := ovsdb.NewMonitor(sw, remote)
+	if strings.HasPrefix(remote, "ssl:") {
+		tc, err := ofproto.ClientTLSConfig(d.cfg.SSLPrivateKey, d.cfg.SSLCertificate, d.cfg.SSLCACert)
+		if err != nil {
+			d.teardown()
+			return fmt.Errorf("database %s: %w", remote, err)
+		}
+		m.TLS = tc
+	}
 	idl := d.moduleLogger("reconnect")
 	m.Logf = func(l slog.Level, format string, args ...any) { idl.Log(ctx, l, fmt.Sprintf(format, args...)) }
 	m.ConfigLogf = func(l slog.Level, format string, args ...any) { d.log.Log(ctx, l, fmt.Sprintf(format, args...)) }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -496,5 +497,77 @@ func TestRunOVSDBNoServer(t *testing.T) {
 	}
 	if ctls, _ := filepath.Glob(filepath.Join(dir, "*.ctl")); len(ctls) != 0 {
 		t.Errorf("control socket left behind: %v", ctls)
+	}
+}
+
+// TestOVSDBOverSSL: DATABASE ssl:IP:PORT with -p, -c and -C reaches a
+// real ovsdb-server's pssl: remote, each side checking the other's
+// certificate, and the bridges come from it.
+func TestOVSDBOverSSL(t *testing.T) {
+	for _, bin := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (Debian package openvswitch-switch)", bin)
+		}
+	}
+	pki := testpki.New(t, t.TempDir(), "ca")
+	skey, scert := pki.Issue(t, "ovsdb")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "conf.db")
+	if out, err := exec.Command("ovsdb-tool", "create", db, ovsdbtest.Schema).CombinedOutput(); err != nil {
+		t.Fatalf("ovsdb-tool: %v\n%s", err, out)
+	}
+	sock := filepath.Join(dir, "db.sock")
+	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, fmt.Sprintf("--remote=pssl:%d:127.0.0.1", port),
+		"--private-key="+skey, "--certificate="+scert, "--ca-cert="+pki.CAFile,
+		"--unixctl="+filepath.Join(dir, "ctl"), "--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, "ovsdb-server.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	vsctl := func(args ...string) {
+		t.Helper()
+		full := append([]string{"--db=unix:" + sock, "--timeout=20"}, args...)
+		if out, err := exec.Command("ovs-vsctl", full...).CombinedOutput(); err != nil {
+			t.Fatalf("ovs-vsctl %v: %v\n%s", args, err, out)
+		}
+	}
+	waitFor(t, func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	vsctl("--no-wait", "init")
+	vsctl("--no-wait", "add-br", "br0")
+
+	key, cert := pki.Issue(t, "switch")
+	log := &syncBuffer{}
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: t.TempDir(), Pidfile: "-", Handlers: 1,
+		SSLPrivateKey: key, SSLCertificate: cert, SSLCACert: pki.CAFile}, dummy.New(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.RunOVSDB(ctx, fmt.Sprintf("ssl:127.0.0.1:%d", port)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunOVSDB: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Bridge("br0") == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no bridge from the ssl: database:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

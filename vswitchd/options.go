@@ -452,8 +452,9 @@ where DATABASE is the ovsdb-server socket to take bridges and ports from
 
 DATABASE connection methods:
   tcp:HOST:PORT             PORT at remote HOST
+  ssl:HOST:PORT             TLS PORT at remote HOST (with -p, -c, -C)
   unix:FILE                 Unix domain socket named FILE
-TLS for ssl: controllers and pssl: listeners (PEM files):
+TLS for an ssl: DATABASE, ssl: controllers and pssl: listeners (PEM files):
   -p, --private-key=FILE    private key
   -c, --certificate=FILE    certificate for the private key
   -C, --ca-cert=FILE        CA certificate peers must chain to
