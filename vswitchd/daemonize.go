@@ -189,8 +189,8 @@ var minRestartInterval = 10 * time.Second
 func monitor(cfg Config, ready *os.File) int {
 	os.Unsetenv(envStage)
 	logFile := cfg.LogFile
-	cfg.LogFile = "" // the daemon opens and announces it; we append the odd line
-	vl, err := newVlog(cfg, os.Stderr)
+	cfg.LogFile = ""             // the daemon opens and announces it; we append the odd line
+	vl, err := newVlog(cfg, nil) // stderr and syslog, as the daemon
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
 		return 1

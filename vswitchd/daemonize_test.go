@@ -226,8 +226,9 @@ var ovsStartFilters = []string{"vlog|INFO|opened log file", "reconnect|INFO|"}
 // ovs-appctl exit ends the daemon.
 func TestOVSTestSuiteStart(t *testing.T) {
 	srv := ovsdbtest.Start(t)
-	dir := srv.Dir // the database socket is at $OVS_RUNDIR/db.sock, the default
-	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "--detach", "--no-chdir", "--pidfile", "--log-file",
+	dir := srv.Dir                                                      // the database socket is at $OVS_RUNDIR/db.sock, the default
+	cmd := asOVSVswitchd(t, dir, "--datapath", "dummy", "-vsyslog:off", // extra arguments, as the macro's $1
+		"--detach", "--no-chdir", "--pidfile", "--log-file",
 		"-vvconn", "-vofproto_dpif", "-vunixctl")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
