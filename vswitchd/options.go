@@ -75,23 +75,16 @@ func flagDuration(name, val string) (time.Duration, error) {
 
 // ovsModules are the vlog modules govswitchd logs under, named for the
 // ovs-vswitchd modules that do the same job, so that -vbridge:dbg or
-// vlog/set rconn:file:dbg mean what they do there.
+// vlog/set vconn:file:dbg mean what they do there.
 var ovsModules = []string{
 	"bridge",              // bridges and ports coming and going, their configuration
-	"vswitchd",            // the daemon: start, stop, signals
-	"daemon_unix",         // --detach and --monitor
-	"ofproto",             // the OpenFlow switch
+	"vswitchd",            // the daemon's own failures (mlockall, a fatal error)
+	"daemon_unix",         // the --monitor process
 	"ofproto_dpif_upcall", // upcall handlers and revalidators, the governor
-	"dpif_netlink",        // the kernel datapath
-	"netdev_linux",        // network devices
 	"connmgr",             // OpenFlow connections of a bridge, fail-open
-	"rconn",               // controller connections
-	"vconn",               // OpenFlow sessions: hello, version negotiation
-	"ovsdb_idl",           // the database connection
-	"reconnect",           // database reconnects
-	"unixctl",             // ovs-appctl
-	"memory",              // metrics
-	"vlog",
+	"vconn",               // OpenFlow sessions: hello, version negotiation, errors
+	"reconnect",           // the database connection
+	"vlog",                // the log itself
 }
 
 // ovsOtherModules are the rest of ovs-vswitchd 3.1's modules (its
@@ -101,20 +94,21 @@ var ovsOtherModules = []string{
 	"backtrace", "bfd", "bond", "bundle", "bundles", "cfm", "collectors", "command_line", "conntrack",
 	"conntrack_tp", "coverage", "ct_dpif", "daemon", "dns_resolve", "dpdk", "dpif",
 	"dpif_lookup_autovalidator", "dpif_lookup_generic", "dpif_mfex_extract_study", "dpif_netdev",
-	"dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup", "dpif_netlink_rtnl", "entropy",
-	"fail_open", "fatal_signal", "flow", "hmap", "in_band", "ipf", "ipfix", "jsonrpc", "lacp", "lldp",
-	"lldpd", "lldpd_structs", "lockfile", "meta_flow", "native_tnl", "netdev", "netdev_afxdp",
-	"netdev_dummy", "netdev_offload", "netdev_offload_tc", "netdev_vport", "netflow", "netlink",
-	"netlink_conntrack", "netlink_notifier", "netlink_socket", "nx_match", "odp_execute",
-	"odp_execute_impl", "odp_util", "ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors",
-	"ofp_flow", "ofp_group", "ofp_match", "ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet",
-	"ofp_port", "ofp_protocol", "ofp_queue", "ofp_table", "ofp_util", "ofproto_dpif",
-	"ofproto_dpif_mirror", "ofproto_dpif_monitor", "ofproto_dpif_rid", "ofproto_dpif_xlate",
-	"ofproto_xlate_cache", "ovs_lldp", "ovs_numa", "ovs_rcu", "ovs_replay", "ovs_router",
-	"ovs_thread", "ovsdb_cs", "ovsdb_error", "ox_stat", "pcap", "pmd_perf", "poll_loop", "process",
-	"route_table", "rstp", "rstp_sm", "sflow", "sha1", "signals", "socket_util", "socket_util_unix",
-	"stp", "stream", "stream_fd", "stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec",
-	"system_stats", "tc", "timeval", "tunnel", "userspace_tso", "util", "uuid", "vconn_stream",
+	"dpif_netdev_extract", "dpif_netdev_impl", "dpif_netdev_lookup", "dpif_netlink",
+	"dpif_netlink_rtnl", "entropy", "fail_open", "fatal_signal", "flow", "hmap", "in_band", "ipf",
+	"ipfix", "jsonrpc", "lacp", "lldp", "lldpd", "lldpd_structs", "lockfile", "memory", "meta_flow",
+	"native_tnl", "netdev", "netdev_afxdp", "netdev_dummy", "netdev_linux", "netdev_offload",
+	"netdev_offload_tc", "netdev_vport", "netflow", "netlink", "netlink_conntrack",
+	"netlink_notifier", "netlink_socket", "nx_match", "odp_execute", "odp_execute_impl", "odp_util",
+	"ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors", "ofp_flow", "ofp_group", "ofp_match",
+	"ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port", "ofp_protocol", "ofp_queue",
+	"ofp_table", "ofp_util", "ofproto", "ofproto_dpif", "ofproto_dpif_mirror", "ofproto_dpif_monitor",
+	"ofproto_dpif_rid", "ofproto_dpif_xlate", "ofproto_xlate_cache", "ovs_lldp", "ovs_numa",
+	"ovs_rcu", "ovs_replay", "ovs_router", "ovs_thread", "ovsdb_cs", "ovsdb_error", "ovsdb_idl",
+	"ox_stat", "pcap", "pmd_perf", "poll_loop", "process", "rconn", "route_table", "rstp", "rstp_sm",
+	"sflow", "sha1", "signals", "socket_util", "socket_util_unix", "stp", "stream", "stream_fd",
+	"stream_replay", "stream_ssl", "stream_tcp", "stream_unix", "svec", "system_stats", "tc",
+	"timeval", "tunnel", "unixctl", "userspace_tso", "util", "uuid", "vconn_stream",
 }
 
 // allModules are the modules a spec may name.
