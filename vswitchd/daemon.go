@@ -86,9 +86,6 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 	return d, nil
 }
 
-// Vlog returns the daemon's log configuration.
-func (d *Daemon) Vlog() *vlog.Log { return d.vlog }
-
 // ready calls OnReady the first time, then logs that the daemon started:
 // as ovs-vswitchd's version line, after a detached daemon has left the
 // terminal, so that what --detach prints on stderr is only what came
@@ -368,6 +365,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) Stop() {
 	d.teardown()
 	d.log.Info("govswitchd stopped")
+	d.vlog.Close() // the file and syslog; the console stays
 }
 
 // teardown is Stop without its log line: a start that failed has not
