@@ -135,17 +135,25 @@ func (r *rpcConn) Call(ctx context.Context, method string, params ...any) (json.
 	if err := r.write(&rpcMessage{ID: idJSON, Method: method, Params: p}); err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
+	var rep rpcReply
 	select {
-	case rep := <-ch:
-		if rep.err != nil {
-			return nil, fmt.Errorf("%s: %w", method, rep.err)
-		}
-		return rep.result, nil
+	case rep = <-ch:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
 	case <-r.done:
-		return nil, fmt.Errorf("%s: %w", method, r.Err())
+		// The reader hands a reply over before it closes done, so a
+		// reply that came just before the end is there: select picks at
+		// random among ready cases, and must not lose it.
+		select {
+		case rep = <-ch:
+		default:
+			return nil, fmt.Errorf("%s: %w", method, r.Err())
+		}
 	}
+	if rep.err != nil {
+		return nil, fmt.Errorf("%s: %w", method, rep.err)
+	}
+	return rep.result, nil
 }
 
 // errClosed is the error of a connection that ended without a read error.
@@ -175,7 +183,10 @@ func (r *rpcConn) read() {
 		ch := r.calls[id]
 		r.mu.Unlock()
 		if ch != nil {
-			ch <- rep // buffered; each id is answered once
+			select {
+			case ch <- rep: // buffered for the one reply the call waits for
+			default: // a second reply to the same id: a confused server, not a reason to hang
+			}
 		}
 	}
 	r.c.Close()
