@@ -296,3 +296,54 @@ func TestOvsAppctl(t *testing.T) {
 		t.Errorf("-t path: %q exit %d", out, code)
 	}
 }
+
+// TestCloseAnswersRequestInFlight: a command that makes the daemon close
+// its server (exit) still gets its reply, and idle connections are
+// closed at once.
+func TestCloseAnswersRequestInFlight(t *testing.T) {
+	s := NewServer("test")
+	closing := make(chan struct{})
+	closed := make(chan struct{})
+	s.Register("exit", "", 0, 0, func([]string) (string, error) {
+		close(closing)
+		// Close must not finish before this reply is written.
+		select {
+		case <-closed:
+			return "", errors.New("Close returned while a request was running")
+		case <-time.After(200 * time.Millisecond):
+		}
+		return "bye\n", nil
+	})
+	path := filepath.Join(t.TempDir(), "test.ctl")
+	if err := s.Listen(path); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(`{"id":1,"method":"exit","params":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-closing
+		s.Close()
+		close(closed)
+	}()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if want := `{"id":1,"result":"bye\n","error":null}` + "\n"; line != want || err != nil {
+		t.Fatalf("reply %q, %v; want %q", line, err, want)
+	}
+	<-closed
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Error("idle connection still open after Close")
+	}
+}

@@ -20,10 +20,8 @@ import (
 // ovs-vswitchd's where scripts are known to parse them.
 func (d *Daemon) registerCommands() {
 	s := d.ctl
-	s.Register("exit", "[--cleanup]", 0, 1, func([]string) (string, error) {
-		d.Exit()
-		return "", nil
-	})
+	s.Register("exit", "[--cleanup]", 0, 1, d.exitCmd)
+	d.registerMoreCommands()
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [DP]", 0, 2, d.dpctlDumpFlows)
