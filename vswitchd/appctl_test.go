@@ -71,9 +71,9 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 			`(?m)^upcall_received +\d+\.\d/sec +\d+\.\d{3}/sec +\d+\.\d{4}/sec   total: \d+$`, `(?m)^\d+ events never hit$`}},
 		{[]string{"memory/show"}, []string{`handlers:\d+ ports:\d+ revalidators:\d+ rules:\d+ udpif keys:\d+`}},
 		{[]string{"governor/show"}, []string{`(?m)^  handler 0: mode auto`}},
-		{[]string{"ofproto/trace", br, trace}, []string{`(?m)^Flow: `, `(?m)^ 0\. priority 0\n    NORMAL$`,
+		{[]string{"ofproto/trace", br, trace}, []string{`(?m)^Flow: tcp,in_port=1,vlan_tci=0x0000,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,tp_src=1,tp_dst=80,tcp_flags=0$`, `(?m)^ 0\. priority 0\n    NORMAL$`,
 			// 0b has sent nothing, so NORMAL floods: to the other port(s) and LOCAL.
-			`(?m)^Megaflow: .*eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\)`, `(?m)^Datapath actions: 2,0$`}},
+			`(?m)^Megaflow: recirc_id=0,eth,ip,in_port=1,.*dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_frag=no$`, `(?m)^Datapath actions: 2,0$`}},
 		{[]string{"fdb/flush"}, []string{`table successfully flushed`}},
 		{[]string{"upcall/disable-megaflows"}, []string{`megaflows disabled`}},
 		{[]string{"upcall/enable-megaflows"}, []string{`megaflows enabled`}},
