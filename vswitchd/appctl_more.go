@@ -5,4 +5,11 @@ package vswitchd
 func (d *Daemon) registerMoreCommands() {
 	s := d.ctl
 	s.Register("ofproto/trace", traceUsage, 1, 4, d.trace)
+	s.Register("ofproto/list", "", 0, 0, d.ofprotoList)
+	s.Register("dpif/dump-flows", "[-m] [--names | --no-names] bridge", 1, 3, d.dpifDumpFlows)
+	s.Register("dpif/show-dp-features", "bridge", 1, 1, d.dpifShowDPFeatures)
+	s.Register("dpif/set-dp-features", "bridge", 1, 3, d.dpifSetDPFeatures)
+	s.Register("bridge/dump-flows", "[--offload-stats] bridge", 1, 2, d.bridgeDumpFlows)
+	s.Register("fdb/stats-show", "bridge", 1, 1, d.fdbStatsShow)
+	s.Register("fdb/stats-clear", "[bridge]", 0, 1, d.fdbStatsClear)
 }
