@@ -12,4 +12,8 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("bridge/dump-flows", "[--offload-stats] bridge", 1, 2, d.bridgeDumpFlows)
 	s.Register("fdb/stats-show", "bridge", 1, 1, d.fdbStatsShow)
 	s.Register("fdb/stats-clear", "[bridge]", 0, 1, d.fdbStatsClear)
+	s.Register("dpctl/add-flow", "[dp] flow actions", 2, 5, d.dpctlPutFlow(false))
+	s.Register("dpctl/mod-flow", "[dp] flow actions", 2, 6, d.dpctlPutFlow(true))
+	s.Register("dpctl/del-flow", "[dp] flow", 1, 3, d.dpctlDelFlow)
+	s.Register("dpctl/del-flows", "[dp]", 0, 1, d.dpctlDelFlows)
 }
