@@ -253,9 +253,10 @@ func (s *Server) serve(c net.Conn) {
 		rep := reply{ID: req.ID}
 		text, err := s.handle(&req)
 		if err != nil {
-			e := err.Error()
+			e := withNewline(err.Error())
 			rep.Error = &e
 		} else {
+			text = withNewline(text)
 			rep.Result = &text
 		}
 		if err := enc.Encode(&rep); err != nil {
@@ -265,6 +266,16 @@ func (s *Server) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// withNewline ends a non-empty reply with a newline, as ovs-vswitchd's
+// unixctl does, so that ovs-appctl's output (and the error line it prints
+// after a failure) ends its line.
+func withNewline(s string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		return s + "\n"
+	}
+	return s
 }
 
 // setBusy records whether c runs a request; false means the server is

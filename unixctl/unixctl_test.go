@@ -58,12 +58,12 @@ func TestProtocol(t *testing.T) {
 	}{
 		{"success", `{"id":0,"method":"echo","params":["a","b"]}`, `{"id":0,"result":"a|b\n","error":null}`},
 		{"string id echoed", `{"id":"x7","method":"empty","params":[]}`, `{"id":"x7","result":"","error":null}`},
-		{"handler error", `{"id":2,"method":"fail","params":[]}`, `{"id":2,"result":null,"error":"it failed"}`},
+		{"handler error", `{"id":2,"method":"fail","params":[]}`, `{"id":2,"result":null,"error":"it failed\n"}`},
 		{"unknown", `{"id":3,"method":"nope","params":[]}`,
-			`{"id":3,"result":null,"error":"\"nope\" is not a valid command (use \"list-commands\" to see a list of valid commands)"}`},
-		{"too few", `{"id":4,"method":"echo","params":[]}`, `{"id":4,"result":null,"error":"\"echo\" command requires at least 1 arguments"}`},
-		{"too many", `{"id":5,"method":"echo","params":["1","2","3","4"]}`, `{"id":5,"result":null,"error":"\"echo\" command takes at most 3 arguments"}`},
-		{"non-string", `{"id":6,"method":"echo","params":[1]}`, `{"id":6,"result":null,"error":"\"echo\" command has non-string argument"}`},
+			`{"id":3,"result":null,"error":"\"nope\" is not a valid command (use \"list-commands\" to see a list of valid commands)\n"}`},
+		{"too few", `{"id":4,"method":"echo","params":[]}`, `{"id":4,"result":null,"error":"\"echo\" command requires at least 1 arguments\n"}`},
+		{"too many", `{"id":5,"method":"echo","params":["1","2","3","4"]}`, `{"id":5,"result":null,"error":"\"echo\" command takes at most 3 arguments\n"}`},
+		{"non-string", `{"id":6,"method":"echo","params":[1]}`, `{"id":6,"result":null,"error":"\"echo\" command has non-string argument\n"}`},
 		{"version", `{"id":7,"method":"version","params":[]}`, `{"id":7,"result":"govswitchd (govswitch) test\n","error":null}`},
 		{"set-options text", `{"id":8,"method":"set-options","params":["--format","text"]}`, `{"id":8,"result":"","error":null}`},
 	}

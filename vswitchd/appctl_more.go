@@ -16,4 +16,8 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("dpctl/mod-flow", "[dp] flow actions", 2, 6, d.dpctlPutFlow(true))
 	s.Register("dpctl/del-flow", "[dp] flow", 1, 3, d.dpctlDelFlow)
 	s.Register("dpctl/del-flows", "[dp]", 0, 1, d.dpctlDelFlows)
+	s.Register("ovs/route/add", "ip_addr/prefix_len out_br_name [gw] [pkt_mark=mark]", 2, 4, d.routeAdd)
+	s.Register("ovs/route/del", "ip_addr/prefix_len [pkt_mark=mark]", 1, 2, d.routeDel)
+	s.Register("ovs/route/show", "", 0, 0, d.routeShow)
+	s.Register("ovs/route/lookup", "ip_addr [pkt_mark=mark]", 1, 2, d.routeLookup)
 }

@@ -36,6 +36,7 @@ type Daemon struct {
 	byName  map[string]*ofproto.Bridge
 	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
 	exiting bool                            // set by Cleanup: no bridge comes up any more
+	routes  userRoutes                      // ovs/route/add's routes
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
