@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govswitch/govswitch/conntrack"
 	"github.com/govswitch/govswitch/datapath"
+	"golang.org/x/sys/unix"
 )
 
 const udpKey = "in_port(1),eth(src=02:00:00:00:00:01,dst=02:00:00:00:00:02),eth_type(0x0800)," +
@@ -99,4 +101,16 @@ func FuzzParseUFID(f *testing.F) {
 			t.Fatalf("%q parsed to %s", s, got)
 		}
 	})
+}
+
+func TestCtStatsText(t *testing.T) {
+	tcp := conntrack.Entry{Orig: conntrack.Tuple{Proto: unix.IPPROTO_TCP}, TCPState: 3, HasTCPState: true}
+	udp := conntrack.Entry{Orig: conntrack.Tuple{Proto: unix.IPPROTO_UDP}}
+	if got, want := ctStats(nil, false), "Connections Stats:\n    Total: 0\n"; got != want {
+		t.Errorf("empty: %q, want %q (ovs-vswitchd's)", got, want)
+	}
+	want := "Connections Stats:\n    Total: 3\n  TCP: 2\n    Conn per TCP states:\n\t  [ESTABLISHED]=2\n  UDP: 1\n"
+	if got := ctStats([]conntrack.Entry{tcp, udp, tcp}, true); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
 }
