@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // These tests run the same steps against ovs-vswitchd 3.1 and govswitchd
@@ -189,6 +191,8 @@ type switchRun struct {
 	routeAdd, lookup   appctlResult
 	routes             []string // prefixes ovs/route/show lists
 	userRoute          string   // its User: line
+	ctDump, ctStats    appctlResult
+	ctFlush, ctAfter   appctlResult
 }
 
 // steps runs the comparison's steps against the switch answering at ctl,
@@ -240,6 +244,17 @@ func steps(t *testing.T, b *bed, ctl, dpName, intName string) switchRun {
 	}
 	sort.Strings(r.routes)
 	r.routes = slices.Compact(r.routes)
+	// Conntrack: one UDP connection, made through ctnetlink.
+	ct := &netlink.ConntrackFlow{FamilyType: netlink.FAMILY_V4, TimeOut: 100,
+		Forward: netlink.IPTuple{SrcIP: net.ParseIP("10.77.0.1").To4(), DstIP: net.ParseIP("10.77.0.2").To4(), Protocol: unix.IPPROTO_UDP, SrcPort: 1234, DstPort: 53},
+		Reverse: netlink.IPTuple{SrcIP: net.ParseIP("10.77.0.2").To4(), DstIP: net.ParseIP("10.77.0.1").To4(), Protocol: unix.IPPROTO_UDP, SrcPort: 53, DstPort: 1234}}
+	if err := netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, ct); err != nil {
+		t.Fatalf("create a conntrack entry: %v", err)
+	}
+	r.ctDump = appctlAt(t, ctl, "dpctl/dump-conntrack")
+	r.ctStats = appctlAt(t, ctl, "dpctl/ct-stats-show")
+	r.ctFlush = appctlAt(t, ctl, "dpctl/flush-conntrack")
+	r.ctAfter = appctlAt(t, ctl, "dpctl/dump-conntrack")
 	r.dpsBefore = dumpDPs(t)
 	r.exit = appctlAt(t, ctl, "exit", "--cleanup")
 	return r
@@ -312,6 +327,16 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 		if r.s.routeAdd.out != "OK\n" || r.s.userRoute != wantUser || r.s.lookup.out != wantLookup {
 			t.Errorf("%s: ovs/route/add %q %q, show %q, lookup %q %q; want OK, %q, %q", r.name,
 				r.s.routeAdd.out, r.s.routeAdd.err, r.s.userRoute, r.s.lookup.out, r.s.lookup.err, wantUser, wantLookup)
+		}
+	}
+	// Conntrack: the same entry, the same counts, flushed by both.
+	if ovs.ctDump.out != gov.ctDump.out || ovs.ctStats.out != gov.ctStats.out || !strings.Contains(gov.ctDump.out, "udp,orig=(src=10.77.0.1") {
+		t.Errorf("conntrack differs:\novs-vswitchd dump %q %q, stats %q\ngovswitchd   dump %q %q, stats %q",
+			ovs.ctDump.out, ovs.ctDump.err, ovs.ctStats.out, gov.ctDump.out, gov.ctDump.err, gov.ctStats.out)
+	}
+	for _, s := range []switchRun{ovs, gov} {
+		if s.ctFlush.code != 0 || s.ctAfter.out != "" {
+			t.Errorf("%s: flush-conntrack exit %d %s; dump after: %q", s.dpName, s.ctFlush.code, s.ctFlush.err, s.ctAfter.out)
 		}
 	}
 	// After exit --cleanup, as checked when ovs-appctl returned: no

@@ -74,6 +74,12 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 		{[]string{"ofproto/trace", br, trace}, []string{`(?m)^Flow: tcp,in_port=1,vlan_tci=0x0000,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,tp_src=1,tp_dst=80,tcp_flags=0$`, `(?m)^ 0\. priority 0\n    NORMAL$`,
 			// 0b has sent nothing, so NORMAL floods: to the other port(s) and LOCAL.
 			`(?m)^Megaflow: recirc_id=0,eth,ip,in_port=1,.*dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_frag=no$`, `(?m)^Datapath actions: 2,0$`}},
+		{[]string{"ofproto/list"}, []string{`^` + q(br) + `\n$`}},
+		{[]string{"dpif/dump-flows", br}, []string{`(?m)^recirc_id\(0\),in_port\(1\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:`}},
+		{[]string{"bridge/dump-flows", br}, []string{`(?m)^duration=\d+s, n_packets=\d+, n_bytes=\d+, priority=0,actions=NORMAL$`}},
+		{[]string{"fdb/stats-show", br}, []string{`(?m)^  Total number of learned MAC entries     : [1-9]\d*$`}},
+		{[]string{"dpif/show-dp-features", br}, []string{`(?m)^Ufid: Yes$`, `(?m)^CT zone: (Yes|No)$`}},
+		{[]string{"ofproto/trace", br, "in_port=" + port1 + ",dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b"}, []string{`(?m)^Datapath actions: 2,0$`}},
 		{[]string{"fdb/flush"}, []string{`table successfully flushed`}},
 		{[]string{"upcall/disable-megaflows"}, []string{`megaflows disabled`}},
 		{[]string{"upcall/enable-megaflows"}, []string{`megaflows enabled`}},
