@@ -93,6 +93,11 @@ const (
 
 // request sends a ctnetlink request and returns the replies' payloads.
 func request(typ uint16, flags netlink.HeaderFlags) ([][]byte, error) {
+	return requestAttrs(typ, flags, nil)
+}
+
+// requestAttrs is request with attributes after the nfgenmsg.
+func requestAttrs(typ uint16, flags netlink.HeaderFlags, attrs []byte) ([][]byte, error) {
 	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
 		return nil, fmt.Errorf("conntrack: %w", err)
@@ -100,7 +105,7 @@ func request(typ uint16, flags netlink.HeaderFlags) ([][]byte, error) {
 	defer c.Close()
 	// struct nfgenmsg: family (all), version 0, res_id 0.
 	msg := netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysCtnetlink<<8 | typ),
-		Flags: netlink.Request | flags}, Data: []byte{unix.AF_UNSPEC, 0, 0, 0}}
+		Flags: netlink.Request | flags}, Data: append([]byte{unix.AF_UNSPEC, 0, 0, 0}, attrs...)}
 	msgs, err := c.Execute(msg)
 	if err != nil {
 		return nil, fmt.Errorf("conntrack: %w", err)
@@ -133,6 +138,59 @@ func Dump() ([]Entry, error) {
 func Flush() error {
 	_, err := request(msgDelete, netlink.Acknowledge)
 	return err
+}
+
+// Delete deletes the connection e names by its original tuple and zone;
+// an error wrapping unix.ENOENT if it is gone.
+func Delete(e *Entry) error {
+	b, err := encodeKey(e)
+	if err != nil {
+		return err
+	}
+	_, err = requestAttrs(msgDelete, netlink.Acknowledge, b)
+	return err
+}
+
+// encodeKey encodes what names a connection to the kernel: its original
+// tuple and its zone.
+func encodeKey(e *Entry) ([]byte, error) {
+	ae := netlink.NewAttributeEncoder()
+	ae.ByteOrder = binary.BigEndian
+	t := &e.Orig
+	ae.Nested(ctaTupleOrig, func(n *netlink.AttributeEncoder) error {
+		n.Nested(ctaTupleIP, func(ip *netlink.AttributeEncoder) error {
+			if t.Src.Is4() {
+				ip.Bytes(ctaIPv4Src, t.Src.AsSlice())
+				ip.Bytes(ctaIPv4Dst, t.Dst.AsSlice())
+			} else {
+				ip.Bytes(ctaIPv6Src, t.Src.AsSlice())
+				ip.Bytes(ctaIPv6Dst, t.Dst.AsSlice())
+			}
+			return nil
+		})
+		n.Nested(ctaTupleProto, func(p *netlink.AttributeEncoder) error {
+			p.Uint8(ctaProtoNum, t.Proto)
+			switch t.Proto {
+			case unix.IPPROTO_ICMP:
+				p.Uint16(ctaProtoICMPID, t.ICMPID)
+				p.Uint8(ctaProtoICMPType, t.ICMPType)
+				p.Uint8(ctaProtoICMPCode, t.ICMPCode)
+			case unix.IPPROTO_ICMPV6:
+				p.Uint16(ctaProtoICMP6ID, t.ICMPID)
+				p.Uint8(ctaProtoICMP6Typ, t.ICMPType)
+				p.Uint8(ctaProtoICMP6Cod, t.ICMPCode)
+			default:
+				p.Uint16(ctaProtoSrcPort, t.SrcPort)
+				p.Uint16(ctaProtoDstPort, t.DstPort)
+			}
+			return nil
+		})
+		return nil
+	})
+	if e.Zone != 0 {
+		ae.Uint16(ctaZone, e.Zone)
+	}
+	return ae.Encode()
 }
 
 // ParseEntry decodes one ctnetlink conntrack message's payload (struct

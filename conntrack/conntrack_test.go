@@ -142,3 +142,37 @@ func FuzzParseEntry(f *testing.F) {
 		_ = e.Format(true, true)
 	})
 }
+
+// TestEncodeKey: Delete names a connection by what the kernel sent for
+// it: the original tuple (ICMP ids and all) and the zone.
+func TestEncodeKey(t *testing.T) {
+	for _, e := range []Entry{udp, icmp, tcp} {
+		b, err := encodeKey(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad, err := netlink.NewAttributeDecoder(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad.ByteOrder = binary.BigEndian
+		var got Tuple
+		var zone uint16
+		for ad.Next() {
+			switch ad.Type() {
+			case ctaTupleOrig:
+				ad.Nested(func(n *netlink.AttributeDecoder) error { return parseTuple(n, &got) })
+			case ctaZone:
+				zone = ad.Uint16()
+			default:
+				t.Errorf("unexpected attribute %d", ad.Type())
+			}
+		}
+		if err := ad.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got != e.Orig || zone != e.Zone {
+			t.Errorf("encoded %+v zone %d, want %+v zone %d", got, zone, e.Orig, e.Zone)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,19 +87,34 @@ func (d *Daemon) dpctlDumpConntrack(args []string) (string, error) {
 	return sb.String(), nil
 }
 
-// dpctlFlushConntrack is dpctl/flush-conntrack [DP]: every connection.
-// Flushing one zone or one connection is refused: not implemented.
+// dpctlFlushConntrack is dpctl/flush-conntrack [DP] [zone=N]: every
+// connection, or those of one zone. Flushing one connection by its tuple
+// is refused: not implemented.
 func (d *Daemon) dpctlFlushConntrack(args []string) (string, error) {
 	for _, a := range args {
-		if strings.HasPrefix(a, "zone=") || strings.Contains(a, "=") {
-			return "", fmt.Errorf("dpctl/flush-conntrack: %s: govswitchd flushes the whole table only (no zone or tuple)", a)
+		if strings.Contains(a, "=") && !strings.HasPrefix(a, "zone=") {
+			return "", fmt.Errorf("dpctl/flush-conntrack: %s: govswitchd flushes a whole table or zone only, not one connection", a)
 		}
 	}
-	if _, err := d.ctArgs("dpctl/flush-conntrack", args, nil); err != nil {
+	zone, err := d.ctArgs("dpctl/flush-conntrack", args, nil)
+	if err != nil {
 		return "", err
 	}
-	if err := conntrack.Flush(); err != nil {
-		return "", fmt.Errorf("flushing conntrack (%v)", err)
+	if zone == nil {
+		if err := conntrack.Flush(); err != nil {
+			return "", fmt.Errorf("flushing conntrack (%v)", err)
+		}
+		return "", nil
+	}
+	entries, err := ctDump(zone)
+	if err != nil {
+		return "", err
+	}
+	for i := range entries {
+		// A connection that ended meanwhile is flushed already.
+		if err := conntrack.Delete(&entries[i]); err != nil && !errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("flushing conntrack zone %d (%v)", *zone, err)
+		}
 	}
 	return "", nil
 }

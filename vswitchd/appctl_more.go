@@ -17,7 +17,7 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("dpctl/del-flow", "[dp] flow", 1, 3, d.dpctlDelFlow)
 	s.Register("dpctl/del-flows", "[dp]", 0, 1, d.dpctlDelFlows)
 	s.Register("dpctl/dump-conntrack", "[-m] [-s] [dp] [zone=N]", 0, 4, d.dpctlDumpConntrack)
-	s.Register("dpctl/flush-conntrack", "[dp]", 0, 4, d.dpctlFlushConntrack)
+	s.Register("dpctl/flush-conntrack", "[dp] [zone=N]", 0, 4, d.dpctlFlushConntrack)
 	s.Register("dpctl/ct-stats-show", "[-m] [dp] [zone=N]", 0, 3, d.dpctlCtStatsShow)
 	s.Register("ovs/route/add", "ip_addr/prefix_len out_br_name [gw] [pkt_mark=mark]", 2, 4, d.routeAdd)
 	s.Register("ovs/route/del", "ip_addr/prefix_len [pkt_mark=mark]", 1, 2, d.routeDel)

@@ -193,6 +193,8 @@ type switchRun struct {
 	userRoute          string   // its User: line
 	ctDump, ctStats    appctlResult
 	ctFlush, ctAfter   appctlResult
+	ctFlushZone        appctlResult
+	ctAfterZone        appctlResult
 }
 
 // steps runs the comparison's steps against the switch answering at ctl,
@@ -255,6 +257,11 @@ func steps(t *testing.T, b *bed, ctl, dpName, intName string) switchRun {
 	}
 	r.ctDump = appctlAt(t, ctl, "dpctl/dump-conntrack")
 	r.ctStats = appctlAt(t, ctl, "dpctl/ct-stats-show")
+	r.ctFlushZone = appctlAt(t, ctl, "dpctl/flush-conntrack", "zone=0")
+	r.ctAfterZone = appctlAt(t, ctl, "dpctl/dump-conntrack")
+	if err := netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, ct); err != nil {
+		t.Fatalf("create a conntrack entry again: %v", err)
+	}
 	r.ctFlush = appctlAt(t, ctl, "dpctl/flush-conntrack")
 	r.ctAfter = appctlAt(t, ctl, "dpctl/dump-conntrack")
 	r.dpsBefore = dumpDPs(t)
@@ -275,6 +282,13 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 		"--", "add-port", b.name, intName, "--", "set", "interface", intName, "type=internal")
 	ovs := steps(t, b, o.ctl, "system@ovs-system", intName)
 
+	// The kernel may finish unregistering the old internal devices just
+	// after the datapath is gone; govswitchd's datapath takes the name.
+	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name) || linkExists(intName); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ovs-vswitchd's exit --cleanup left %s or %s for 5 s", b.name, intName)
+		}
+	}
 	b.start(t, "--port", intName+":internal")
 	gov := steps(t, b, b.d.ctl.Addr(), "system@"+b.name, intName)
 
@@ -339,6 +353,9 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 	for _, s := range []switchRun{ovs, gov} {
 		if s.ctFlush.code != 0 || s.ctAfter.out != "" {
 			t.Errorf("%s: flush-conntrack exit %d %s; dump after: %q", s.dpName, s.ctFlush.code, s.ctFlush.err, s.ctAfter.out)
+		}
+		if s.ctFlushZone.code != 0 || s.ctAfterZone.out != "" {
+			t.Errorf("%s: flush-conntrack zone=0 exit %d %s; dump after: %q", s.dpName, s.ctFlushZone.code, s.ctFlushZone.err, s.ctAfterZone.out)
 		}
 	}
 	// After exit --cleanup, as checked when ovs-appctl returned: no
