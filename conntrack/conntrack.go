@@ -93,11 +93,12 @@ const (
 
 // request sends a ctnetlink request and returns the replies' payloads.
 func request(typ uint16, flags netlink.HeaderFlags) ([][]byte, error) {
-	return requestAttrs(typ, flags, nil)
+	return requestAttrs(typ, flags, unix.AF_UNSPEC, nil)
 }
 
-// requestAttrs is request with attributes after the nfgenmsg.
-func requestAttrs(typ uint16, flags netlink.HeaderFlags, attrs []byte) ([][]byte, error) {
+// requestAttrs is request for one address family (the kernel parses a
+// tuple only for a given family), with attributes after the nfgenmsg.
+func requestAttrs(typ uint16, flags netlink.HeaderFlags, family uint8, attrs []byte) ([][]byte, error) {
 	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
 	if err != nil {
 		return nil, fmt.Errorf("conntrack: %w", err)
@@ -105,7 +106,7 @@ func requestAttrs(typ uint16, flags netlink.HeaderFlags, attrs []byte) ([][]byte
 	defer c.Close()
 	// struct nfgenmsg: family (all), version 0, res_id 0.
 	msg := netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(nfnlSubsysCtnetlink<<8 | typ),
-		Flags: netlink.Request | flags}, Data: append([]byte{unix.AF_UNSPEC, 0, 0, 0}, attrs...)}
+		Flags: netlink.Request | flags}, Data: append([]byte{family, 0, 0, 0}, attrs...)}
 	msgs, err := c.Execute(msg)
 	if err != nil {
 		return nil, fmt.Errorf("conntrack: %w", err)
@@ -147,7 +148,11 @@ func Delete(e *Entry) error {
 	if err != nil {
 		return err
 	}
-	_, err = requestAttrs(msgDelete, netlink.Acknowledge, b)
+	family := uint8(unix.AF_INET)
+	if e.Orig.Src.Is6() {
+		family = unix.AF_INET6
+	}
+	_, err = requestAttrs(msgDelete, netlink.Acknowledge, family, b)
 	return err
 }
 

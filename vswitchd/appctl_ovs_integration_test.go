@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -259,7 +260,9 @@ func steps(t *testing.T, b *bed, ctl, dpName, intName string) switchRun {
 	r.ctStats = appctlAt(t, ctl, "dpctl/ct-stats-show")
 	r.ctFlushZone = appctlAt(t, ctl, "dpctl/flush-conntrack", "zone=0")
 	r.ctAfterZone = appctlAt(t, ctl, "dpctl/dump-conntrack")
-	if err := netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, ct); err != nil {
+	// (ovs-vswitchd's zone flush leaves it in UML's kernel, which has
+	// no zones: then it is there already.)
+	if err := netlink.ConntrackCreate(netlink.ConntrackTable, netlink.FAMILY_V4, ct); err != nil && !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("create a conntrack entry again: %v", err)
 	}
 	r.ctFlush = appctlAt(t, ctl, "dpctl/flush-conntrack")
@@ -354,10 +357,13 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 		if s.ctFlush.code != 0 || s.ctAfter.out != "" {
 			t.Errorf("%s: flush-conntrack exit %d %s; dump after: %q", s.dpName, s.ctFlush.code, s.ctFlush.err, s.ctAfter.out)
 		}
-		if s.ctFlushZone.code != 0 || s.ctAfterZone.out != "" {
-			t.Errorf("%s: flush-conntrack zone=0 exit %d %s; dump after: %q", s.dpName, s.ctFlushZone.code, s.ctFlushZone.err, s.ctAfterZone.out)
-		}
 	}
+	// flush-conntrack zone=0 empties zone 0. (ovs-vswitchd 3.1 answers
+	// it but leaves the entry on UML's kernel, which lacks zones.)
+	if gov.ctFlushZone.code != 0 || gov.ctAfterZone.out != "" {
+		t.Errorf("govswitchd: flush-conntrack zone=0 exit %d %s; dump after: %q", gov.ctFlushZone.code, gov.ctFlushZone.err, gov.ctAfterZone.out)
+	}
+	t.Logf("ovs-vswitchd: flush-conntrack zone=0 exit %d, dump after: %q", ovs.ctFlushZone.code, ovs.ctAfterZone.out)
 	// After exit --cleanup, as checked when ovs-appctl returned: no
 	// datapath, no internal port, for either switch. ovs-vswitchd's is
 	// checked here because govswitchd's bed would have recreated it.

@@ -63,6 +63,7 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 			`(?m)^    ` + q(port1) + ` 1/1: \(system\)$`}},
 		{[]string{"dpctl/show"}, []string{`(?m)^  lookups: hit:\d+ missed:\d+ lost:\d+$`, `(?m)^  flows: \d+$`, `(?m)^  port 1: ` + q(port1) + `$`}},
 		{[]string{"dpctl/dump-flows"}, []string{`(?m)in_port\(1\).*packets:\d+, bytes:\d+, used:\S+, actions:`}},
+		{[]string{"dpif/dump-flows", br}, []string{`(?m)^recirc_id\(0\),in_port\(1\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:`}},
 		{[]string{"fdb/show", br}, []string{`^ port  VLAN  MAC                Age\n`, `(?m)^    1     0  02:00:00:00:00:0a +\d+$`}},
 		{[]string{"upcall/show"}, []string{`(?m)^  flows         : \(current \d+\) \(avg \d+\) \(max \d+\) \(limit \d+\)$`,
 			`(?m)^  dump duration : \d+ms$`, `(?m)^  ufid enabled : true$`}},
@@ -75,7 +76,6 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 			// 0b has sent nothing, so NORMAL floods: to the other port(s) and LOCAL.
 			`(?m)^Megaflow: recirc_id=0,eth,ip,in_port=1,.*dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_frag=no$`, `(?m)^Datapath actions: 2,0$`}},
 		{[]string{"ofproto/list"}, []string{`^` + q(br) + `\n$`}},
-		{[]string{"dpif/dump-flows", br}, []string{`(?m)^recirc_id\(0\),in_port\(1\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:`}},
 		{[]string{"bridge/dump-flows", br}, []string{`(?m)^duration=\d+s, n_packets=\d+, n_bytes=\d+, priority=0,actions=NORMAL$`}},
 		{[]string{"fdb/stats-show", br}, []string{`(?m)^  Total number of learned MAC entries     : [1-9]\d*$`}},
 		{[]string{"dpif/show-dp-features", br}, []string{`(?m)^Ufid: Yes$`, `(?m)^CT zone: (Yes|No)$`}},

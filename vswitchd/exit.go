@@ -12,7 +12,9 @@ import (
 // what the daemon created, as ovs-vswitchd does: every bridge's datapath,
 // and with it the datapath's ports (internal ports and their network
 // devices vanish; system devices are only detached). The reply comes once
-// that is done, so that when ovs-appctl returns the kernel is clean.
+// that is done, so that when ovs-appctl returns the kernel is clean
+// (ovs-vswitchd 3.1 answers first and cleans up as it exits, so its
+// callers wait for the process to end; they may still do that here).
 func (d *Daemon) exitCmd(args []string) (string, error) {
 	cleanup := false
 	if len(args) == 1 {
