@@ -62,7 +62,18 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 		sb.Write(openflow.AppendMatchText(nil, &final, &ffm, openflow.MatchText{Priority: openflow.DefaultPriority}))
 	}
 	sb.WriteString("\nMegaflow: ")
-	sb.Write(openflow.AppendMatchText(nil, &of, &out.WC, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
+	wc := out.WC
+	// As ovs-vswitchd prints it: header bits of an absent header are not
+	// shown (for an untagged packet the datapath matches "no tag" anyway).
+	for i := range wc.VLANs {
+		if key.VLANs[i].TCI&flow.VLANPresent == 0 {
+			wc.VLANs[i] = flow.VLAN{}
+		}
+	}
+	if key.EthType != flow.EthTypeMPLS && key.EthType != flow.EthTypeMPLSM {
+		wc.MPLSLSE = 0
+	}
+	sb.Write(openflow.AppendMatchText(nil, &of, &wc, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
 	fmt.Fprintf(&sb, "\nDatapath actions: %s\n", datapath.FormatActions(out.Actions))
 	return sb.String()
 }

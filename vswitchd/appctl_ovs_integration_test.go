@@ -332,6 +332,21 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 			t.Logf("dpctl/del-flow by key: exit %d %s", s.del.code, strings.TrimSpace(s.del.err))
 		})
 	}
+	// ofproto/trace: the same Flow, Megaflow and Datapath actions lines,
+	// OpenFlow port numbers aside (the two number ports their own way).
+	traceLines := func(out string) []string {
+		inPort := regexp.MustCompile(`in_port=\d+`)
+		var keep []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "Flow: ") || strings.HasPrefix(l, "Megaflow: ") {
+				keep = append(keep, inPort.ReplaceAllString(l, "in_port=N"))
+			}
+		}
+		return keep
+	}
+	if o, g := traceLines(ovs.trace.out), traceLines(gov.trace.out); !slices.Equal(o, g) || len(o) != 2 {
+		t.Errorf("ofproto/trace differs:\novs-vswitchd %q\ngovswitchd   %q", o, g)
+	}
 	// ovs/route/*: the same kernel routes, and the same answers for a
 	// route added over the internal port.
 	if !slices.Equal(ovs.routes, gov.routes) {
