@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
+
+	"github.com/govswitch/govswitch/internal/vlog"
 )
 
 // ConnKind says how a connection came to be, which decides what it is
@@ -104,7 +106,7 @@ func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
 		probe = serviceProbe
 	}
 	c := &Conn{m: m, nc: nc, kind: kind, target: target, probe: probe,
-		log:  m.log.With("conn", target, "kind", kind.String()),
+		log:  m.log.With(vlog.ModuleKey, "vconn", "conn", target, "kind", kind.String()),
 		send: make(chan []byte, connQueueLen), closed: make(chan struct{}), done: make(chan struct{}),
 		role: openflow.RoleEqual, async: defaultAsync, missSendLen: DefaultMissSendLen,
 		tokens: float64(m.cfg.PacketInBurst)}
@@ -217,7 +219,7 @@ func (c *Conn) run(ready func(*Conn)) {
 	m, err := openflow.Decode(raw)
 	peer, ok := m.(*openflow.Hello)
 	if err != nil || !ok {
-		c.log.Info("first message is not a hello; closing", "err", err)
+		c.log.Warn("first message is not a hello; closing", "err", err)
 		return
 	}
 	v, ok := openflow.Negotiate(ours, peer)
@@ -230,7 +232,7 @@ func (c *Conn) run(ready func(*Conn)) {
 		em := e.Reply(raw)
 		em.Data = []byte(fmt.Sprintf("we support versions bitmap %#x, peer %#x (version %d)", ours, peer.Versions, peer.Version))
 		c.queueMsg(em)
-		c.log.Info("no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
+		c.log.Warn("version negotiation failed: no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
 		c.flushAndClose()
 		return
 	}

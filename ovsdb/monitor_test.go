@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"runtime"
 	"strings"
@@ -20,7 +21,7 @@ func startMonitor(t *testing.T, srv *ovsdbtest.Server, sw Switch) {
 	m := NewMonitor(sw, srv.Remote)
 	m.Refresh = 200 * time.Millisecond
 	var mu sync.Mutex
-	m.Logf = func(format string, args ...any) {
+	m.Logf = func(_ slog.Level, format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Logf("monitor: "+format, args...)

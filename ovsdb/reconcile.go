@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"syscall"
@@ -78,9 +79,11 @@ type Reconciler struct {
 	sw      Switch
 	running map[string]*applied
 	global  Global
-	// Logf receives one line per change and per problem; nil discards.
-	// A problem is logged when it appears, not again on every pass.
-	Logf func(format string, args ...any)
+	// Logf receives one line per change (at slog.LevelInfo) and per
+	// problem (LevelWarn for configuration refused, LevelError for an
+	// operation that failed); nil discards. A problem is logged when it
+	// appears, not again on every pass.
+	Logf func(level slog.Level, format string, args ...any)
 
 	seen, seenNext map[string]bool // problems logged on the last pass, this pass
 }
@@ -93,19 +96,27 @@ func NewReconciler(sw Switch) *Reconciler {
 
 func (r *Reconciler) logf(format string, args ...any) {
 	if r.Logf != nil {
-		r.Logf(format, args...)
+		r.Logf(slog.LevelInfo, format, args...)
 	}
 }
 
-// problemf logs a problem unless the previous pass logged it too.
-func (r *Reconciler) problemf(format string, args ...any) {
+func (r *Reconciler) errorf(format string, args ...any) {
+	if r.Logf != nil {
+		r.Logf(slog.LevelError, format, args...)
+	}
+}
+
+// problemf logs a problem at level (slog.LevelWarn for configuration
+// refused, LevelError for a bridge or port that failed to come up),
+// unless the previous pass logged it too.
+func (r *Reconciler) problemf(level slog.Level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if r.seenNext == nil {
 		r.seenNext = map[string]bool{}
 	}
 	r.seenNext[msg] = true
-	if !r.seen[msg] {
-		r.logf("%s", msg)
+	if !r.seen[msg] && r.Logf != nil {
+		r.Logf(level, "%s", msg)
 	}
 }
 
@@ -117,7 +128,7 @@ func (r *Reconciler) problemf(format string, args ...any) {
 func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map[string]uint64) {
 	defer func() { r.seen, r.seenNext = r.seenNext, nil }()
 	for _, p := range d.Problems {
-		r.problemf("%s", p)
+		r.problemf(slog.LevelWarn, "%s", p)
 	}
 	want := map[string]*BridgeConfig{}
 	for i := range d.Bridges {
@@ -132,7 +143,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	for _, n := range names {
 		if want[n] == nil {
 			if err := r.sw.DeleteBridge(n); err != nil {
-				r.logf("bridge %s: delete: %v", n, err)
+				r.errorf("bridge %s: delete: %v", n, err)
 			} else {
 				r.logf("bridge %s: deleted", n)
 			}
@@ -149,7 +160,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		bc := &d.Bridges[i]
 		berr := r.applyBridge(bc)
 		if berr != nil {
-			r.problemf("bridge %s: %v", bc.Name, berr)
+			r.problemf(slog.LevelError, "bridge %s: %v", bc.Name, berr)
 			for _, pc := range bc.Ports {
 				msg := pc.Err
 				if msg == "" {
@@ -233,7 +244,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue
 		}
 		if err := r.sw.DeletePort(bc.Name, ps.Name); err != nil {
-			r.logf("bridge %s: port %s: delete: %v", bc.Name, ps.Name, err)
+			r.errorf("bridge %s: port %s: delete: %v", bc.Name, ps.Name, err)
 			continue
 		}
 		delete(byName, ps.Name)
@@ -244,7 +255,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if pc.Err != "" {
-			r.problemf("bridge %s: %s", bc.Name, pc.Err)
+			r.problemf(slog.LevelWarn, "bridge %s: %s", bc.Name, pc.Err)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: pc.Err}
 			continue
 		}
@@ -253,7 +264,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		}
 		if err := r.sw.AddPort(bc.Name, pc); err != nil {
 			msg := addError(pc.Name, err)
-			r.problemf("bridge %s: %s", bc.Name, msg)
+			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
 			continue
 		}

@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestReconcilerRetriesFailedBridge(t *testing.T) {
 	sw.failAdd["br0"] = errors.New("no datapath module")
 	var logs []string
 	r := NewReconciler(sw)
-	r.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	r.Logf = func(l slog.Level, f string, a ...any) { logs = append(logs, l.String()+" "+fmt.Sprintf(f, a...)) }
 	d := desired(BridgeConfig{UUID: "b", Name: "br0", Ports: []PortConfig{local("br0"), port("a", 0)}})
 	ifaces, dpids := r.Apply(d)
 	if st := ifaces["i-a"]; st.ofport != -1 || !strings.Contains(st.err, "no datapath module") {
@@ -121,7 +122,7 @@ func TestReconcilerRetriesFailedBridge(t *testing.T) {
 	if dpids["b"] == 0 {
 		t.Errorf("no datapath id after the retry")
 	}
-	if n != 1 || !strings.Contains(logs[0], "bridge br0: no datapath module") {
+	if n != 1 || !strings.Contains(logs[0], "ERROR bridge br0: no datapath module") {
 		t.Errorf("log after two failing passes: %q, want the bridge's failure once", logs[:n])
 	}
 }

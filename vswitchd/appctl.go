@@ -41,11 +41,6 @@ func (d *Daemon) registerCommands() {
 	s.Register("governor/show", "", 0, 0, d.governorShow)
 	s.Register("memory/show", "", 0, 0, d.memoryShow)
 	s.Register("coverage/show", "", 0, 0, d.coverageShow)
-	s.Register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, -1, d.vlogSet)
-	s.Register("vlog/list", "", 0, 0, func([]string) (string, error) {
-		return fmt.Sprintf("                 console    syslog    file\n                 -------    ------    ------\ngovswitchd       %-10s OFF       OFF\n",
-			strings.ToUpper(d.level.Level().String())), nil
-	})
 }
 
 func (d *Daemon) bridgeArg(name string) (*ofproto.Bridge, error) {
@@ -323,21 +318,4 @@ func (d *Daemon) coverageShow([]string) (string, error) {
 	}
 	fmt.Fprintf(&sb, "%d events never hit\n", never)
 	return sb.String(), nil
-}
-
-// vlogSet accepts OVS's forms enough to change the level: "dbg",
-// "ANY:ANY:dbg", "console:info", "govswitchd:warn".
-func (d *Daemon) vlogSet(args []string) (string, error) {
-	if len(args) == 0 {
-		return "", errors.New("no arguments: try vlog/set dbg")
-	}
-	for _, a := range args {
-		parts := strings.Split(a, ":")
-		lvl, err := parseLevel(parts[len(parts)-1])
-		if err != nil {
-			return "", err
-		}
-		d.level.Set(lvl)
-	}
-	return "", nil
 }
