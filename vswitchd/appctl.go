@@ -20,10 +20,8 @@ import (
 // ovs-vswitchd's where scripts are known to parse them.
 func (d *Daemon) registerCommands() {
 	s := d.ctl
-	s.Register("exit", "[--cleanup]", 0, 1, func([]string) (string, error) {
-		d.Exit()
-		return "", nil
-	})
+	s.Register("exit", "[--cleanup]", 0, 1, d.exitCmd)
+	d.registerMoreCommands()
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [DP]", 0, 2, d.dpctlDumpFlows)
@@ -41,7 +39,6 @@ func (d *Daemon) registerCommands() {
 		return "", nil
 	})
 	s.Register("governor/show", "", 0, 0, d.governorShow)
-	s.Register("ofproto/trace", "[bridge] odp_flow", 1, 2, d.trace)
 	s.Register("memory/show", "", 0, 0, d.memoryShow)
 	s.Register("coverage/show", "", 0, 0, d.coverageShow)
 }
@@ -321,35 +318,4 @@ func (d *Daemon) coverageShow([]string) (string, error) {
 	}
 	fmt.Fprintf(&sb, "%d events never hit\n", never)
 	return sb.String(), nil
-}
-
-// trace is ofproto/trace for a flow in the datapath syntax ovs-dpctl
-// prints (and ovs-vswitchd's trace accepts): in_port(1),eth(...),...
-// Port names may stand for datapath port numbers.
-func (d *Daemon) trace(args []string) (string, error) {
-	bridges := d.Bridges()
-	var b *ofproto.Bridge
-	text := args[len(args)-1]
-	switch {
-	case len(args) == 2:
-		if b = d.Bridge(args[0]); b == nil {
-			return "", fmt.Errorf("%s: unknown bridge", args[0])
-		}
-	case len(bridges) == 1:
-		b = bridges[0]
-	default:
-		return "", errors.New("several bridges: name one (ofproto/trace BRIDGE FLOW)")
-	}
-	ports := map[string]uint32{}
-	for _, p := range b.Ports.Snapshot().List() {
-		ports[p.Name] = p.DPPort
-	}
-	key, mask, err := flow.ParseWithPorts(text, ports)
-	if err != nil {
-		return "", fmt.Errorf("ofproto/trace: %v (give a datapath flow such as in_port(1),eth(src=..,dst=..),eth_type(0x0800),ipv4(...))", err)
-	}
-	if mask.InPort == 0 {
-		return "", errors.New("ofproto/trace: the flow needs an in_port")
-	}
-	return b.Trace(&key), nil
 }

@@ -48,6 +48,8 @@ type Daemon struct {
 	bridges []*ofproto.Bridge
 	byName  map[string]*ofproto.Bridge
 	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
+	exiting bool                            // set by Cleanup: no bridge comes up any more
+	routes  userRoutes                      // ovs/route/add's routes
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
@@ -203,6 +205,12 @@ func (d *Daemon) startBridge(spec BridgeSpec) error {
 // and its OpenFlow connection manager, adds missing ports, starts it all
 // and registers the bridge with the daemon.
 func (d *Daemon) bringUp(s bridgeSetup) error {
+	d.mu.Lock()
+	exiting := d.exiting
+	d.mu.Unlock()
+	if exiting {
+		return fmt.Errorf("bridge %s: %w", s.Name, errExiting)
+	}
 	fail, err := ofproto.ParseFailMode(s.FailMode)
 	if err != nil {
 		return fmt.Errorf("bridge %s: %w", s.Name, err)
@@ -285,6 +293,15 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		return err
 	}
 	d.mu.Lock()
+	if d.exiting {
+		// Cleanup ran while this bridge came up: it must not outlive it.
+		d.mu.Unlock()
+		cm.Close()
+		b.Stop()
+		dp.Close()
+		d.provider.Delete(s.Name)
+		return fmt.Errorf("bridge %s: %w", s.Name, errExiting)
+	}
 	d.bridges = append(d.bridges, b)
 	d.byName[s.Name] = b
 	d.conns[s.Name] = cm
