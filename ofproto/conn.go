@@ -81,6 +81,10 @@ type Conn struct {
 	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
 	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
 
+	// Open bundles; only the reader goroutine touches them.
+	bundles     map[uint32]*bundle
+	bundleBytes int
+
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
 	tokensAt time.Time
@@ -96,6 +100,8 @@ var defaultAsync = openflow.AsyncConfig{
 	PacketInMask:    [2]uint32{1<<openflow.PacketInNoMatch | 1<<openflow.PacketInAction, 0},
 	PortStatusMask:  [2]uint32{7, 7},
 	FlowRemovedMask: [2]uint32{0xf, 0},
+	// 1.4: every role change, to masters and slaves alike.
+	RoleStatusMask: [2]uint32{7, 7},
 }
 
 func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
@@ -224,7 +230,7 @@ func (c *Conn) run(ready func(*Conn)) {
 	if !ok {
 		e := &openflow.Error{Version: min(peer.Version, highestVersion(ours)), Type: openflow.ErrTypeHelloFailed,
 			Code: openflow.HelloFailedIncompatible}
-		if e.Version != openflow.Version13 {
+		if !openflow.SupportedVersion(e.Version) {
 			e.Version = openflow.Version10
 		}
 		em := e.Reply(raw)

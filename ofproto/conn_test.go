@@ -268,7 +268,9 @@ func TestConnHello(t *testing.T) {
 		{name: "1.3 client", offer: []uint8{1, 4}, want: 4},
 		{name: "1.3 only switch, 1.0 client", allowed: []uint8{4}, offer: []uint8{1}, rejected: true},
 		{name: "1.0 only switch, 1.3 client", allowed: []uint8{1}, offer: []uint8{1, 4}, want: 1},
-		{name: "unknown version", offer: []uint8{6}, rejected: true},
+		{name: "unknown version", offer: []uint8{7}, rejected: true},
+		{name: "1.5 client", offer: []uint8{1, 4, 5, 6}, want: 6},
+		{name: "1.4 client", offer: []uint8{4, 5}, want: 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,252 @@
+package ofproto
+
+import (
+	"errors"
+	"time"
+
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// Bundle limits per connection: a peer cannot grow memory without bound
+// by opening bundles it never commits.
+const (
+	maxBundles      = 64
+	maxBundleBytes  = 64 << 20 // bytes of bundled messages held, all bundles together
+	maxBundleEntrys = 1 << 20
+)
+
+// bundle is one open bundle of a connection (OpenFlow 1.4 bundles, and
+// the ONF extension to 1.3). Only the connection's reader goroutine uses
+// it.
+type bundle struct {
+	id      uint32
+	flags   uint16
+	closed  bool
+	entries []bundleEntry
+	bytes   int
+}
+
+// bundleEntry is one bundled message, decoded and checked when it was
+// added; raw is the whole BUNDLE_ADD_MESSAGE (copied), which errors at
+// commit quote, as ovs-vswitchd's do.
+type bundleEntry struct {
+	raw     []byte
+	fm      FlowMod
+	skip    bool // a delete restricted to a group: selects nothing, there are no groups
+	portMod *openflow.PortMod
+}
+
+// bundleErr answers raw with the OFPBFC error code in the connection's
+// version.
+func (c *Conn) bundleErr(raw []byte, code uint16) error {
+	return c.queueMsg(openflow.BundleError(c.Version(), code, "").Reply(raw))
+}
+
+// dropBundle forgets bundle id.
+func (c *Conn) dropBundle(id uint32) {
+	if b := c.bundles[id]; b != nil {
+		c.bundleBytes -= b.bytes
+		delete(c.bundles, id)
+	}
+}
+
+func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	reply := &openflow.BundleControl{Envelope: openflow.Envelope{Version: c.Version(), Xid: m.Xid}, BundleID: m.BundleID}
+	b := c.bundles[m.BundleID]
+	switch m.Type {
+	case openflow.BundleOpenRequest:
+		if b != nil {
+			c.dropBundle(m.BundleID)
+			return c.bundleErr(raw, openflow.BundleFailedBadID)
+		}
+		if len(c.bundles) >= maxBundles {
+			return c.bundleErr(raw, openflow.BundleFailedOutOfBundles)
+		}
+		c.openBundle(m.BundleID, m.Flags)
+		reply.Type = openflow.BundleOpenReply
+	case openflow.BundleCloseRequest:
+		switch {
+		case b == nil:
+			return c.bundleErr(raw, openflow.BundleFailedBadID)
+		case b.closed:
+			c.dropBundle(m.BundleID)
+			return c.bundleErr(raw, openflow.BundleFailedBundleClosed)
+		case b.flags != m.Flags:
+			c.dropBundle(m.BundleID)
+			return c.bundleErr(raw, openflow.BundleFailedBadFlags)
+		}
+		b.closed = true
+		reply.Type = openflow.BundleCloseReply
+	case openflow.BundleCommitRequest:
+		if b == nil {
+			return c.bundleErr(raw, openflow.BundleFailedBadID)
+		}
+		// The bundle is gone whatever the outcome.
+		c.dropBundle(m.BundleID)
+		if b.flags != m.Flags {
+			return c.bundleErr(raw, openflow.BundleFailedBadFlags)
+		}
+		failed, err := c.commitBundle(b)
+		if failed != nil {
+			if err != nil {
+				return err
+			}
+			return c.bundleErr(raw, openflow.BundleFailedMsgFailed)
+		}
+		reply.Type = openflow.BundleCommitReply
+	case openflow.BundleDiscardRequest:
+		if b == nil {
+			return c.bundleErr(raw, openflow.BundleFailedBadID)
+		}
+		c.dropBundle(m.BundleID)
+		reply.Type = openflow.BundleDiscardReply
+	default:
+		return c.bundleErr(raw, openflow.BundleFailedBadType)
+	}
+	return c.queueMsg(reply)
+}
+
+func (c *Conn) openBundle(id uint32, flags uint16) *bundle {
+	if c.bundles == nil {
+		c.bundles = make(map[uint32]*bundle)
+	}
+	b := &bundle{id: id, flags: flags}
+	c.bundles[id] = b
+	return b
+}
+
+// bundleAdd checks and decodes a bundled message and queues it, opening
+// the bundle if need be. A message that fails its checks is answered with
+// its error and leaves the bundle as it was, as in ovs-vswitchd.
+func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	v := c.Version()
+	e := bundleEntry{raw: append([]byte(nil), raw...)}
+	inner, err := openflow.Decode(m.Message)
+	if err != nil {
+		var oe *openflow.Error
+		if !errors.As(err, &oe) || unknownMessage(oe) {
+			// An unknown type (a group or meter mod among them: the
+			// switch has neither) cannot be bundled.
+			return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
+		}
+		o := *oe
+		o.Version = v
+		return c.queueMsg(o.Reply(raw))
+	}
+	switch im := inner.(type) {
+	case *openflow.FlowMod:
+		fm, typ, code, ok := c.toFlowMod(im)
+		if !ok {
+			return c.sendError(raw, typ, code)
+		}
+		if err := check(&fm); err != nil {
+			typ, code := flowModError(v, err)
+			return c.sendError(raw, typ, code)
+		}
+		if im.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
+			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBufferUnknown)
+		}
+		e.fm = fm
+		e.skip = fm.Command >= CmdDelete && im.OutGroup != openflow.GroupAny
+	case *openflow.PortMod:
+		pm := *im
+		e.portMod = &pm
+	default:
+		// Packet-outs in bundles are not implemented: refused rather
+		// than run at the wrong time.
+		return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
+	}
+	b := c.bundles[m.BundleID]
+	switch {
+	case b == nil:
+		if len(c.bundles) >= maxBundles {
+			return c.bundleErr(raw, openflow.BundleFailedOutOfBundles)
+		}
+		b = c.openBundle(m.BundleID, m.Flags)
+	case b.closed:
+		c.dropBundle(m.BundleID)
+		return c.bundleErr(raw, openflow.BundleFailedBundleClosed)
+	case b.flags != m.Flags:
+		c.dropBundle(m.BundleID)
+		return c.bundleErr(raw, openflow.BundleFailedBadFlags)
+	}
+	if c.bundleBytes+len(e.raw) > maxBundleBytes || len(b.entries) >= maxBundleEntrys {
+		return c.bundleErr(raw, openflow.BundleFailedMsgTooMany)
+	}
+	b.entries = append(b.entries, e)
+	b.bytes += len(e.raw)
+	c.bundleBytes += len(e.raw)
+	return nil
+}
+
+// unknownMessage reports whether a decode error says the message type
+// itself is unknown, rather than its content bad.
+func unknownMessage(e *openflow.Error) bool {
+	if e.Type != openflow.ErrTypeBadRequest {
+		return false
+	}
+	switch e.Code {
+	case openflow.BadRequestBadType, openflow.BadRequestBadStat, openflow.BadRequestBadVendor,
+		openflow.BadRequestBadSubtype:
+		return true
+	}
+	return false
+}
+
+// commitBundle applies b's flow mods as one atomic change of the tables
+// (readers and translation see all of them or none) and then its port
+// mods. If a message fails, nothing changes: that message's error goes to
+// the peer and failed is it; err is an error closing the connection.
+//
+// As in ovs-vswitchd, port mods cannot be undone, so an atomic bundle
+// holding one fails (OFPBFC_MSG_FAILED for the port mod); a non-atomic
+// one checks its port mods first and applies them after the flow mods.
+func (c *Conn) commitBundle(b *bundle) (failed *bundleEntry, err error) {
+	v := c.Version()
+	var fms []*FlowMod
+	var idx []int
+	loose := false
+	for i := range b.entries {
+		e := &b.entries[i]
+		if e.portMod != nil {
+			if b.flags&openflow.BundleAtomic != 0 {
+				return e, c.bundleErr(e.raw, openflow.BundleFailedMsgFailed)
+			}
+			if typ, code, ok := c.checkPortMod(e.portMod); !ok {
+				return e, c.sendError(e.raw, typ, code)
+			}
+			continue
+		}
+		if e.skip {
+			continue
+		}
+		fms = append(fms, &e.fm)
+		idx = append(idx, i)
+		if e.fm.Command == CmdModify || e.fm.Command == CmdDelete {
+			loose = true
+		}
+	}
+	at := -1
+	now := time.Now()
+	c.m.shieldFailOpen(loose, func() {
+		err = c.m.b.Tables.ApplyAll(fms, now, &at)
+	})
+	if err != nil {
+		e := &b.entries[idx[at]]
+		typ, code := flowModError(v, err)
+		c.log.Debug("bundled flow mod failed; bundle rolled back", "bundle", b.id, "err", err)
+		return e, c.sendError(e.raw, typ, code)
+	}
+	for i := range b.entries {
+		if pm := b.entries[i].portMod; pm != nil {
+			c.applyPortMod(pm)
+		}
+	}
+	return nil, nil
+}
