@@ -145,7 +145,9 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		if !ok {
 			return c.sendError(raw, typ, code)
 		}
-		if err := check(&fm); err != nil {
+		// What ovs-vswitchd checks when it decodes the flow mod fails the
+		// add; whether a group exists it checks at commit, and so do we.
+		if err := check(&fm); err != nil && ErrKind(err) != ErrBadOutGroup {
 			typ, code := flowModError(v, err)
 			return c.sendError(raw, typ, code)
 		}

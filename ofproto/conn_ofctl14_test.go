@@ -1,0 +1,173 @@
+package ofproto
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// durations hides what differs between two dumps taken at different
+// times: durations and ages.
+var durations = regexp.MustCompile(`duration=[0-9.]+s, |idle_age=\d+, |hard_age=\d+, `)
+
+func normalize(out string) string {
+	out = durations.ReplaceAllString(out, "")
+	// The reply's name carries the version.
+	return regexp.MustCompile(`\(OF1\.[0-9]\)`).ReplaceAllString(out, "(OF)")
+}
+
+// TestConnOvsOfctl14And15 drives the real ovs-ofctl over OpenFlow 1.4 and
+// 1.5 against the switch and holds what it prints against what it prints
+// over 1.3 for the same tables.
+func TestConnOvsOfctl14And15(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	of13 := []string{"-O", "OpenFlow13"}
+	versions := map[string][]string{"1.4": {"-O", "OpenFlow14"}, "1.5": {"-O", "OpenFlow15"}}
+
+	s.ofctl(t, of13, "add-flow", "cookie=0x10,priority=100,in_port=1,actions=output:2")
+	s.ofctl(t, of13, "add-flow", "table=1,priority=7,ipv6,ipv6_src=2001:db8::1,actions=drop")
+	s.ofctl(t, of13, "add-flow", "priority=300,udp,tp_dst=53,actions=set_field:10.0.0.1->ip_dst,goto_table:3")
+
+	for name, opts := range versions {
+		t.Run(name, func(t *testing.T) {
+			out := s.ofctl(t, opts, "show")
+			for _, want := range []string{"OFPT_FEATURES_REPLY (OF" + name + ")", " 1(p1): addr:", " 2(p2): addr:", " LOCAL(br0): addr:"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("show lacks %q:\n%s", want, out)
+				}
+			}
+			if a, b := normalize(s.ofctl(t, opts, "dump-ports-desc")), normalize(s.ofctl(t, of13, "dump-ports-desc")); a != b {
+				t.Errorf("dump-ports-desc differs from 1.3:\n%s\nvs\n%s", a, b)
+			}
+			want := normalize(s.ofctl(t, of13, "dump-flows"))
+			if got := normalize(s.ofctl(t, opts, "dump-flows")); got != want {
+				t.Errorf("dump-flows differs from 1.3:\n%s\nvs\n%s", got, want)
+			}
+			s.checkDump(t, parseFlows(t, s.ofctl(t, opts, "dump-flows")), -1)
+			if got, want := normalize(s.ofctl(t, opts, "dump-aggregate")), normalize(s.ofctl(t, of13, "dump-aggregate")); got != want {
+				t.Errorf("dump-aggregate differs from 1.3:\n%s\nvs\n%s", got, want)
+			}
+			if out := s.ofctl(t, opts, "dump-ports"); !strings.Contains(out, "3 ports") || !strings.Contains(out, "port  1: rx pkts=") {
+				t.Errorf("dump-ports:\n%s", out)
+			}
+			if out := s.ofctl(t, opts, "dump-tables"); !strings.Contains(out, "table 0") || !strings.Contains(out, "active=") {
+				t.Errorf("dump-tables:\n%s", out)
+			}
+
+			// add, modify, delete.
+			s.ofctl(t, opts, "add-flow", "table=2,priority=9,tcp,tp_src=22,actions=output:1")
+			f := findFlow(parseFlows(t, s.ofctl(t, opts, "dump-flows", "table=2")), "tcp,tp_src=22")
+			if f == nil || f.priority != 9 || f.actions != "output:1" {
+				t.Fatalf("added flow dumped as %+v", f)
+			}
+			s.ofctl(t, opts, "mod-flows", "table=2,tcp,tp_src=22,actions=output:2")
+			if f := findFlow(parseFlows(t, s.ofctl(t, opts, "dump-flows", "table=2")), "tcp,tp_src=22"); f == nil || f.actions != "output:2" {
+				t.Errorf("modified flow dumped as %+v", f)
+			}
+			s.ofctl(t, opts, "del-flows", "table=2,tcp")
+			if n := len(parseFlows(t, s.ofctl(t, opts, "dump-flows", "table=2"))); n != 0 {
+				t.Errorf("%d flows in table 2 after del-flows", n)
+			}
+			if name == "1.4" {
+				s.ofctl(t, opts, "add-flow", "table=2,importance=5,priority=9,tcp,actions=drop")
+				if out := s.ofctl(t, opts, "dump-flows", "table=2"); !strings.Contains(out, "importance=5") {
+					t.Errorf("importance not kept:\n%s", out)
+				}
+				s.ofctl(t, opts, "del-flows", "table=2")
+			}
+
+			// packet-out
+			for {
+				if _, err := s.devs["p2"].Recv(10 * time.Millisecond); err != nil {
+					break
+				}
+			}
+			fr := frame(7, 8)
+			s.ofctl(t, opts, "packet-out", "in_port=controller packet="+hex.EncodeToString(fr)+" actions=output:2")
+			if got, err := s.devs["p2"].Recv(2 * time.Second); err != nil || !bytes.Equal(got, fr) {
+				t.Errorf("packet-out: p2 got % x (%v), want % x", got, err, fr)
+			}
+
+			// mod-port
+			s.ofctl(t, opts, "mod-port", "p2", "down")
+			if p := s.b.Ports.Snapshot().ByOF(2); p == nil || !p.Down {
+				t.Errorf("mod-port down: port %+v", p)
+			}
+			s.ofctl(t, opts, "mod-port", "p2", "up")
+			if p := s.b.Ports.Snapshot().ByOF(2); p == nil || p.Down {
+				t.Errorf("mod-port up: port %+v", p)
+			}
+		})
+	}
+}
+
+// TestConnOvsOfctlBundle drives ovs-ofctl --bundle over 1.3 (the ONF
+// extension), 1.4, 1.5 and the default negotiation: the flows land, a
+// bundle with one bad flow changes nothing and reports the bad one.
+func TestConnOvsOfctlBundle(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.txt", "priority=10,in_port=1,actions=output:2\ntable=1,priority=5,ip,nw_dst=10.0.0.1,actions=drop\n"+
+		"table=4,priority=5,ip,nw_dst=10.0.0.2,actions=output:1\n")
+	// The third flow is bad: the switch has no group 5 (ovs-vswitchd
+	// refuses it the same way).
+	bad := write("bad.txt", "priority=11,in_port=2,actions=output:1\ntable=1,priority=6,udp,actions=drop\n"+
+		"table=3,priority=1,actions=group:5\n")
+	for _, opts := range [][]string{
+		{"-O", "OpenFlow13", "--bundle"},
+		{"-O", "OpenFlow14", "--bundle"},
+		{"-O", "OpenFlow15", "--bundle"},
+		{"--bundle"},
+	} {
+		t.Run(strings.Join(opts, " "), func(t *testing.T) {
+			s.ofctl(t, nil, "del-flows")
+			s.ofctl(t, opts, "add-flows", good)
+			if n := s.b.Tables.Len(); n != 3 {
+				t.Fatalf("%d flows after --bundle add-flows, want 3", n)
+			}
+			s.checkDump(t, parseFlows(t, s.ofctl(t, opts, "dump-flows")), -1)
+
+			before := normalize(s.ofctl(t, nil, "dump-flows"))
+			out, err := s.ofctlErr(opts, "add-flows", bad)
+			if err == nil {
+				t.Fatalf("a bundle with a bad flow succeeded:\n%s", out)
+			}
+			msg := err.Error()
+			t.Logf("ovs-ofctl %s add-flows (one bad flow): %v", strings.Join(opts, " "), err)
+			if !strings.Contains(msg, "OFPBAC_BAD_OUT_GROUP") || !strings.Contains(msg, "OFPBFC_MSG_FAILED") {
+				t.Errorf("bad bundle: want OFPBAC_BAD_OUT_GROUP then OFPBFC_MSG_FAILED, got %v", err)
+			}
+			if after := normalize(s.ofctl(t, nil, "dump-flows")); after != before || s.b.Tables.Len() != 3 {
+				t.Errorf("a failed bundle changed the tables:\n%s\nvs\n%s", after, before)
+			}
+
+			s.ofctl(t, opts, "mod-flows", "table=1,ip,nw_dst=10.0.0.1,actions=output:1")
+			if f := findFlow(parseFlows(t, s.ofctl(t, nil, "dump-flows", "table=1")), "ip,nw_dst=10.0.0.1"); f == nil || f.actions != "output:1" {
+				t.Errorf("--bundle mod-flows: %+v", f)
+			}
+			s.ofctl(t, opts, "del-flows", "table=4")
+			if n := s.b.Tables.Len(); n != 2 {
+				t.Errorf("%d flows after --bundle del-flows, want 2", n)
+			}
+			s.ofctl(t, opts, "replace-flows", write("repl.txt", "priority=1,actions=drop\ntable=1,priority=5,ip,nw_dst=10.0.0.1,actions=drop\n"))
+			flows := parseFlows(t, s.ofctl(t, nil, "dump-flows"))
+			if len(flows) != 2 || findFlow(flows, "") == nil || findFlow(flows, "ip,nw_dst=10.0.0.1") == nil {
+				t.Errorf("--bundle replace-flows left %+v", flows)
+			}
+		})
+	}
+}
