@@ -455,7 +455,8 @@ func TestGoldenMultipart13(t *testing.T) { checkGolden(t, goldenMultipart13()) }
 // allGoldenMsgs returns the message of every golden case.
 func allGoldenMsgs(t *testing.T) []Msg {
 	var out []Msg
-	for _, cases := range [][]golden{golden10(), goldenNicira(), goldenStats10(), golden13(), goldenMultipart13()} {
+	for _, cases := range [][]golden{golden10(), goldenNicira(), goldenStats10(), golden13(), goldenMultipart13(),
+		golden14(), golden15()} {
 		for _, c := range cases {
 			out = append(out, c.msg)
 		}

@@ -102,7 +102,8 @@ type GetAsyncReply struct {
 // Props says which masks it sets: bit t for async property type t
 // (AsyncPropPacketInSlave...). A 1.4+ set-async may carry only some; a
 // 1.0 or 1.3 one sets the first six (packet-in, port status, flow
-// removed). Encoding a 1.4+ SetAsync with Props 0 sends every property.
+// removed). A 1.4+ SetAsync encodes exactly the properties Props names
+// (AsyncPropsAll for every one).
 type SetAsync struct {
 	Envelope
 	AsyncConfig
@@ -131,9 +132,6 @@ func appendAsync(b []byte, e *Envelope, typ uint8, c *AsyncConfig, present uint3
 		return b, fmt.Errorf("openflow: async config needs OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	if e.Version >= Version14 {
-		if present == 0 {
-			present = AsyncPropsAll
-		}
 		return appendAsync14(b, e, typ, c, present)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)

@@ -155,9 +155,11 @@ func (m *PortMod) append14(b []byte) ([]byte, error) {
 	b, start := begin(b, m.Version, Type13PortMod, m.Xid)
 	b = zeros(append(zeros(be32(b, m.PortNo), 4), m.HWAddr[:]...), 2)
 	b = be32(be32(b, m.Config), m.Mask)
-	// ovs-ofctl always sends the Ethernet property, advertise 0 meaning
-	// "leave it".
-	b = be32(be16(be16(b, 0), 8), m.Advertise)
+	// Advertise 0 means "leave it"; ovs-ofctl then sends no Ethernet
+	// property, and neither do we.
+	if m.Advertise != 0 {
+		b = be32(be16(be16(b, 0), 8), m.Advertise)
+	}
 	return finish(b, start)
 }
 
