@@ -512,6 +512,7 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 		m.mu.Unlock()
 		return c.sendError(raw, openflow.Err13TypeRoleRequestFail, openflow.RoleRequestFailed13BadRole)
 	}
+	var demoted []*Conn
 	if r.Role == openflow.RoleMaster {
 		// There is one master: the old one becomes a slave.
 		for o := range m.conns {
@@ -519,6 +520,9 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 				o.mu.Lock()
 				if o.role == openflow.RoleMaster {
 					o.role = openflow.RoleSlave
+					if o.async.RoleStatusMask[1]&(1<<openflow.RoleReasonMasterRequest) != 0 {
+						demoted = append(demoted, o)
+					}
 				}
 				o.mu.Unlock()
 			}
@@ -532,6 +536,18 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 	c.mu.Unlock()
 	gen := m.genID
 	m.mu.Unlock()
+	for _, o := range demoted {
+		// OpenFlow 1.4+ tells a master it was demoted (OFPT_ROLE_STATUS).
+		if v := o.Version(); v >= openflow.Version14 {
+			st := &openflow.RoleStatus{Envelope: openflow.Envelope{Version: v, Xid: 0}, Role: openflow.RoleSlave,
+				Reason: openflow.RoleReasonMasterRequest, GenerationID: gen}
+			if b, err := st.Append(m.getBuf()); err == nil {
+				o.enqueue(b, false)
+			} else {
+				m.putBuf(b)
+			}
+		}
+	}
 	return c.queueMsg(&openflow.RoleReply{Envelope: r.Envelope, Role: role, GenerationID: gen})
 }
 

@@ -1,0 +1,244 @@
+package ofproto
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// TestConnRoles14: over 1.4 a master that another controller displaces
+// hears OFPT_ROLE_STATUS, and a property-based set-async changes only the
+// masks it names.
+func TestConnRoles14(t *testing.T) {
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	a, _ := s.pipe(t, ConnController)
+	a.handshake(openflow.Version14, openflow.Version14)
+	b, _ := s.pipe(t, ConnController)
+	b.handshake(openflow.Version15, openflow.Version15)
+	a.send(&openflow.RoleRequest{Role: openflow.RoleMaster, GenerationID: 5})
+	if rr, ok := a.recv(openflow.TypePacketIn).(*openflow.RoleReply); !ok || rr.Role != openflow.RoleMaster {
+		t.Fatalf("a master: %+v", rr)
+	}
+	b.send(&openflow.RoleRequest{Role: openflow.RoleMaster, GenerationID: 6})
+	if rr, ok := b.recv(openflow.TypePacketIn).(*openflow.RoleReply); !ok || rr.Role != openflow.RoleMaster {
+		t.Fatalf("b master: %+v", rr)
+	}
+	st, ok := a.recv(openflow.TypePacketIn).(*openflow.RoleStatus)
+	if !ok || st.Role != openflow.RoleSlave || st.Reason != openflow.RoleReasonMasterRequest || st.GenerationID != 6 {
+		t.Fatalf("a's role status: %+v", st)
+	}
+
+	b.send(&openflow.SetAsync{AsyncConfig: openflow.AsyncConfig{PacketInMask: [2]uint32{0, 1}},
+		Props: 1 << openflow.AsyncPropPacketInSlave})
+	b.send(&openflow.GetAsyncRequest{})
+	ga, ok := b.recv(openflow.TypePacketIn).(*openflow.GetAsyncReply)
+	if !ok {
+		t.Fatalf("get async: %+v", ga)
+	}
+	want := defaultAsync
+	want.PacketInMask[1] = 1
+	if ga.AsyncConfig != want {
+		t.Errorf("async config %+v, want %+v (only packet-in slave changed)", ga.AsyncConfig, want)
+	}
+}
+
+// TestConnBundleErrors holds the bundle state machine to ovs-vswitchd's
+// (ofproto/bundles.c): which OFPBFC error each misuse gets, over 1.3's
+// ONF extension, 1.4 and 1.5.
+func TestConnBundleErrors(t *testing.T) {
+	for _, v := range []uint8{openflow.Version13, openflow.Version14, openflow.Version15} {
+		t.Run(fmt.Sprintf("version %#x", v), func(t *testing.T) {
+			s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+			cl, _ := s.pipe(t, ConnService)
+			cl.handshake(v, v)
+			ctl := func(id uint32, typ, flags uint16) openflow.Msg {
+				cl.send(&openflow.BundleControl{BundleID: id, Type: typ, Flags: flags})
+				return cl.recv(openflow.TypePortStatus)
+			}
+			wantErr := func(m openflow.Msg, code uint16) {
+				t.Helper()
+				e := openflow.BundleError(v, code, "")
+				em, ok := m.(*openflow.ErrorMsg)
+				if !ok || em.Type != e.Type || em.Code != e.Code || em.Experimenter != e.Experimenter {
+					t.Fatalf("got %+v, want bundle error %d", m, code)
+				}
+			}
+			wantReply := func(m openflow.Msg, typ uint16) {
+				t.Helper()
+				if r, ok := m.(*openflow.BundleControl); !ok || r.Type != typ {
+					t.Fatalf("got %+v, want bundle control type %d", m, typ)
+				}
+			}
+			const af = openflow.BundleAtomic | openflow.BundleOrdered
+			wantReply(ctl(1, openflow.BundleOpenRequest, af), openflow.BundleOpenReply)
+			wantErr(ctl(1, openflow.BundleOpenRequest, af), openflow.BundleFailedBadID) // and bundle 1 is gone
+			wantErr(ctl(1, openflow.BundleCommitRequest, af), openflow.BundleFailedBadID)
+			wantErr(ctl(2, openflow.BundleCloseRequest, af), openflow.BundleFailedBadID)
+			wantErr(ctl(2, openflow.BundleDiscardRequest, 0), openflow.BundleFailedBadID)
+			wantErr(ctl(2, openflow.BundleOpenReply, 0), openflow.BundleFailedBadType)
+
+			add := func(id uint32, flags uint16, inner openflow.Msg, xid uint32) openflow.Msg {
+				inner.Env().Version, inner.Env().Xid = v, xid
+				raw, err := inner.Append(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cl.send(&openflow.BundleAdd{Envelope: openflow.Envelope{Xid: 77}, BundleID: id, Flags: flags, Message: raw})
+				m, err := cl.recvWithin(200 * time.Millisecond)
+				if err != nil {
+					return nil // no answer: accepted
+				}
+				return m
+			}
+			fm := func(port uint32) *openflow.FlowMod {
+				return &openflow.FlowMod{Command: openflow.FlowAdd, Priority: uint16(port), BufferID: openflow.NoBuffer,
+					OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, Match: inPortMatch(port), Instructions: output(2)}
+			}
+			wantErr(add(3, af, fm(1), 78), openflow.BundleFailedMsgBadXid)
+			wantErr(add(3, af, &openflow.BarrierRequest{}, 77), openflow.BundleFailedMsgUnsup)
+			if m := add(3, af, fm(1), 77); m != nil {
+				t.Fatalf("add to a new bundle: %+v", m)
+			}
+			wantErr(add(3, openflow.BundleOrdered, fm(2), 77), openflow.BundleFailedBadFlags) // drops bundle 3
+			wantErr(ctl(3, openflow.BundleCommitRequest, af), openflow.BundleFailedBadID)
+
+			// Close, then adding is refused; a commit with other flags fails.
+			add(4, af, fm(1), 77)
+			wantReply(ctl(4, openflow.BundleCloseRequest, af), openflow.BundleCloseReply)
+			wantErr(add(4, af, fm(2), 77), openflow.BundleFailedBundleClosed)
+			add(5, af, fm(1), 77)
+			wantErr(ctl(5, openflow.BundleCommitRequest, openflow.BundleOrdered), openflow.BundleFailedBadFlags)
+			wantErr(ctl(5, openflow.BundleCommitRequest, af), openflow.BundleFailedBadID)
+
+			// Discard forgets; commit applies.
+			add(6, af, fm(1), 77)
+			wantReply(ctl(6, openflow.BundleDiscardRequest, af), openflow.BundleDiscardReply)
+			if s.b.Tables.Len() != 0 {
+				t.Fatalf("%d flows before any commit", s.b.Tables.Len())
+			}
+			add(7, af, fm(1), 77)
+			add(7, af, fm(2), 77)
+			wantReply(ctl(7, openflow.BundleCommitRequest, af), openflow.BundleCommitReply)
+			if s.b.Tables.Len() != 2 {
+				t.Fatalf("%d flows after the commit, want 2", s.b.Tables.Len())
+			}
+
+			// A port mod in an atomic bundle fails at commit, as in
+			// ovs-vswitchd; in a non-atomic one it is applied.
+			p1 := s.b.Ports.Snapshot().ByOF(1)
+			pm := &openflow.PortMod{PortNo: 1, HWAddr: p1.HWAddr, Config: openflow.PortConfigDown, Mask: openflow.PortConfigDown}
+			add(8, af, fm(3), 77)
+			add(8, af, pm, 77)
+			wantErr(cl.recvAfter(func() { cl.send(&openflow.BundleControl{BundleID: 8, Type: openflow.BundleCommitRequest, Flags: af}) }),
+				openflow.BundleFailedMsgFailed) // for the port mod
+			wantErr(cl.recv(), openflow.BundleFailedMsgFailed) // for the commit
+			if s.b.Tables.Len() != 2 || s.b.Ports.Snapshot().ByOF(1).Down {
+				t.Fatal("a failed bundle changed the switch")
+			}
+			add(9, openflow.BundleOrdered, fm(3), 77)
+			add(9, openflow.BundleOrdered, pm, 77)
+			wantReply(ctl(9, openflow.BundleCommitRequest, openflow.BundleOrdered), openflow.BundleCommitReply)
+			if s.b.Tables.Len() != 3 || !s.b.Ports.Snapshot().ByOF(1).Down {
+				t.Fatal("a non-atomic bundle's flow mod and port mod did not both apply")
+			}
+
+			// A slave may not bundle.
+			cl.send(&openflow.RoleRequest{Role: openflow.RoleSlave, GenerationID: 1})
+			if rr, ok := cl.recv(openflow.TypePortStatus).(*openflow.RoleReply); !ok || rr.Role != openflow.RoleSlave {
+				t.Fatalf("role reply %+v", rr)
+			}
+			if m := ctl(10, openflow.BundleOpenRequest, af); !isErr(m, openflow.ErrTypeBadRequest, openflow.BadRequest13IsSlave) {
+				t.Fatalf("slave bundle open: %#v", m)
+			}
+		})
+	}
+}
+
+// recvAfter runs send and returns the next message.
+func (c *ofClient) recvAfter(send func()) openflow.Msg {
+	c.t.Helper()
+	send()
+	return c.recv()
+}
+
+// TestTablesApplyAllAtomic: readers of a View never see part of an
+// ApplyAll, across tables, while bundles commit and fail concurrently.
+// Each bundle adds flow i to table 0 and its partner to table 1; every
+// other bundle also carries a flow mod that fails, and must leave nothing.
+func TestTablesApplyAllAtomic(t *testing.T) {
+	ts := NewTables()
+	const n = 300
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var reads, torn atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				v := ts.View()
+				n0, n1 := v.Table(0).Len(), v.Table(1).Len()
+				if n0 != n1 {
+					torn.Add(1)
+				}
+				// Translation's view: a packet that hits flow i in table
+				// 0 finds its partner in table 1.
+				for i := 0; i < n0; i += 37 {
+					var k flow.Key
+					k.InPort = uint32(i + 1)
+					var wc flow.Mask
+					if v.Lookup(0, &k, &wc) != nil && v.Lookup(1, &k, &wc) == nil {
+						torn.Add(1)
+					}
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	now := time.Now()
+	for i := 0; i < n; i++ {
+		mk := func(table uint8) *FlowMod {
+			fm := &FlowMod{Command: CmdAdd, Table: table, Priority: 10, OutPort: openflow.PortAny,
+				Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(2, 0)}}}
+			fm.Match.Key.InPort, fm.Match.Mask.InPort = uint32(i+1), ^uint32(0)
+			if table == 0 {
+				fm.Instructions.GotoTable, fm.Instructions.Table = true, 1
+			}
+			return fm
+		}
+		fms := []*FlowMod{mk(0), mk(1)}
+		if i%2 == 1 {
+			// Fails inside the transaction, after the two adds: it
+			// overlaps the table 1 flow this very bundle added.
+			bad := &FlowMod{Command: CmdAdd, Table: 1, Priority: 10, OutPort: openflow.PortAny, Flags: FlagCheckOverlap}
+			fms = append(fms, bad)
+		}
+		failed := -1
+		err := ts.ApplyAll(fms, now, &failed)
+		if (err != nil) != (i%2 == 1) || (err != nil && failed != 2) {
+			t.Fatalf("bundle %d: err %v at %d", i, err, failed)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if torn.Load() != 0 {
+		t.Fatalf("%d of %d reads saw part of a bundle", torn.Load(), reads.Load())
+	}
+	if got := ts.Len(); got != n {
+		t.Fatalf("%d flows, want %d (the failed bundles must leave none)", got, n)
+	}
+	if v := ts.View(); v.Table(2).Len() != 0 || v.Table(0).Len() != n/2 || v.Table(1).Len() != n/2 {
+		t.Fatalf("tables hold %d/%d/%d", v.Table(0).Len(), v.Table(1).Len(), v.Table(2).Len())
+	}
+	t.Logf("%d reads during %d bundles, none torn", reads.Load(), n)
+}
+
+func isErr(m openflow.Msg, typ, code uint16) bool {
+	em, ok := m.(*openflow.ErrorMsg)
+	return ok && em.Type == typ && em.Code == code
+}
