@@ -205,7 +205,7 @@ func (c *Conn) sendParts(n int, build func(lo, hi int) openflow.Msg) error {
 	}
 	for i, p := range parts {
 		if i < len(parts)-1 {
-			p[11] |= byte(openflow.StatsReplyMore) // flags are bytes 10-11 in 1.0 and 1.3
+			p[11] |= byte(openflow.StatsReplyMore) // flags are bytes 10-11 in every version
 		}
 		if !c.enqueue(p, true) {
 			for _, q := range parts[i+1:] {
@@ -261,6 +261,10 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 func (c *Conn) features(env openflow.Envelope) error {
 	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
+	if env.Version >= openflow.Version14 {
+		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
+		r.Capabilities |= openflow.Cap14Bundles
+	}
 	if env.Version == openflow.Version10 {
 		r.Capabilities |= openflow.Cap10ARPMatch
 		r.Actions = 0xfff // every OpenFlow 1.0 action

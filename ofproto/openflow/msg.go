@@ -430,6 +430,7 @@ const (
 	CapQueueStats uint32 = 1 << 6
 	Cap10ARPMatch uint32 = 1 << 7
 	Cap13Groups   uint32 = 1 << 3
+	Cap14Bundles  uint32 = 1 << 9 // OFPC14_BUNDLES
 )
 
 func decodeFeaturesReply(env Envelope, body []byte) (Msg, error) {
