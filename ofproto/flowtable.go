@@ -542,6 +542,9 @@ func (tx *txn) modifyAll(fm *FlowMod) error {
 		if len(rules) == 0 {
 			continue
 		}
+		if g := fm.Instructions; g.GotoTable && int(g.Table) <= id {
+			return errorf(ErrBadGotoTable, "goto_table %d from table %d: must go forward", g.Table, id)
+		}
 		matched = true
 		tx.modifyRules(uint8(id), fm, rules)
 	}
