@@ -11,13 +11,19 @@ import (
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
-// TestConnRoles14: over 1.4 a master that another controller displaces
-// hears OFPT_ROLE_STATUS, and a property-based set-async changes only the
-// masks it names.
+// TestConnRoles14: over 1.4 (and 1.3, as the ONF extension) a master
+// that another controller displaces hears OFPT_ROLE_STATUS, and a
+// property-based set-async changes only the masks it names.
 func TestConnRoles14(t *testing.T) {
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
 	a, _ := s.pipe(t, ConnController)
 	a.handshake(openflow.Version14, openflow.Version14)
+	c, _ := s.pipe(t, ConnController)
+	c.handshake(openflow.Version13, openflow.Version13)
+	c.send(&openflow.RoleRequest{Role: openflow.RoleMaster, GenerationID: 4})
+	if rr, ok := c.recv(openflow.TypePacketIn).(*openflow.RoleReply); !ok || rr.Role != openflow.RoleMaster {
+		t.Fatalf("c master: %+v", rr)
+	}
 	b, _ := s.pipe(t, ConnController)
 	b.handshake(openflow.Version15, openflow.Version15)
 	a.send(&openflow.RoleRequest{Role: openflow.RoleMaster, GenerationID: 5})
@@ -31,6 +37,9 @@ func TestConnRoles14(t *testing.T) {
 	st, ok := a.recv(openflow.TypePacketIn).(*openflow.RoleStatus)
 	if !ok || st.Role != openflow.RoleSlave || st.Reason != openflow.RoleReasonMasterRequest || st.GenerationID != 6 {
 		t.Fatalf("a's role status: %+v", st)
+	}
+	if st, ok := c.recv(openflow.TypePacketIn).(*openflow.RoleStatus); !ok || st.Version != openflow.Version13 || st.GenerationID != 5 {
+		t.Fatalf("c's (1.3, ONF) role status: %+v", st)
 	}
 
 	b.send(&openflow.SetAsync{AsyncConfig: openflow.AsyncConfig{PacketInMask: [2]uint32{0, 1}},

@@ -541,8 +541,9 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 	gen := m.genID
 	m.mu.Unlock()
 	for _, o := range demoted {
-		// OpenFlow 1.4+ tells a master it was demoted (OFPT_ROLE_STATUS).
-		if v := o.Version(); v >= openflow.Version14 {
+		// A master hears it was demoted: OFPT_ROLE_STATUS in 1.4+, the
+		// ONF extension in 1.3, as ovs-vswitchd sends them.
+		if v := o.Version(); v >= openflow.Version13 {
 			st := &openflow.RoleStatus{Envelope: openflow.Envelope{Version: v, Xid: 0}, Role: openflow.RoleSlave,
 				Reason: openflow.RoleReasonMasterRequest, GenerationID: gen}
 			if b, err := st.Append(m.getBuf()); err == nil {

@@ -801,6 +801,11 @@ func TestConnRoles(t *testing.T) {
 	if ac.Role() != openflow.RoleSlave || bc.Role() != openflow.RoleMaster {
 		t.Fatalf("roles a %d b %d, want slave master", ac.Role(), bc.Role())
 	}
+	// As ovs-vswitchd, the switch tells a 1.3 master it was demoted (the
+	// ONF role status extension).
+	if st, ok := a.recv(openflow.TypePacketIn).(*openflow.RoleStatus); !ok || st.Role != openflow.RoleSlave || st.GenerationID != 6 {
+		t.Fatalf("a's role status: %+v", st)
+	}
 	if em, ok := role(a, openflow.RoleMaster, 4).(*openflow.ErrorMsg); !ok || em.Type != openflow.Err13TypeRoleRequestFail ||
 		em.Code != openflow.RoleRequestFailed13Stale {
 		t.Fatalf("stale generation: %+v", em)

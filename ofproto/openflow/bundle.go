@@ -13,6 +13,7 @@ const ONFVendorID uint32 = 0x4f4e4600
 
 // ONF experimenter message types (ONFT_*).
 const (
+	ONFTRoleStatus       uint32 = 1911
 	ONFTBundleControl    uint32 = 2300
 	ONFTBundleAddMessage uint32 = 2301
 )

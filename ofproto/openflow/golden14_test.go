@@ -96,6 +96,11 @@ func golden14() []golden {
 			05 1e 0018 0000000f  // header: ROLE_STATUS, length 24
 			00000003 00 000000   // role SLAVE, reason MASTER_REQUEST, pad
 			0000000000000009     // generation_id`},
+		{"onf role status", &RoleStatus{Envelope: env13(22), Role: RoleSlave, Reason: RoleReasonMasterRequest, GenerationID: 9}, `
+			04 04 0020 00000016  // header: EXPERIMENTER, length 32
+			4f4e4600 00000777    // ONF, ONFT_ROLE_STATUS (1911)
+			00000003 00 000000   // role SLAVE, reason MASTER_REQUEST, pad
+			0000000000000009     // generation_id`},
 		{"bundle open", &BundleControl{Envelope: env14(16), BundleID: 3, Type: BundleOpenRequest, Flags: BundleAtomic | BundleOrdered}, `
 			05 21 0010 00000010  // header: BUNDLE_CONTROL, length 16
 			00000003 0000 0003   // bundle 3, OPEN_REQUEST, flags ATOMIC|ORDERED`},

@@ -324,7 +324,8 @@ const (
 	RoleReasonExperimenter  uint8 = 2
 )
 
-// RoleStatus is OFPT_ROLE_STATUS (1.4+): the switch tells a controller
+// RoleStatus is OFPT_ROLE_STATUS (1.4+), or ONFT_ROLE_STATUS (the ONF
+// extension, experimenter type 1911) in 1.3: the switch tells a controller
 // its role changed, e.g. to slave because another asked to be master.
 type RoleStatus struct {
 	Envelope
@@ -341,10 +342,16 @@ func decodeRoleStatus(env Envelope, body []byte) (Msg, error) {
 }
 
 func (m *RoleStatus) Append(b []byte) ([]byte, error) {
-	if m.Version < Version14 || !SupportedVersion(m.Version) {
-		return b, fmt.Errorf("openflow: role status needs OpenFlow 1.4: %w", ErrUnsupported)
+	if m.Version < Version13 || !SupportedVersion(m.Version) {
+		return b, fmt.Errorf("openflow: role status needs OpenFlow 1.3 or later: %w", ErrUnsupported)
 	}
-	b, start := begin(b, m.Version, Type14RoleStatus, m.Xid)
+	var start int
+	if m.Version == Version13 {
+		b, start = begin(b, m.Version, TypeVendor, m.Xid)
+		b = be32(be32(b, ONFVendorID), ONFTRoleStatus)
+	} else {
+		b, start = begin(b, m.Version, Type14RoleStatus, m.Xid)
+	}
 	b = be64(zeros(append(be32(b, m.Role), m.Reason), 3), m.GenerationID)
 	return finish(b, start)
 }

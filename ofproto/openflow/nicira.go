@@ -48,6 +48,8 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 	vendor, sub := u32(body), u32(body[4:])
 	if vendor == ONFVendorID && v == Version13 {
 		switch sub {
+		case ONFTRoleStatus:
+			return decodeRoleStatus(env, body[8:])
 		case ONFTBundleControl:
 			return decodeBundleControl(env, body[8:])
 		case ONFTBundleAddMessage:
