@@ -3,17 +3,29 @@ package ofproto
 import (
 	"errors"
 	"time"
+	"unsafe"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
-// Bundle limits per connection: a peer cannot grow memory without bound
-// by opening bundles it never commits.
-const (
-	maxBundles      = 64
-	maxBundleBytes  = 64 << 20 // bytes of bundled messages held, all bundles together
-	maxBundleEntrys = 1 << 20
+// Bundle limits: peers cannot grow memory without bound by opening
+// bundles they never commit. A connection holds at most maxBundles open
+// bundles and maxBundleBytes of them; all connections of a bridge
+// together hold at most maxBundleBytesAll. Beyond, an add fails with
+// OFPBFC_MSG_TOO_MANY (and an open with OFPBFC_OUT_OF_BUNDLES). A bundled
+// message counts its bytes plus its decoded form (entryCost).
+// They are variables so that tests can lower them.
+var (
+	maxBundles        = 64
+	maxBundleBytes    = 64 << 20
+	maxBundleBytesAll = int64(256 << 20)
 )
+
+// entryCost is what one bundled message holds in memory, roughly.
+func entryCost(e *bundleEntry) int {
+	return len(e.raw) + int(unsafe.Sizeof(*e)) +
+		(cap(e.fm.Instructions.Apply)+cap(e.fm.Instructions.Write))*int(unsafe.Sizeof(openflow.Action{}))
+}
 
 // bundle is one open bundle of a connection (OpenFlow 1.4 bundles, and
 // the ONF extension to 1.3). Only the connection's reader goroutine uses
@@ -46,7 +58,16 @@ func (c *Conn) bundleErr(raw []byte, code uint16) error {
 func (c *Conn) dropBundle(id uint32) {
 	if b := c.bundles[id]; b != nil {
 		c.bundleBytes -= b.bytes
+		c.m.bundleBytes.Add(-int64(b.bytes))
 		delete(c.bundles, id)
+	}
+}
+
+// dropBundles forgets every open bundle, when the connection ends: open
+// bundles die with their connection, as in ovs-vswitchd.
+func (c *Conn) dropBundles() {
+	for id := range c.bundles {
+		c.dropBundle(id)
 	}
 }
 
@@ -178,12 +199,15 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		c.dropBundle(m.BundleID)
 		return c.bundleErr(raw, openflow.BundleFailedBadFlags)
 	}
-	if c.bundleBytes+len(e.raw) > maxBundleBytes || len(b.entries) >= maxBundleEntrys {
+	cost := entryCost(&e)
+	if c.bundleBytes+cost > maxBundleBytes || c.m.bundleBytes.Load()+int64(cost) > maxBundleBytesAll {
+		c.log.Info("bundle too big; add refused", "bundle", m.BundleID, "bytes", c.bundleBytes)
 		return c.bundleErr(raw, openflow.BundleFailedMsgTooMany)
 	}
 	b.entries = append(b.entries, e)
-	b.bytes += len(e.raw)
-	c.bundleBytes += len(e.raw)
+	b.bytes += cost
+	c.bundleBytes += cost
+	c.m.bundleBytes.Add(int64(cost))
 	return nil
 }
 

@@ -251,3 +251,56 @@ func isErr(m openflow.Msg, typ, code uint16) bool {
 	em, ok := m.(*openflow.ErrorMsg)
 	return ok && em.Type == typ && em.Code == code
 }
+
+// TestConnBundleLimits: bundles are bounded per connection and per
+// bridge (OFPBFC_OUT_OF_BUNDLES, OFPBFC_MSG_TOO_MANY), and what a
+// connection held is released when it closes.
+func TestConnBundleLimits(t *testing.T) {
+	defer func(n, b int, all int64) { maxBundles, maxBundleBytes, maxBundleBytesAll = n, b, all }(
+		maxBundles, maxBundleBytes, maxBundleBytesAll)
+	maxBundles, maxBundleBytes, maxBundleBytesAll = 2, 8000, 12000
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	v := openflow.Version14
+	const af = openflow.BundleAtomic | openflow.BundleOrdered
+	fill := func(cl *ofClient, id uint32, n int) openflow.Msg {
+		for i := 0; i < n; i++ {
+			inner, _ := (&openflow.FlowMod{Envelope: openflow.Envelope{Version: v, Xid: 90}, Command: openflow.FlowAdd,
+				Priority: uint16(i), BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny,
+				Instructions: output(2)}).Append(nil)
+			cl.send(&openflow.BundleAdd{Envelope: openflow.Envelope{Xid: 90}, BundleID: id, Flags: af, Message: inner})
+			if m, err := cl.recvWithin(100 * time.Millisecond); err == nil {
+				return m
+			}
+		}
+		return nil
+	}
+	a, _ := s.pipe(t, ConnService)
+	a.handshake(v, v)
+	too := openflow.BundleError(v, openflow.BundleFailedMsgTooMany, "")
+	m := fill(a, 1, 20)
+	if em, ok := m.(*openflow.ErrorMsg); !ok || em.Type != too.Type || em.Code != too.Code {
+		t.Fatalf("past the per-connection limit: %+v", m)
+	}
+	if got := s.m.bundleBytes.Load(); got <= 0 || got > 8000 {
+		t.Fatalf("the bridge counts %d bundle bytes", got)
+	}
+	fill(a, 2, 1)
+	a.send(&openflow.BundleControl{BundleID: 3, Type: openflow.BundleOpenRequest, Flags: af})
+	out := openflow.BundleError(v, openflow.BundleFailedOutOfBundles, "")
+	if em, ok := a.recv().(*openflow.ErrorMsg); !ok || em.Code != out.Code {
+		t.Fatalf("a third bundle: %+v", em)
+	}
+	// Another connection runs into the bridge-wide limit.
+	b, bc := s.pipe(t, ConnService)
+	b.handshake(v, v)
+	if em, ok := fill(b, 1, 20).(*openflow.ErrorMsg); !ok || em.Code != too.Code {
+		t.Fatalf("past the bridge-wide limit: %+v", em)
+	}
+	held := s.m.bundleBytes.Load()
+	bc.Close()
+	waitFor(t, "the closed connection's bundles to be released", func() bool { return s.m.bundleBytes.Load() < held })
+	// Nothing was committed.
+	if s.b.Tables.Len() != 0 {
+		t.Fatalf("%d flows", s.b.Tables.Len())
+	}
+}

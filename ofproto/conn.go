@@ -197,6 +197,7 @@ var errConnClosed = errors.New("connection closed")
 // called once the version is negotiated.
 func (c *Conn) run(ready func(*Conn)) {
 	defer close(c.done)
+	defer c.dropBundles()
 	wdone := make(chan struct{})
 	go func() {
 		defer close(wdone)

@@ -135,6 +135,8 @@ type ConnManager struct {
 
 	pinMsg openflow.PacketIn // the dispatcher's packet-in scratch
 
+	bundleBytes atomic.Int64 // held by all connections' open bundles (see bundle.go)
+
 	asyncDropped atomic.Uint64 // events dropped on a full dispatcher queue
 	pinNoCtrl    atomic.Uint64 // packet-ins with no controller to take them
 	started0     time.Time
