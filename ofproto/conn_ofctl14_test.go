@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -283,4 +284,61 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestConnOvsOfctlBundleSequence replays ovs-vswitchd's own test "ofproto
+// - bundle with multiple flow mods (OpenFlow 1.4)" (tests/ofproto.at):
+// within a bundle each flow mod sees the ones before it: an add of an
+// existing flow replaces it, a delete of everything empties the tables,
+// and a strict delete or modify picks out one flow.
+func TestConnOvsOfctlBundleSequence(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	dir := t.TempDir()
+	run := func(flows, want string) {
+		t.Helper()
+		file := filepath.Join(dir, "flows.txt")
+		if err := os.WriteFile(file, []byte(flows), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.ofctl(t, []string{"--no-names", "--bundle"}, "add-flows", file)
+		var got []string
+		for _, line := range strings.Split(s.ofctl(t, nil, "dump-flows"), "\n") {
+			if strings.HasPrefix(line, " cookie=") {
+				got = append(got, ofctlStrip(line))
+			}
+		}
+		sort.Strings(got)
+		if g := strings.Join(got, "\n"); g != want {
+			t.Errorf("after the bundle:\n%s\nwant\n%s", g, want)
+		}
+	}
+	s.ofctl(t, []string{"--no-names"}, "del-flows")
+	run(`add idle_timeout=50 in_port=2 dl_src=00:66:77:88:99:aa actions=1
+add idle_timeout=60 in_port=2 dl_src=00:77:88:99:aa:bb actions=2
+add idle_timeout=70 in_port=2 dl_src=00:88:99:aa:bb:cc actions=3
+add idle_timeout=50 in_port=2 dl_src=00:66:77:88:99:aa actions=4
+delete
+add idle_timeout=50 in_port=2 dl_src=00:66:77:88:99:aa actions=5
+add idle_timeout=60 in_port=2 dl_src=00:77:88:99:aa:bb actions=6
+add idle_timeout=70 in_port=2 dl_src=00:88:99:aa:bb:cc actions=7
+delete in_port=2 dl_src=00:88:99:aa:bb:cc
+`, ` idle_timeout=50, in_port=2,dl_src=00:66:77:88:99:aa actions=output:5
+ idle_timeout=60, in_port=2,dl_src=00:77:88:99:aa:bb actions=output:6`)
+	run(`modify actions=drop
+modify_strict in_port=2 dl_src=00:77:88:99:aa:bb actions=7
+`, ` idle_timeout=50, in_port=2,dl_src=00:66:77:88:99:aa actions=drop
+ idle_timeout=60, in_port=2,dl_src=00:77:88:99:aa:bb actions=output:7`)
+	run(`add idle_timeout=60 in_port=2 dl_src=00:77:88:99:aa:bb actions=8
+delete_strict in_port=2 dl_src=00:66:77:88:99:aa
+add in_port=2 dl_src=00:66:77:88:99:aa actions=drop
+`, ` idle_timeout=60, in_port=2,dl_src=00:77:88:99:aa:bb actions=output:8
+ in_port=2,dl_src=00:66:77:88:99:aa actions=drop`)
+}
+
+// ofctlStrip is OVS's ofctl_strip for a flow line: no cookie, duration,
+// counters or ages.
+func ofctlStrip(line string) string {
+	return regexp.MustCompile(` cookie=0x[0-9a-f]+,| duration=[0-9.]+s,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,| table=0,`).
+		ReplaceAllString(line, "")
 }
