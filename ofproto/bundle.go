@@ -19,6 +19,11 @@ var (
 	maxBundles        = 64
 	maxBundleBytes    = 64 << 20
 	maxBundleBytesAll = int64(256 << 20)
+	// bundleIdleTimeout discards a bundle that no add, close or commit
+	// has touched for this long, with OFPBFC_TIMEOUT quoting the message
+	// that opened it: ovs-vswitchd's default bundle-idle-timeout.
+	bundleIdleTimeout = 10 * time.Second
+	bundleSweep       = time.Second
 )
 
 // entryCost is what one bundled message holds in memory, roughly.
@@ -28,14 +33,16 @@ func entryCost(e *bundleEntry) int {
 }
 
 // bundle is one open bundle of a connection (OpenFlow 1.4 bundles, and
-// the ONF extension to 1.3). Only the connection's reader goroutine uses
-// it.
+// the ONF extension to 1.3). The connection's bmu guards it: its reader
+// goroutine changes bundles, a timer discards idle ones.
 type bundle struct {
 	id      uint32
 	flags   uint16
 	closed  bool
 	entries []bundleEntry
 	bytes   int
+	opener  []byte    // the message that opened it (copied), for the timeout error
+	used    time.Time // last open, add or close
 }
 
 // bundleEntry is one bundled message, decoded and checked when it was
@@ -66,8 +73,40 @@ func (c *Conn) dropBundle(id uint32) {
 // dropBundles forgets every open bundle, when the connection ends: open
 // bundles die with their connection, as in ovs-vswitchd.
 func (c *Conn) dropBundles() {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
 	for id := range c.bundles {
 		c.dropBundle(id)
+	}
+	if c.bundleTimer != nil {
+		c.bundleTimer.Stop()
+	}
+}
+
+// sweepBundles discards bundles idle past bundleIdleTimeout, telling the
+// peer (OFPBFC_TIMEOUT), and runs again while bundles remain.
+func (c *Conn) sweepBundles() {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.isClosed() {
+		return
+	}
+	limit := time.Now().Add(-bundleIdleTimeout)
+	for id, b := range c.bundles {
+		if b.used.After(limit) {
+			continue
+		}
+		c.log.Info("bundle idle too long; discarded", "bundle", id, "messages", len(b.entries))
+		c.dropBundle(id)
+		reply := openflow.BundleError(c.Version(), openflow.BundleFailedTimeout, "").Reply(b.opener)
+		if buf, err := reply.Append(c.m.getBuf()); err == nil {
+			c.enqueue(buf, false)
+		} else {
+			c.m.putBuf(buf)
+		}
+	}
+	if len(c.bundles) > 0 {
+		c.bundleTimer.Reset(bundleSweep)
 	}
 }
 
@@ -75,6 +114,8 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 	if slave, err := c.isSlave(raw); slave {
 		return err
 	}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
 	reply := &openflow.BundleControl{Envelope: openflow.Envelope{Version: c.Version(), Xid: m.Xid}, BundleID: m.BundleID}
 	b := c.bundles[m.BundleID]
 	switch m.Type {
@@ -86,7 +127,7 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 		if len(c.bundles) >= maxBundles {
 			return c.bundleErr(raw, openflow.BundleFailedOutOfBundles)
 		}
-		c.openBundle(m.BundleID, m.Flags)
+		c.openBundle(m.BundleID, m.Flags, raw)
 		reply.Type = openflow.BundleOpenReply
 	case openflow.BundleCloseRequest:
 		switch {
@@ -99,7 +140,7 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 			c.dropBundle(m.BundleID)
 			return c.bundleErr(raw, openflow.BundleFailedBadFlags)
 		}
-		b.closed = true
+		b.closed, b.used = true, time.Now()
 		reply.Type = openflow.BundleCloseReply
 	case openflow.BundleCommitRequest:
 		if b == nil {
@@ -130,12 +171,20 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 	return c.queueMsg(reply)
 }
 
-func (c *Conn) openBundle(id uint32, flags uint16) *bundle {
+func (c *Conn) openBundle(id uint32, flags uint16, opener []byte) *bundle {
 	if c.bundles == nil {
 		c.bundles = make(map[uint32]*bundle)
 	}
-	b := &bundle{id: id, flags: flags}
+	if len(opener) > 64 {
+		opener = opener[:64] // all an error quotes
+	}
+	b := &bundle{id: id, flags: flags, opener: append([]byte(nil), opener...), used: time.Now()}
 	c.bundles[id] = b
+	if c.bundleTimer == nil {
+		c.bundleTimer = time.AfterFunc(bundleSweep, c.sweepBundles)
+	} else if len(c.bundles) == 1 {
+		c.bundleTimer.Reset(bundleSweep)
+	}
 	return b
 }
 
@@ -185,13 +234,15 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		// than run at the wrong time.
 		return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
 	}
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
 	b := c.bundles[m.BundleID]
 	switch {
 	case b == nil:
 		if len(c.bundles) >= maxBundles {
 			return c.bundleErr(raw, openflow.BundleFailedOutOfBundles)
 		}
-		b = c.openBundle(m.BundleID, m.Flags)
+		b = c.openBundle(m.BundleID, m.Flags, raw)
 	case b.closed:
 		c.dropBundle(m.BundleID)
 		return c.bundleErr(raw, openflow.BundleFailedBundleClosed)
@@ -205,6 +256,7 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		return c.bundleErr(raw, openflow.BundleFailedMsgTooMany)
 	}
 	b.entries = append(b.entries, e)
+	b.used = time.Now()
 	b.bytes += cost
 	c.bundleBytes += cost
 	c.m.bundleBytes.Add(int64(cost))

@@ -304,3 +304,48 @@ func TestConnBundleLimits(t *testing.T) {
 		t.Fatalf("%d flows", s.b.Tables.Len())
 	}
 }
+
+// TestConnBundleTimeout: as in ovs-vswitchd ("ofproto - bundle timeout"),
+// adds and a close keep a bundle alive; idle past the timeout it is
+// discarded with OFPBFC_TIMEOUT quoting the message that opened it, and a
+// later commit finds no bundle.
+func TestConnBundleTimeout(t *testing.T) {
+	defer func(idle, sweep time.Duration) { bundleIdleTimeout, bundleSweep = idle, sweep }(bundleIdleTimeout, bundleSweep)
+	bundleIdleTimeout, bundleSweep = 400*time.Millisecond, 20*time.Millisecond
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	v := openflow.Version14
+	cl, _ := s.pipe(t, ConnService)
+	cl.handshake(v, v)
+	const af = openflow.BundleAtomic | openflow.BundleOrdered
+	cl.send(&openflow.BundleControl{Envelope: openflow.Envelope{Xid: 1}, BundleID: 1, Type: openflow.BundleOpenRequest, Flags: af})
+	if r, ok := cl.recv().(*openflow.BundleControl); !ok || r.Type != openflow.BundleOpenReply {
+		t.Fatalf("open: %+v", r)
+	}
+	inner, _ := (&openflow.FlowMod{Envelope: openflow.Envelope{Version: v, Xid: 2}, Command: openflow.FlowAdd,
+		BufferID: openflow.NoBuffer, OutPort: openflow.PortAny, OutGroup: openflow.GroupAny, Instructions: output(1)}).Append(nil)
+	time.Sleep(250 * time.Millisecond)
+	cl.send(&openflow.BundleAdd{Envelope: openflow.Envelope{Xid: 2}, BundleID: 1, Flags: af, Message: inner})
+	time.Sleep(250 * time.Millisecond)
+	cl.send(&openflow.BundleControl{Envelope: openflow.Envelope{Xid: 3}, BundleID: 1, Type: openflow.BundleCloseRequest, Flags: af})
+	if r, ok := cl.recv().(*openflow.BundleControl); !ok || r.Type != openflow.BundleCloseReply {
+		t.Fatalf("close 500 ms after the open (but 250 ms after the add): %+v", r)
+	}
+	start := time.Now()
+	m, err := cl.recvWithin(2 * time.Second)
+	em, ok := m.(*openflow.ErrorMsg)
+	if err != nil || !ok || em.Type != openflow.Err14TypeBundleFailed || em.Code != openflow.BundleFailedTimeout {
+		t.Fatalf("want OFPBFC_TIMEOUT, got %+v, %v", m, err)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("timed out %v after the close, before the idle timeout", d)
+	}
+	if q, err := openflow.Decode(em.Data); err != nil || em.Xid != 1 {
+		t.Errorf("the timeout quotes %+v (xid %d), want the open request", q, em.Xid)
+	} else if bc, ok := q.(*openflow.BundleControl); !ok || bc.Type != openflow.BundleOpenRequest {
+		t.Errorf("the timeout quotes %+v, want the open request", q)
+	}
+	cl.send(&openflow.BundleControl{Envelope: openflow.Envelope{Xid: 4}, BundleID: 1, Type: openflow.BundleCommitRequest, Flags: af})
+	if !isErr(cl.recv(), openflow.Err14TypeBundleFailed, openflow.BundleFailedBadID) || s.b.Tables.Len() != 0 {
+		t.Fatal("a commit after the timeout found the bundle")
+	}
+}

@@ -81,9 +81,12 @@ type Conn struct {
 	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
 	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
 
-	// Open bundles; only the reader goroutine touches them.
+	// Open bundles, under bmu: the reader goroutine changes them, the
+	// timer discards idle ones.
+	bmu         sync.Mutex
 	bundles     map[uint32]*bundle
 	bundleBytes int
+	bundleTimer *time.Timer
 
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
