@@ -354,6 +354,12 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 			return fm, openflow.Err10TypeFlowModFail, openflow.FlowModFailed10Unsupported, false
 		}
 		fm.Flags = m.Flags & (FlagSendFlowRem | FlagCheckOverlap)
+		if fm.Command == CmdAdd {
+			// In OpenFlow 1.0 an add always resets the counters of the
+			// flow it replaces; OVS records (and 1.3+ dumps show) that
+			// as reset_counts.
+			fm.Flags |= FlagResetCounts
+		}
 		// OpenFlow 1.0 selects by match only; a modify sets the cookie
 		// and adds the flow when nothing matches.
 		fm.CookieMask = 0

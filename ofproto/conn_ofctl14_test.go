@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/govswitch/govswitch/classifier"
 )
 
 // durations hides what differs between two dumps taken at different
@@ -342,3 +344,37 @@ func ofctlStrip(line string) string {
 	return regexp.MustCompile(` cookie=0x[0-9a-f]+,| duration=[0-9.]+s,| n_packets=\d+,| n_bytes=\d+,| idle_age=\d+,| hard_age=\d+,| table=0,`).
 		ReplaceAllString(line, "")
 }
+
+// TestConnOvsOfctlResetCounts: an OpenFlow 1.0 add always resets the
+// counters of the flow it replaces, and 1.3+ dumps say so (reset_counts),
+// as ovs-vswitchd's do ("ofproto - bundle packet-out" expects
+// " reset_counts priority=0 actions=drop" for a flow ovs-ofctl added).
+func TestConnOvsOfctlResetCounts(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	s.ofctl(t, nil, "add-flow", "priority=0,actions=drop")
+	for _, v := range []string{"OpenFlow13", "OpenFlow14", "OpenFlow15"} {
+		if out := durations.ReplaceAllString(s.ofctl(t, []string{"-O", v}, "dump-flows"), ""); !strings.Contains(out, " reset_counts priority=0 actions=drop") {
+			t.Errorf("%s dump-flows:\n%s", v, out)
+		}
+	}
+	var all classifierMatchAll
+	rules := s.b.Tables.Select(0, &all.m, 0, 0, 0xffffffff)
+	if len(rules) != 1 {
+		t.Fatalf("%d rules", len(rules))
+	}
+	rules[0].Value.Credit(5, 500, time.Now())
+	s.ofctl(t, nil, "add-flow", "priority=0,actions=drop")
+	if p, _ := s.b.Tables.Select(0, &all.m, 0, 0, 0xffffffff)[0].Value.Stats(); p != 0 {
+		t.Errorf("a 1.0 re-add kept %d packets", p)
+	}
+	// A 1.3 add without reset_counts keeps them.
+	rules = s.b.Tables.Select(0, &all.m, 0, 0, 0xffffffff)
+	rules[0].Value.Credit(5, 500, time.Now())
+	s.ofctl(t, []string{"-O", "OpenFlow13"}, "add-flow", "priority=0,actions=drop")
+	if p, _ := s.b.Tables.Select(0, &all.m, 0, 0, 0xffffffff)[0].Value.Stats(); p != 5 {
+		t.Errorf("a 1.3 re-add left %d packets, want 5", p)
+	}
+}
+
+type classifierMatchAll struct{ m classifier.Match }

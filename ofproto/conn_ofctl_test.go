@@ -69,6 +69,8 @@ type dumpedFlow struct {
 
 var flowLine = regexp.MustCompile(`^ cookie=0x([0-9a-f]+), duration=[0-9.]+s, table=(\d+), n_packets=(\d+), n_bytes=(\d+), (?:idle_age=\d+, )?(?:hard_age=\d+, )?(.*) actions=(.*)$`)
 
+var flowFlags = regexp.MustCompile(`(send_flow_rem|check_overlap|reset_counts|no_packet_counts|no_byte_counts) |idle_age=\d+, `)
+
 // parseFlows parses dump-flows output; priority is 32768 where
 // ovs-ofctl leaves the default out.
 func parseFlows(t *testing.T, out string) []dumpedFlow {
@@ -90,7 +92,10 @@ func parseFlows(t *testing.T, out string) []dumpedFlow {
 		f.packets, _ = strconv.ParseUint(m[3], 10, 64)
 		f.bytes, _ = strconv.ParseUint(m[4], 10, 64)
 		var match []string
-		for _, part := range strings.Split(m[5], ",") {
+		// 1.3+ dumps lead with the flow's flags (reset_counts, ...),
+		// which 1.5's idle_age follows.
+		spec := flowFlags.ReplaceAllString(m[5], "")
+		for _, part := range strings.Split(spec, ",") {
 			if p, ok := strings.CutPrefix(part, "priority="); ok {
 				f.priority, _ = strconv.Atoi(p)
 				continue
