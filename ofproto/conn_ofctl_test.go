@@ -433,10 +433,11 @@ func TestConnOvsTestcontroller(t *testing.T) {
 		}
 	})
 
-	// ovs-testcontroller 3.1 negotiates OpenFlow 1.5 when offered it, then
-	// learns from the first packet-in and sends nothing more (no flow mod,
-	// no packet-out, nothing logged): its learning switch does not work
-	// over 1.5. Offer it what it works with.
+	// ovs-testcontroller 3.1 negotiates OpenFlow 1.5 when offered it, logs
+	// the first packet-in (decoded) and what it learned from it, and then
+	// dies of a segmentation fault before it sends anything: its learning
+	// switch does not work over 1.5 (os-ken's does, see TestConnOsKen).
+	// Offer it what it works with.
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
 		Controllers: []string{fmt.Sprintf("tcp:127.0.0.1:%d", port)},
 		Protocols:   []uint8{openflow.Version10, openflow.Version13}})
