@@ -83,6 +83,13 @@ type Conn struct {
 	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
 	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
 
+	// Open bundles, under bmu: the reader goroutine changes them, the
+	// timer discards idle ones.
+	bmu         sync.Mutex
+	bundles     map[uint32]*bundle
+	bundleBytes int
+	bundleTimer *time.Timer
+
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
 	tokensAt time.Time
@@ -98,6 +105,8 @@ var defaultAsync = openflow.AsyncConfig{
 	PacketInMask:    [2]uint32{1<<openflow.PacketInNoMatch | 1<<openflow.PacketInAction, 0},
 	PortStatusMask:  [2]uint32{7, 7},
 	FlowRemovedMask: [2]uint32{0xf, 0},
+	// 1.4: every role change, to masters and slaves alike.
+	RoleStatusMask: [2]uint32{7, 7},
 }
 
 func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
@@ -193,6 +202,7 @@ var errConnClosed = errors.New("connection closed")
 // called once the version is negotiated.
 func (c *Conn) run(ready func(*Conn)) {
 	defer close(c.done)
+	defer c.dropBundles()
 	wdone := make(chan struct{})
 	go func() {
 		defer close(wdone)
@@ -226,7 +236,7 @@ func (c *Conn) run(ready func(*Conn)) {
 	if !ok {
 		e := &openflow.Error{Version: min(peer.Version, highestVersion(ours)), Type: openflow.ErrTypeHelloFailed,
 			Code: openflow.HelloFailedIncompatible}
-		if e.Version != openflow.Version13 {
+		if !openflow.SupportedVersion(e.Version) {
 			e.Version = openflow.Version10
 		}
 		em := e.Reply(raw)

@@ -121,6 +121,7 @@ func (o *Out) reset() {
 
 // xctx is the state of one translation.
 type xctx struct {
+	view  *View // the tables as of the translation's start: goto_table and resubmit see one version
 	x     *Xlator
 	ports *PortSet
 	out   *Out
@@ -153,7 +154,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		out.MACVersion = x.MAC.Version()
 	}
 	c := &out.ctx
-	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
+	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
 	// Some fields are always part of the megaflow, as in OVS: the input
 	// port (every decision below can depend on it), the ethertype (the
 	// datapath rejects a key whose ethertype is wildcarded to zero, and
@@ -185,7 +186,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	c := &out.ctx
-	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
@@ -197,7 +198,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 func (c *xctx) pipeline(id uint8) {
 	for !c.exit {
 		c.table = id
-		r := c.x.Tables.Lookup(id, &c.flow, &c.out.WC)
+		r := c.view.Lookup(id, &c.flow, &c.out.WC)
 		if r == nil {
 			c.miss(id)
 			return
@@ -381,7 +382,7 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		table = c.table
 	}
 	if int(table) < NumTables {
-		r := c.x.Tables.Lookup(table, &c.flow, &c.out.WC)
+		r := c.view.Lookup(table, &c.flow, &c.out.WC)
 		if r != nil {
 			c.note(r)
 			c.table, c.cookie = table, r.Value.Cookie

@@ -24,7 +24,7 @@ type BridgeConfig struct {
 	UUID     string
 	Name     string
 	FailMode string // "standalone" or "secure"
-	// Protocols are the OpenFlow wire versions allowed (1 = 1.0, 4 = 1.3);
+	// Protocols are the OpenFlow wire versions allowed (1 = 1.0, 4 = 1.3, 5 = 1.4, 6 = 1.5);
 	// nil means the switch's default.
 	Protocols   []uint8
 	Controllers []ControllerConfig
@@ -238,13 +238,17 @@ func parseProtocols(bridge string, ps []string, problems *[]string) []uint8 {
 			vs = append(vs, 1)
 		case "OpenFlow13":
 			vs = append(vs, 4)
+		case "OpenFlow14":
+			vs = append(vs, 5)
+		case "OpenFlow15":
+			vs = append(vs, 6)
 		default:
 			skipped = append(skipped, p)
 		}
 	}
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10 and OpenFlow13 are)", bridge, strings.Join(skipped, ",")))
+		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15 are)", bridge, strings.Join(skipped, ",")))
 	}
 	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
 	return vs

@@ -189,14 +189,14 @@ func TestBuild(t *testing.T) {
 		{
 			name: "unsupported protocols only",
 			rows: func() *Rows {
-				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow15"}}, nil)
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow11"}}, nil)
 			},
 			check: func(t *testing.T, d Desired) {
 				if d.Bridges[0].Protocols != nil {
 					t.Errorf("protocols %v, want the default", d.Bridges[0].Protocols)
 				}
 			},
-			problem: "OpenFlow15 are not supported",
+			problem: "OpenFlow11 are not supported",
 		},
 		{
 			name: "dangling references",
