@@ -19,6 +19,9 @@ type Port struct {
 	Type    string // "system", "internal", "vxlan", ...
 	NoFlood bool   // OFPPC_NO_FLOOD: FLOOD and NORMAL's flooding skip it
 	Down    bool   // administratively down (OFPPC_PORT_DOWN): nothing is sent to it
+	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
+	// zero value is a trunk of all VLANs.
+	VLAN PortVLAN
 }
 
 // PortSet is one immutable version of the bridge's ports.

@@ -59,9 +59,93 @@ type PortConfig struct {
 	// Local marks the bridge's own internal interface (named as the
 	// bridge): the datapath's port 0, which the bridge creates itself.
 	Local bool
+	// VLAN is the Port's tag, trunks and vlan_mode, checked.
+	VLAN VLANConfig
 	// Err, when set, says why the row cannot be configured; the switch is
 	// not asked to add the port, and Err goes to Interface.error.
 	Err string
+}
+
+// VLANConfig is a Port's VLAN columns as the database holds them, checked
+// by Build: Mode is "" (unset) or one of trunk, access, native-tagged,
+// native-untagged; Tag is -1 when unset, else 0-4095; Trunks are VLAN IDs
+// 0-4095, sorted, empty for all.
+type VLANConfig struct {
+	Mode   string
+	Tag    int
+	Trunks []int
+}
+
+// Equal reports whether v and w are the same columns.
+func (v *VLANConfig) Equal(w *VLANConfig) bool {
+	if v.Mode != w.Mode || v.Tag != w.Tag || len(v.Trunks) != len(w.Trunks) {
+		return false
+	}
+	for i := range v.Trunks {
+		if v.Trunks[i] != w.Trunks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the columns for logs: "access tag=10", "trunk
+// trunks=10,20".
+func (v VLANConfig) String() string {
+	mode := v.Mode
+	if mode == "" {
+		mode = "trunk"
+		if v.Tag >= 0 {
+			mode = "access"
+		}
+	}
+	s := mode
+	if v.Tag >= 0 && mode != "trunk" {
+		s += " tag=" + strconv.Itoa(v.Tag)
+	}
+	if len(v.Trunks) > 0 {
+		ts := make([]string, len(v.Trunks))
+		for i, t := range v.Trunks {
+			ts[i] = strconv.Itoa(t)
+		}
+		s += " trunks=" + strings.Join(ts, ",")
+	}
+	return s
+}
+
+// parseVLAN checks a Port's VLAN columns. errMsg, when not empty, is the
+// interface's error; warn is a problem the port runs despite.
+func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
+	v = VLANConfig{Tag: -1}
+	if p.VLANMode != nil {
+		v.Mode = *p.VLANMode
+	}
+	switch v.Mode {
+	case "", "trunk", "access", "native-tagged", "native-untagged":
+	case "dot1q-tunnel":
+		return v, fmt.Sprintf("port %s: vlan_mode dot1q-tunnel (802.1ad/QinQ) is not supported by govswitchd", p.Name), ""
+	default:
+		return v, fmt.Sprintf("port %s: vlan_mode %q is not one of trunk, access, native-tagged, native-untagged", p.Name, v.Mode), ""
+	}
+	if p.Tag != nil {
+		if *p.Tag < 0 || *p.Tag > 4095 {
+			return v, fmt.Sprintf("port %s: tag %d is not a VLAN ID (0 to 4095)", p.Name, *p.Tag), ""
+		}
+		v.Tag = *p.Tag
+	}
+	for _, t := range p.Trunks {
+		if t < 0 || t > 4095 {
+			return v, fmt.Sprintf("port %s: trunk %d is not a VLAN ID (0 to 4095)", p.Name, t), ""
+		}
+	}
+	if len(p.Trunks) > 0 && (v.Mode == "access" || v.Mode == "" && v.Tag >= 0) {
+		// As ovs-vswitchd: the port runs as an access port, and the log
+		// says the trunks are ignored.
+		return v, "", fmt.Sprintf("port %s: ignoring trunks in access mode", p.Name)
+	}
+	v.Trunks = append([]int(nil), p.Trunks...)
+	sort.Ints(v.Trunks)
+	return v, "", ""
 }
 
 // settingsEqual reports whether a and b ask for the same bridge-level
@@ -184,10 +268,15 @@ func Build(r *Rows) Desired {
 				if in.Ofport != nil && *in.Ofport > 0 && *in.Ofport < 0xff00 {
 					pc.OFPortHint = uint32(*in.Ofport)
 				}
+				vlan, vlanErr, vlanWarn := parseVLAN(p)
+				pc.VLAN = vlan
+				if vlanWarn != "" && i == 0 {
+					d.Problems = append(d.Problems, vlanWarn)
+				}
 				switch {
 				case pc.Err != "":
-				case p.Tag != nil || len(p.Trunks) > 0 || p.VLANMode != nil:
-					pc.Err = fmt.Sprintf("port %s: VLAN settings (tag, trunks, vlan_mode) are not supported by govswitchd", p.Name)
+				case vlanErr != "":
+					pc.Err = vlanErr
 				case len(p.Interfaces) > 1:
 					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
 				case in.Name == "" || len(in.Name) > 15:

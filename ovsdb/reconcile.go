@@ -32,6 +32,9 @@ type Switch interface {
 	AddPort(bridge string, p *PortConfig) error
 	// DeletePort removes a port (not the bridge's own) from the bridge.
 	DeletePort(bridge, port string) error
+	// SetPortVLAN gives a running port (the bridge's own included) the
+	// VLAN configuration p.VLAN, and reports whether that changed it.
+	SetPortVLAN(bridge string, p *PortConfig) (changed bool, err error)
 	// Ports returns the running ports of a bridge and their state.
 	Ports(bridge string) ([]PortState, error)
 	// DatapathID returns the bridge's OpenFlow datapath id.
@@ -278,6 +281,27 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		byName = map[string]PortState{}
 		for _, ps := range have {
 			byName[ps.Name] = ps
+		}
+	}
+	// VLAN settings of every running port, the ones just added included
+	// (AddPort leaves a port a trunk of all VLANs until here).
+	for i := range bc.Ports {
+		pc := &bc.Ports[i]
+		if pc.Err != "" {
+			continue
+		}
+		if _, ok := byName[pc.Name]; !ok {
+			continue
+		}
+		changed, err := r.sw.SetPortVLAN(bc.Name, pc)
+		if err != nil {
+			msg := fmt.Sprintf("port %s: VLAN settings: %v", pc.Name, err)
+			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			continue
+		}
+		if changed {
+			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
 	for i := range bc.Ports {

@@ -260,10 +260,53 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	} else if p.OFPortHint != 0 && b.Ports.Snapshot().ByOF(p.OFPortHint) == nil {
 		ofport = p.OFPortHint
 	}
-	if _, err := b.AddPort(p.Name, p.Type, ofport); err != nil {
+	v, err := portVLAN(&p.VLAN)
+	if err != nil {
+		return err
+	}
+	if _, err := b.AddPortVLAN(p.Name, p.Type, ofport, v); err != nil {
 		return err
 	}
 	s.invalidate(b)
+	return nil
+}
+
+// SetPortVLAN applies the port's VLAN columns; a change re-translates
+// every datapath flow now, as a port change does.
+func (s *ovsdbSwitch) SetPortVLAN(bridge string, p *ovsdb.PortConfig) (bool, error) {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return false, fmt.Errorf("bridge %s: not running", bridge)
+	}
+	v, err := portVLAN(&p.VLAN)
+	if err != nil {
+		return false, err
+	}
+	pt := portByName(b, p.Name)
+	if pt == nil {
+		return false, fmt.Errorf("port %s: %w", p.Name, ofproto.ErrNoPort)
+	}
+	if pt.VLAN.Equal(&v) {
+		return false, nil
+	}
+	if err := b.SetPortVLAN(p.Name, v); err != nil {
+		return false, err
+	}
+	s.invalidate(b)
+	return true, nil
+}
+
+// portVLAN turns the database's VLAN columns into the port's setting.
+func portVLAN(c *ovsdb.VLANConfig) (ofproto.PortVLAN, error) {
+	return ofproto.NewPortVLAN(c.Mode, c.Tag, c.Trunks)
+}
+
+func portByName(b *ofproto.Bridge, name string) *ofproto.Port {
+	for _, pt := range b.Ports.Snapshot().List() {
+		if pt.Name == name {
+			return pt
+		}
+	}
 	return nil
 }
 
