@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"testing"
+	"time"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
@@ -160,5 +161,24 @@ func TestNewPortVLAN(t *testing.T) {
 				t.Errorf("%s, want %s", v.String(), tt.want)
 			}
 		})
+	}
+}
+
+// NORMAL across VLAN ports (tag changes, grouped flooding, per-VLAN
+// learning) allocates nothing per packet.
+func TestNormalVLANAllocs(t *testing.T) {
+	x := vlanBridge(t)
+	out := Out{Actions: make([]byte, 0, 1024)}
+	keys := []flow.Key{tagged(14, 10, 5), tagged(11, 0, 0), tagged(15, 0, 0), tagged(11, 0, 3)}
+	now := t0
+	n := testing.AllocsPerRun(1000, func() {
+		now = now.Add(time.Millisecond)
+		for i := range keys {
+			keys[i].EthSrc[5]++
+			x.Translate(&keys[i], now, true, &out)
+		}
+	})
+	if n != 0 {
+		t.Errorf("Translate across VLAN ports allocates %v per run", n)
 	}
 }

@@ -351,6 +351,12 @@ func parseGlobal(oc map[string]string, problems *[]string) Global {
 	}
 	g.Handlers = parseInt(oc, "n-handler-threads", 1, 1024, "Open_vSwitch", problems)
 	g.Revalidators = parseInt(oc, "n-revalidator-threads", 1, 1024, "Open_vSwitch", problems)
+	// govswitchd matches two VLAN headers, the kernel datapath's limit:
+	// vlan-limit 0 (no further limit) or 2. A lower limit, which changes
+	// what OpenFlow matches see of a double-tagged frame, is not honoured.
+	if v, ok := oc["vlan-limit"]; ok && v != "0" && v != "2" {
+		*problems = append(*problems, fmt.Sprintf("Open_vSwitch other_config:vlan-limit=%q is not supported by govswitchd: it matches 2 VLAN headers, as vlan-limit=2 or 0; ignored", v))
+	}
 	if v, ok := oc["govswitch-governor"]; ok {
 		switch v {
 		case "true":

@@ -228,6 +228,27 @@ func TestBuild(t *testing.T) {
 			problem: `mac-aging-time="soon"`,
 		},
 		{
+			name: "vlan-limit below the datapath's is refused",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "1"}},
+					&Bridge{UUID: "b0", Name: "br0"}, nil)
+			},
+			check:   func(t *testing.T, d Desired) {},
+			problem: `vlan-limit="1" is not supported by govswitchd`,
+		},
+		{
+			name: "vlan-limit 2 is what govswitchd does",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "2"}},
+					&Bridge{UUID: "b0", Name: "br0"}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if len(d.Problems) != 0 {
+					t.Errorf("problems %q", d.Problems)
+				}
+			},
+		},
+		{
 			name: "unsupported protocols only",
 			rows: func() *Rows {
 				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow11"}}, nil)

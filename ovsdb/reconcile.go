@@ -272,7 +272,11 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue
 		}
 		added = true
-		r.logf("bridge %s: port %s: added", bc.Name, pc.Name)
+		if pc.VLAN.Mode != "" || pc.VLAN.Tag >= 0 || len(pc.VLAN.Trunks) > 0 {
+			r.logf("bridge %s: port %s: added (VLAN %s)", bc.Name, pc.Name, pc.VLAN)
+		} else {
+			r.logf("bridge %s: port %s: added", bc.Name, pc.Name)
+		}
 	}
 	if added {
 		if have, err = r.sw.Ports(bc.Name); err != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,8 +73,9 @@ func (b *vlanBed) configure(vsctl func(args ...string) string) {
 
 // vlanRun is what one switch did with the vlanBed.
 type vlanRun struct {
-	loss map[string]int // "h1->h2": pings lost of vlanPings
-	fdb  string         // fdb/show after the pings
+	loss  map[string]int // "h1->h2": pings lost of vlanPings
+	fdb   string         // fdb/show after the pings
+	flows []string       // IPv4 megaflows between h1 and h4, as ovs-dpctl shows them
 }
 
 const vlanPings = 3
@@ -91,6 +95,30 @@ func (b *vlanBed) pings(t *testing.T) vlanRun {
 		r.loss[fmt.Sprintf("h%d->h%d", p.from, p.to)] = parseLoss(t, out)
 	}
 	return r
+}
+
+// ipFlows pings h1->h4 once more and returns the datapath's IPv4 flows
+// between h1's and h4's ports (by name, statistics cut), sorted: NORMAL's
+// megaflows, VLAN match and tag actions included.
+func (b *vlanBed) ipFlows(t *testing.T, dp string) []string {
+	t.Helper()
+	if out, _ := b.hosts[0].Exec("ping", "-c", "2", "-i", "0.2", "-W", "1", "10.0.0.4"); parseLoss(t, out) != 0 {
+		t.Errorf("h1->h4 lost pings:\n%s", out)
+	}
+	out, err := exec.Command("ovs-dpctl", "dump-flows", "--names", dp).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-dpctl dump-flows %s: %v\n%s", dp, err, out)
+	}
+	stats := regexp.MustCompile(`, packets:.*, actions:`)
+	var flows []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.Contains(l, "0x0800") || !(strings.Contains(l, "in_port("+b.ports[0]+")") || strings.Contains(l, "in_port("+b.ports[3]+")")) {
+			continue
+		}
+		flows = append(flows, stats.ReplaceAllString(l, " actions:"))
+	}
+	sort.Strings(flows)
+	return flows
 }
 
 // fdbEntries parses fdb/show into "port/VLAN/MAC" strings.
@@ -149,6 +177,7 @@ func TestIntegrationVLAN(t *testing.T) {
 	b.configure(func(args ...string) string { return o.must(t, "ovs-vsctl", args...) })
 	ovs := b.pings(t)
 	ovs.fdb = appctlAt(t, o.ctl, "fdb/show", b.name).out
+	ovs.flows = b.ipFlows(t, "system@ovs-system")
 	t.Logf("ovs-vswitchd: pings lost %v; fdb/show:\n%s", ovs.loss, ovs.fdb)
 	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
@@ -199,10 +228,26 @@ func TestIntegrationVLAN(t *testing.T) {
 	}
 	gov := b.pings(t)
 	gov.fdb = appctlAt(t, filepath.Join(b.rundir, "gov.ctl"), "fdb/show", b.name).out
+	gov.flows = b.ipFlows(t, "system@"+b.name)
 	t.Logf("govswitchd: pings lost %v; fdb/show:\n%s", gov.loss, gov.fdb)
 
 	checkVLANRun(t, "ovs-vswitchd", b, ovs)
 	checkVLANRun(t, "govswitchd", b, gov)
+	// The same megaflows: VLAN matched with OVS's mask, tags pushed and
+	// popped alike.
+	t.Logf("IPv4 megaflows h1<->h4:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	if !slices.Equal(ovs.flows, gov.flows) {
+		t.Errorf("megaflows differ:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	}
+	push := fmt.Sprintf("in_port(%s),eth(src=%s,dst=%s),eth_type(0x0800),ipv4(frag=no) actions:push_vlan(vid=10,pcp=0),%s",
+		b.ports[0], b.macs[0], b.macs[3], b.ports[3])
+	pop := fmt.Sprintf("in_port(%s),eth(src=%s,dst=%s),eth_type(0x8100),vlan(vid=10,pcp=0),encap(eth_type(0x0800),ipv4(frag=no)) actions:pop_vlan,%s",
+		b.ports[3], b.macs[3], b.macs[0], b.ports[0])
+	for _, want := range []string{push, pop} {
+		if !slices.ContainsFunc(gov.flows, func(f string) bool { return strings.HasSuffix(f, want) }) {
+			t.Errorf("govswitchd's megaflows lack %s:\n%q", want, gov.flows)
+		}
+	}
 	for k, l := range ovs.loss {
 		if gov.loss[k] != l {
 			t.Errorf("%s: govswitchd lost %d pings, ovs-vswitchd %d", k, gov.loss[k], l)
