@@ -49,6 +49,10 @@ func newVLANBed(t *testing.T) *vlanBed {
 		}
 		b.macs[i] = testbed.Veth(t, b.ports[i], b.hosts[i], "eth0", cidr)
 	}
+	// h3 also has an address in h4's untagged subnet, for the native modes.
+	if out, err := b.hosts[2].Exec("ip", "addr", "add", "10.9.9.3/24", "dev", "eth0"); err != nil {
+		t.Fatalf("h3: ip addr add: %v\n%s", err, out)
+	}
 	for _, args := range [][]string{
 		{"ip", "link", "add", "link", "eth0", "name", "eth0.10", "type", "vlan", "id", "10"},
 		{"ip", "addr", "add", "10.0.0.4/24", "dev", "eth0.10"},
@@ -121,6 +125,30 @@ func (b *vlanBed) ipFlows(t *testing.T, dp string) []string {
 	return flows
 }
 
+// nativePings makes h4's trunk native in VLAN 20, untagged and then
+// tagged, and pings h4's untagged address from h3 (access 20) and its VLAN
+// 10 device from h1: native-untagged carries both, native-tagged sends
+// VLAN 20 to h4 tagged, which h4 (no VLAN 20 device) does not take.
+func (b *vlanBed) nativePings(t *testing.T, vsctl func(args ...string) string) map[string]int {
+	t.Helper()
+	loss := map[string]int{}
+	for _, mode := range []string{"native-untagged", "native-tagged"} {
+		vsctl("set", "Port", b.ports[3], "vlan_mode="+mode, "tag=20")
+		for _, h := range b.hosts {
+			h.Exec("ip", "neigh", "flush", "all")
+		}
+		for _, p := range []struct {
+			from int
+			to   string
+		}{{3, "10.9.9.4"}, {1, "10.0.0.4"}} {
+			out, _ := b.hosts[p.from-1].Exec("ping", "-c", "2", "-i", "0.2", "-W", "1", p.to)
+			loss[fmt.Sprintf("%s h%d->%s", mode, p.from, p.to)] = parseLoss(t, out)
+		}
+	}
+	vsctl("clear", "Port", b.ports[3], "vlan_mode", "tag")
+	return loss
+}
+
 // fdbEntries parses fdb/show into "port/VLAN/MAC" strings.
 var fdbLine = regexp.MustCompile(`(?m)^\s*(\S+)\s+(\d+)\s+([0-9a-f:]{17})\s+\d+$`)
 
@@ -178,6 +206,7 @@ func TestIntegrationVLAN(t *testing.T) {
 	ovs := b.pings(t)
 	ovs.fdb = appctlAt(t, o.ctl, "fdb/show", b.name).out
 	ovs.flows = b.ipFlows(t, "system@ovs-system")
+	ovsNative := b.nativePings(t, func(args ...string) string { return o.must(t, "ovs-vsctl", args...) })
 	t.Logf("ovs-vswitchd: pings lost %v; fdb/show:\n%s", ovs.loss, ovs.fdb)
 	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
@@ -229,6 +258,7 @@ func TestIntegrationVLAN(t *testing.T) {
 	gov := b.pings(t)
 	gov.fdb = appctlAt(t, filepath.Join(b.rundir, "gov.ctl"), "fdb/show", b.name).out
 	gov.flows = b.ipFlows(t, "system@"+b.name)
+	govNative := b.nativePings(t, vsctl)
 	t.Logf("govswitchd: pings lost %v; fdb/show:\n%s", gov.loss, gov.fdb)
 
 	checkVLANRun(t, "ovs-vswitchd", b, ovs)
@@ -251,6 +281,17 @@ func TestIntegrationVLAN(t *testing.T) {
 	for k, l := range ovs.loss {
 		if gov.loss[k] != l {
 			t.Errorf("%s: govswitchd lost %d pings, ovs-vswitchd %d", k, gov.loss[k], l)
+		}
+	}
+
+	// The native modes, against ovs-vswitchd and what they mean.
+	t.Logf("native modes, pings lost of 2:\novs-vswitchd %v\ngovswitchd   %v", ovsNative, govNative)
+	for k, w := range map[string]int{
+		"native-untagged h3->10.9.9.4": 0, "native-untagged h1->10.0.0.4": 0,
+		"native-tagged h3->10.9.9.4": 2, "native-tagged h1->10.0.0.4": 0,
+	} {
+		if ovsNative[k] != w || govNative[k] != w {
+			t.Errorf("%s: lost ovs-vswitchd %d, govswitchd %d of 2, want %d", k, ovsNative[k], govNative[k], w)
 		}
 	}
 
