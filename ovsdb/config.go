@@ -68,17 +68,19 @@ type PortConfig struct {
 
 // VLANConfig is a Port's VLAN columns as the database holds them, checked
 // by Build: Mode is "" (unset) or one of trunk, access, native-tagged,
-// native-untagged; Tag is -1 when unset, else 0-4095; Trunks are VLAN IDs
-// 0-4095, sorted, empty for all.
+// native-untagged; Tag (0-4095) is set when HasTag is; Trunks are VLAN IDs
+// 0-4095, sorted, empty for all. The zero value is no VLAN setting at all:
+// a trunk of every VLAN.
 type VLANConfig struct {
 	Mode   string
+	HasTag bool
 	Tag    int
 	Trunks []int
 }
 
 // Equal reports whether v and w are the same columns.
 func (v *VLANConfig) Equal(w *VLANConfig) bool {
-	if v.Mode != w.Mode || v.Tag != w.Tag || len(v.Trunks) != len(w.Trunks) {
+	if v.Mode != w.Mode || v.HasTag != w.HasTag || v.Tag != w.Tag || len(v.Trunks) != len(w.Trunks) {
 		return false
 	}
 	for i := range v.Trunks {
@@ -95,12 +97,12 @@ func (v VLANConfig) String() string {
 	mode := v.Mode
 	if mode == "" {
 		mode = "trunk"
-		if v.Tag >= 0 {
+		if v.HasTag {
 			mode = "access"
 		}
 	}
 	s := mode
-	if v.Tag >= 0 && mode != "trunk" {
+	if v.HasTag && mode != "trunk" {
 		s += " tag=" + strconv.Itoa(v.Tag)
 	}
 	if len(v.Trunks) > 0 {
@@ -116,7 +118,6 @@ func (v VLANConfig) String() string {
 // parseVLAN checks a Port's VLAN columns. errMsg, when not empty, is the
 // interface's error; warn is a problem the port runs despite.
 func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
-	v = VLANConfig{Tag: -1}
 	if p.VLANMode != nil {
 		v.Mode = *p.VLANMode
 	}
@@ -131,14 +132,14 @@ func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
 		if *p.Tag < 0 || *p.Tag > 4095 {
 			return v, fmt.Sprintf("port %s: tag %d is not a VLAN ID (0 to 4095)", p.Name, *p.Tag), ""
 		}
-		v.Tag = *p.Tag
+		v.HasTag, v.Tag = true, *p.Tag
 	}
 	for _, t := range p.Trunks {
 		if t < 0 || t > 4095 {
 			return v, fmt.Sprintf("port %s: trunk %d is not a VLAN ID (0 to 4095)", p.Name, t), ""
 		}
 	}
-	if len(p.Trunks) > 0 && (v.Mode == "access" || v.Mode == "" && v.Tag >= 0) {
+	if len(p.Trunks) > 0 && (v.Mode == "access" || v.Mode == "" && v.HasTag) {
 		// As ovs-vswitchd: the port runs as an access port, and the log
 		// says the trunks are ignored.
 		return v, "", fmt.Sprintf("port %s: ignoring trunks in access mode", p.Name)

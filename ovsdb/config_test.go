@@ -117,10 +117,10 @@ func TestBuild(t *testing.T) {
 			},
 			check: func(t *testing.T, d Desired) {
 				ps := d.Bridges[0].Ports
-				if want := (VLANConfig{Tag: 10}); ps[0].Err != "" || !ps[0].VLAN.Equal(&want) {
+				if want := (VLANConfig{HasTag: true, Tag: 10}); ps[0].Err != "" || !ps[0].VLAN.Equal(&want) {
 					t.Errorf("eth1: Err %q VLAN %+v, want %+v", ps[0].Err, ps[0].VLAN, want)
 				}
-				if want := (VLANConfig{Mode: "native-untagged", Tag: 5, Trunks: []int{20, 30}}); ps[1].Err != "" || !ps[1].VLAN.Equal(&want) {
+				if want := (VLANConfig{Mode: "native-untagged", HasTag: true, Tag: 5, Trunks: []int{20, 30}}); ps[1].Err != "" || !ps[1].VLAN.Equal(&want) {
 					t.Errorf("eth2: Err %q VLAN %+v, want %+v", ps[1].Err, ps[1].VLAN, want)
 				}
 			},
@@ -153,7 +153,7 @@ func TestBuild(t *testing.T) {
 			},
 			check: func(t *testing.T, d Desired) {
 				p := d.Bridges[0].Ports[0]
-				if want := (VLANConfig{Tag: 10}); p.Err != "" || !p.VLAN.Equal(&want) {
+				if want := (VLANConfig{HasTag: true, Tag: 10}); p.Err != "" || !p.VLAN.Equal(&want) {
 					t.Errorf("Err %q VLAN %+v, want %+v", p.Err, p.VLAN, want)
 				}
 			},

@@ -121,10 +121,7 @@ func (f *fakeSwitch) SetPortVLAN(bridge string, p *PortConfig) (bool, error) {
 	if f.vlans == nil {
 		f.vlans = map[string]VLANConfig{}
 	}
-	old, ok := f.vlans[bridge+"/"+p.Name]
-	if !ok {
-		old = VLANConfig{Tag: -1}
-	}
+	old := f.vlans[bridge+"/"+p.Name]
 	if old.Equal(&p.VLAN) {
 		return false, nil
 	}

@@ -272,7 +272,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue
 		}
 		added = true
-		if pc.VLAN.Mode != "" || pc.VLAN.Tag >= 0 || len(pc.VLAN.Trunks) > 0 {
+		if pc.VLAN.Mode != "" || pc.VLAN.HasTag || len(pc.VLAN.Trunks) > 0 {
 			r.logf("bridge %s: port %s: added (VLAN %s)", bc.Name, pc.Name, pc.VLAN)
 		} else {
 			r.logf("bridge %s: port %s: added", bc.Name, pc.Name)

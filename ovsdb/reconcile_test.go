@@ -126,3 +126,28 @@ func TestReconcilerRetriesFailedBridge(t *testing.T) {
 		t.Errorf("log after two failing passes: %q, want the bridge's failure once", logs[:n])
 	}
 }
+
+// TestReconcilerPortVLAN: a VLAN change on a running port is applied in
+// place (no DeletePort/AddPort), and logged.
+func TestReconcilerPortVLAN(t *testing.T) {
+	sw := newFakeSwitch("a")
+	r := NewReconciler(sw)
+	var logs []string
+	r.Logf = func(_ slog.Level, format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+	withVLAN := func(v VLANConfig) *Desired {
+		p := port("a", 0)
+		p.VLAN = v
+		return desired(BridgeConfig{UUID: "b", Name: "br0", Ports: []PortConfig{local("br0"), p}})
+	}
+	r.Apply(withVLAN(VLANConfig{}))
+	sw.calls = nil
+	r.Apply(withVLAN(VLANConfig{HasTag: true, Tag: 10}))
+	r.Apply(withVLAN(VLANConfig{HasTag: true, Tag: 10}))
+	want := []string{"SetPortVLAN br0 a access tag=10"}
+	if !reflect.DeepEqual(sw.calls, want) {
+		t.Errorf("calls %q, want %q", sw.calls, want)
+	}
+	if !strings.Contains(strings.Join(logs, "\n"), "bridge br0: port a: VLAN access tag=10") {
+		t.Errorf("logs lack the VLAN change:\n%s", strings.Join(logs, "\n"))
+	}
+}

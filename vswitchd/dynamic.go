@@ -298,7 +298,11 @@ func (s *ovsdbSwitch) SetPortVLAN(bridge string, p *ovsdb.PortConfig) (bool, err
 
 // portVLAN turns the database's VLAN columns into the port's setting.
 func portVLAN(c *ovsdb.VLANConfig) (ofproto.PortVLAN, error) {
-	return ofproto.NewPortVLAN(c.Mode, c.Tag, c.Trunks)
+	tag := -1
+	if c.HasTag {
+		tag = c.Tag
+	}
+	return ofproto.NewPortVLAN(c.Mode, tag, c.Trunks)
 }
 
 func portByName(b *ofproto.Bridge, name string) *ofproto.Port {
