@@ -498,6 +498,16 @@ func (c *xctx) normal() {
 			return
 		}
 	}
+	if !c.ports.vlans {
+		// Every port a trunk of all VLANs: every port takes the frame as
+		// it came.
+		for _, pt := range c.ports.List() {
+			if pt != c.inPort && pt.OFPort != c.flow.InPort && !pt.Down && !pt.NoFlood {
+				c.emitOutput(pt)
+			}
+		}
+		return
+	}
 	// Flood to every port of the VLAN, grouped by the headers the frame
 	// leaves with, so that each change of tag is made once: first the
 	// ports that take the frame as the datapath has it now, then those
@@ -554,6 +564,10 @@ func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
 // normalOutput outputs the frame to pt with the VLAN headers the port
 // wants, leaving the frame as it was for the next output.
 func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+	if !c.ports.vlans {
+		c.emitOutput(pt)
+		return
+	}
 	saved := c.flow.VLANs
 	c.flow.VLANs = c.normalHeader(pt, vlan, in)
 	c.emitOutput(pt)
