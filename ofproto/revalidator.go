@@ -98,9 +98,14 @@ func (u *Udpif) Sync() {
 			u.syncMu.Unlock()
 			return
 		}
+		// A pass that began after the change will do; ask for one only
+		// if none is under way, so a barrier costs one pass, not two.
+		covered := u.running && u.runningTables >= tv && u.runningMAC >= mv
 		ch := u.passed
 		u.syncMu.Unlock()
-		u.Wake()
+		if !covered {
+			u.Wake()
+		}
 		select {
 		case <-ch:
 		case <-u.stop:
@@ -114,6 +119,7 @@ func (u *Udpif) Sync() {
 func (u *Udpif) synced(tv, mv uint64) {
 	u.syncMu.Lock()
 	u.syncedTables, u.syncedMAC = max(u.syncedTables, tv), max(u.syncedMAC, mv)
+	u.running = false
 	close(u.passed)
 	u.passed = make(chan struct{})
 	u.syncMu.Unlock()
@@ -152,13 +158,17 @@ func (u *Udpif) revalidate() {
 	// The versions first, then the handlers' in-flight batches: see
 	// quiesce. Translate reads the version before the tables, so a flow
 	// labelled with a version was translated with that version or a newer.
+	u.syncMu.Lock()
 	tablesV := u.x.Tables.Version()
 	var macV uint64
 	if u.x.MAC != nil {
 		macV = u.x.MAC.Version()
 	}
-	// Take the change token this pass answers: changes after this point
-	// post a new one.
+	u.running, u.runningTables, u.runningMAC = true, tablesV, macV
+	u.syncMu.Unlock()
+	// Take the change tokens this pass answers (after marking it running,
+	// so a Sync that saw no pass under way and woke us is answered by this
+	// one): changes after the versions were read post new ones.
 	select {
 	case <-u.x.Tables.Changed():
 	default:

@@ -146,6 +146,9 @@ type Udpif struct {
 	syncMu                  sync.Mutex
 	syncedTables, syncedMAC uint64
 	passed                  chan struct{}
+	// running says a pass is under way, checking against these versions.
+	running                   bool
+	runningTables, runningMAC uint64
 }
 
 // NewUdpif returns the upcall machinery for dp translating with x. Start
