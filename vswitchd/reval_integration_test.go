@@ -111,7 +111,10 @@ func runPromptSteps(t *testing.T, b *bed, mgmt, dpName string) []promptStep {
 // even though datapath flows made under the old ones were in place — a
 // drop rule drops the very first ping. ovs-vswitchd 3.1 runs the same
 // steps first in the same boot, as the reference; what it does is logged,
-// and govswitchd must get every step right.
+// and govswitchd must get every step right. (In UML, ovs-vswitchd 3.1 let
+// the next datagram through a fresh udp drop rule and a mod-flows to drop
+// in one run of two, and dropped the one after del-flows udp in the
+// other: its barrier reply does not wait for its revalidators.)
 func TestIntegrationRulesTakeEffectAtOnce(t *testing.T) {
 	b := newBed(t)
 
