@@ -158,6 +158,9 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 			}
 			return c.bundleErr(raw, openflow.BundleFailedMsgFailed)
 		}
+		// As a barrier: the reply means the datapath forwards by the
+		// committed tables.
+		c.m.b.Udpif.Sync()
 		reply.Type = openflow.BundleCommitReply
 	case openflow.BundleDiscardRequest:
 		if b == nil {

@@ -73,7 +73,9 @@ func (c *Conn) handle(raw []byte) error {
 		return nil
 	case *openflow.BarrierRequest:
 		// Messages are handled one at a time, so everything before the
-		// barrier is done.
+		// barrier is done in the tables; Sync makes it done in the
+		// datapath too, so the next packet meets the new rules.
+		c.m.b.Udpif.Sync()
 		return c.queueMsg(&openflow.BarrierReply{Envelope: env})
 	case *openflow.FlowMod:
 		return c.flowMod(raw, m)

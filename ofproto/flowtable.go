@@ -242,6 +242,7 @@ type Tables struct {
 	n       atomic.Int64
 	version atomic.Uint64
 	view    atomic.Pointer[View]
+	changed chan struct{} // a token after every version change (Changed)
 
 	// MaxFlows bounds the flows in all tables together (0 = no limit);
 	// an add beyond it fails with ErrTableFull.
@@ -267,7 +268,23 @@ func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule { return v.t[i
 
 // NewTables returns empty flow tables.
 func NewTables() *Tables {
-	return &Tables{timed: make(map[*Rule]struct{})}
+	return &Tables{timed: make(map[*Rule]struct{}), changed: make(chan struct{}, 1)}
+}
+
+// Changed returns a channel that holds a token whenever Version has
+// changed since the token was last taken: the revalidator waits on it so a
+// flow_mod, a bundle commit or an Invalidate re-translates the datapath's
+// flows at once rather than at the next periodic dump. Tokens coalesce;
+// there is one channel, for one receiver.
+func (ts *Tables) Changed() <-chan struct{} { return ts.changed }
+
+// bump changes the version and posts a Changed token. It never blocks.
+func (ts *Tables) bump() {
+	ts.version.Add(1)
+	select {
+	case ts.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Version changes whenever any table changes; revalidators compare it to
@@ -278,7 +295,7 @@ func (ts *Tables) Version() uint64 { return ts.version.Load() }
 // that translation depends on but the tables do not hold (the port set,
 // table misses going to a controller, fail-open): revalidators then
 // re-translate every cached datapath flow on their next pass.
-func (ts *Tables) Invalidate() { ts.version.Add(1) }
+func (ts *Tables) Invalidate() { ts.bump() }
 
 // Len returns the number of flows in all tables.
 func (ts *Tables) Len() int { return int(ts.n.Load()) }
@@ -304,6 +321,7 @@ func (ts *Tables) Republish(id uint8) {
 	v := *ts.View()
 	v.t[id] = ts.t[id].Snapshot()
 	ts.view.Store(&v)
+	ts.bump()
 }
 
 // Lookup finds the rule table id's lookup of k selects, widening wc by
@@ -436,7 +454,7 @@ func (tx *txn) commit() {
 		}
 	}
 	if len(tx.touched) > 0 {
-		ts.version.Add(1)
+		ts.bump()
 	}
 	if ts.OnRemoved != nil {
 		for _, r := range tx.removed {

@@ -27,6 +27,10 @@ func (u *Udpif) revalidatorLoop() {
 			return
 		case <-t.C:
 			u.revalidate()
+		case <-u.x.Tables.Changed():
+			u.revalidate()
+		case <-u.wake:
+			u.revalidate()
 		case req := <-u.kick:
 			if req.purge {
 				req.done <- u.purge()
@@ -60,6 +64,90 @@ func (u *Udpif) Revalidate() {
 	}
 }
 
+// Wake asks the revalidator for a pass now, without waiting for it: call
+// it after a change that translation depends on and that the flow tables'
+// version does not cover (a MAC table change). Wakes coalesce. It never
+// blocks.
+func (u *Udpif) Wake() {
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Sync returns once every datapath flow agrees with the flow tables and
+// the MAC table as they were when Sync was called: flows translated
+// before then have been re-translated, and fixed or deleted, by a
+// revalidation pass that began after it. A barrier waits for it, so that
+// once ovs-ofctl has its barrier reply the next packet meets the new
+// rules. If nothing changed since the last pass it returns at once; Syncs
+// that wait together share one pass. It returns at once if the Udpif is
+// not running.
+func (u *Udpif) Sync() {
+	if !u.started.Load() {
+		return
+	}
+	tv := u.x.Tables.Version()
+	var mv uint64
+	if u.x.MAC != nil {
+		mv = u.x.MAC.Version()
+	}
+	for {
+		u.syncMu.Lock()
+		if u.syncedTables >= tv && u.syncedMAC >= mv {
+			u.syncMu.Unlock()
+			return
+		}
+		// A pass that began after the change will do; ask for one only
+		// if none is under way, so a barrier costs one pass, not two.
+		covered := u.running && u.runningTables >= tv && u.runningMAC >= mv
+		ch := u.passed
+		u.syncMu.Unlock()
+		if !covered {
+			u.Wake()
+		}
+		select {
+		case <-ch:
+		case <-u.stop:
+			return
+		}
+	}
+}
+
+// synced records that a finished pass made the datapath consistent with
+// tables version tv and MAC version mv, and releases Sync's waiters.
+func (u *Udpif) synced(tv, mv uint64) {
+	u.syncMu.Lock()
+	u.syncedTables, u.syncedMAC = max(u.syncedTables, tv), max(u.syncedMAC, mv)
+	u.running = false
+	close(u.passed)
+	u.passed = make(chan struct{})
+	u.syncMu.Unlock()
+}
+
+// quiesce waits until every handler that is in the middle of a batch has
+// finished it. A pass calls it after reading the versions it will check
+// against: a batch that began before could have translated with older
+// tables and be about to install the result, and the dump must see that
+// flow; a batch that begins after translates with these versions or
+// newer.
+func (u *Udpif) quiesce() {
+	for _, hd := range u.handlers {
+		s := hd.busy.Load()
+		if s&1 == 0 {
+			continue
+		}
+		for hd.busy.Load() == s {
+			select {
+			case <-u.stop:
+				return
+			default:
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
 // revalidate is one pass: dump the datapath's flows, credit their new
 // packets to the OpenFlow rules, delete idle flows and those past the
 // flow limit, re-translate flows whose tables or MAC entries changed
@@ -67,11 +155,38 @@ func (u *Udpif) Revalidate() {
 // ukeys whose flows vanished, adjust the dynamic flow limit by how long
 // the dump took, and expire OpenFlow flow timeouts.
 func (u *Udpif) revalidate() {
+	// The versions first, then the handlers' in-flight batches: see
+	// quiesce. Translate reads the version before the tables, so a flow
+	// labelled with a version was translated with that version or a newer.
+	u.syncMu.Lock()
+	tablesV := u.x.Tables.Version()
+	var macV uint64
+	if u.x.MAC != nil {
+		macV = u.x.MAC.Version()
+	}
+	u.running, u.runningTables, u.runningMAC = true, tablesV, macV
+	u.syncMu.Unlock()
+	// Take the change tokens this pass answers (after marking it running,
+	// so a Sync that saw no pass under way and woke us is answered by this
+	// one): changes after the versions were read post new ones.
+	select {
+	case <-u.x.Tables.Changed():
+	default:
+	}
+	select {
+	case <-u.wake:
+	default:
+	}
+	u.quiesce()
+
 	start := time.Now()
 	u.gen++
 	gen := u.gen
 	st, err := u.dp.Stats()
 	if err != nil {
+		// A datapath that cannot be read cannot be fixed either: release
+		// Sync's waiters rather than hold barriers forever.
+		u.synced(tablesV, macV)
 		return
 	}
 	nflows := int(st.Flows)
@@ -84,11 +199,6 @@ func (u *Udpif) revalidate() {
 	}
 	kill := nflows > 2*limit
 	terse := !u.firstDump.Swap(false) && u.dp.Features().UFID
-	tablesV := u.x.Tables.Version()
-	var macV uint64
-	if u.x.MAC != nil {
-		macV = u.x.MAC.Version()
-	}
 	exact := u.disableMegaflows.Load()
 
 	var dels, mods []datapath.Op
@@ -164,10 +274,18 @@ func (u *Udpif) revalidate() {
 	u.c.dumps.Add(1)
 	u.flowLimit.Store(int64(nextFlowLimit(limit, nflows, d, u.cfg.FlowLimit)))
 
+	u.synced(tablesV, macV)
+
 	done := time.Now()
+	// Expired OpenFlow flows change the tables' version (and post a
+	// Changed token); expired MAC entries only the MAC table's: either
+	// way the flows that used them are translated again at once.
 	u.x.Tables.Expire(done)
 	if u.x.MAC != nil {
 		u.x.MAC.Expire(done)
+		if u.x.MAC.Version() != macV {
+			u.Wake()
+		}
 	}
 }
 

@@ -136,6 +136,19 @@ type Udpif struct {
 	started   atomic.Bool
 	firstDump atomic.Bool // the next dump is non-terse, to adopt flows
 	gen       uint64      // dump generation (revalidator goroutine only)
+
+	// wake holds a token when a pass is wanted now: a MAC table change
+	// seen by a handler, a Wake. Table changes come on Tables.Changed.
+	wake chan struct{}
+	// syncMu guards the versions the last finished pass made the
+	// datapath consistent with, and passed, closed (and replaced) when a
+	// pass finishes, for Sync's waiters.
+	syncMu                  sync.Mutex
+	syncedTables, syncedMAC uint64
+	passed                  chan struct{}
+	// running says a pass is under way, checking against these versions.
+	running                   bool
+	runningTables, runningMAC uint64
 }
 
 // NewUdpif returns the upcall machinery for dp translating with x. Start
@@ -151,7 +164,8 @@ func NewUdpif(dp datapath.Datapath, x *Xlator, cfg UpcallConfig) *Udpif {
 		cfg.RevalidateInterval = 500 * time.Millisecond
 	}
 	u := &Udpif{dp: dp, x: x, cfg: cfg, ukeys: newUkeyTable(cfg.FlowLimit * 2),
-		stop: make(chan struct{}), kick: make(chan revalRequest)}
+		stop: make(chan struct{}), kick: make(chan revalRequest),
+		wake: make(chan struct{}, 1), passed: make(chan struct{})}
 	u.flowLimit.Store(int64(min(cfg.FlowLimit, 10000)))
 	u.disableMegaflows.Store(cfg.DisableMegaflows)
 	u.firstDump.Store(true)
@@ -333,6 +347,9 @@ type handler struct {
 	ops   []datapath.Op
 	// opUkey[i] is the ukey of ops[i] when it is a put, for error handling.
 	opUkey []*ukey
+	// busy is odd while the handler is translating and installing a batch
+	// (see Udpif.quiesce).
+	busy atomic.Uint64
 }
 
 func (u *Udpif) newHandler(h datapath.Handler) *handler {
@@ -419,7 +436,18 @@ func (hd *handler) run() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
+		hd.busy.Add(1)
+		var macV uint64
+		if hd.u.x.MAC != nil {
+			macV = hd.u.x.MAC.Version()
+		}
 		hd.handleBatch(hd.ups[:n], now)
+		if hd.u.x.MAC != nil && hd.u.x.MAC.Version() != macV {
+			// A MAC learned or moved: flows that flooded to it, or sent
+			// it to its old port, must be translated again.
+			hd.u.Wake()
+		}
+		hd.busy.Add(1)
 	}
 }
 

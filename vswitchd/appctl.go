@@ -176,6 +176,7 @@ func (d *Daemon) fdbFlush(args []string) (string, error) {
 	}
 	for _, b := range bridges {
 		b.MAC.Flush()
+		b.Udpif.Wake() // flows forwarding to the flushed entries flood again
 	}
 	return "table successfully flushed\n", nil
 }
