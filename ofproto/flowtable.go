@@ -98,6 +98,13 @@ const (
 	ErrBadGotoTable                           // OFPBIC_BAD_TABLE_ID: goto_table to a missing or earlier table
 	ErrBadOutGroup                            // OFPBAC_BAD_OUT_GROUP: the switch has no groups
 	ErrMatchInconsistent                      // OFPBAC_MATCH_INCONSISTENT: set_field without its prerequisites
+	// Actions that decode but that translation cannot carry out (see
+	// checkSupported): refused, as ovs-vswitchd refuses actions it does
+	// not implement, rather than installed to drop what they forward.
+	ErrUnsupportedAction   // OFPBAC_BAD_TYPE: a standard action
+	ErrUnsupportedVendor   // OFPBAC_BAD_VENDOR / BAD_EXPERIMENTER: another vendor's action
+	ErrUnsupportedNXAction // OFPBAC_BAD_VENDOR_TYPE / BAD_EXP_TYPE: a Nicira action
+	ErrUnsupportedSetField // OFPBAC_BAD_SET_TYPE (1.0, which has none: OFPBAC_BAD_TYPE, as the codec answers an unknown load destination)
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -193,9 +200,13 @@ func (e *Entry) outputsTo(port uint32) bool {
 //   - group actions: the switch has no groups;
 //   - set_field of a field whose prerequisites m does not pin down (ip_src
 //     without an IPv4 match), which would rewrite packets of another
-//     protocol.
+//     protocol;
+//   - actions translation cannot carry out (checkSupported).
 func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
+		if err := checkSupported(list); err != nil {
+			return err
+		}
 		for i := range list {
 			a := &list[i]
 			switch a.Type {

@@ -314,10 +314,15 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.decTTL()
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
+	case openflow.ActSetQueue:
+		// A queue selects an egress QoS queue; with no QoS configured
+		// (the switch has none) ovs-vswitchd emits nothing for it
+		// either, as for enqueue's queue.
 	default:
-		// Actions we do not translate (groups, MPLS, queues, meters,
-		// vendor actions) end the translation in a drop, like OVS does
-		// for an action it cannot carry out, rather than half-apply.
+		// Flow mods and packet-outs with actions we do not translate
+		// (groups, MPLS, vendor actions) are refused (checkSupported);
+		// should one reach here anyway, the translation ends in a
+		// drop rather than half-apply.
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "unsupported action " + a.Type.String()
 		c.exit = true
