@@ -27,7 +27,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldInPort, openflow.FieldNXMInPort:
 		return true
 	}
-	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15
+	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
+		f >= openflow.FieldXReg0 && f <= openflow.FieldXXReg3
 }
 
 // checkSupported returns an *Error (ErrUnsupportedAction,
@@ -47,7 +48,7 @@ func checkSupported(acts []openflow.Action) error {
 				return errorf(ErrUnsupportedSetField, "set_field %s is not implemented", a.Field)
 			}
 		case openflow.ActRegLoad:
-			if !settable(a.Field) || a.Field.Size() > 8 {
+			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "load into %s is not implemented", a.Field)
 			}
 		case openflow.ActVendor:

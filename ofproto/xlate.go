@@ -331,7 +331,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 
 func (c *xctx) regLoad(a *openflow.Action) {
 	n := a.Field.Size()
-	if n == 0 || n > 8 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 {
+	if n == 0 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 || a.NBits > 64 {
 		return
 	}
 	var buf [16]byte
@@ -339,17 +339,18 @@ func (c *xctx) regLoad(a *openflow.Action) {
 	if !ok {
 		return
 	}
-	var cur uint64
-	for _, b := range v {
-		cur = cur<<8 | uint64(b)
+	// Bit p of the field (0 the least significant) is bit p%8 of byte
+	// n-1-p/8 of its big-endian value.
+	for i := uint16(0); i < a.NBits; i++ {
+		p := int(a.Ofs + i)
+		bit := byte(1) << (p % 8)
+		if a.Load>>i&1 != 0 {
+			v[n-1-p/8] |= bit
+		} else {
+			v[n-1-p/8] &^= bit
+		}
 	}
-	mask := (^uint64(0) >> (64 - a.NBits)) << a.Ofs
-	cur = cur&^mask | a.Load<<a.Ofs&mask
-	for i := n - 1; i >= 0; i-- {
-		buf[i] = byte(cur)
-		cur >>= 8
-	}
-	a.Field.SetValue(&c.flow, buf[:n])
+	a.Field.SetValue(&c.flow, v)
 }
 
 func (c *xctx) decTTL() {

@@ -278,17 +278,28 @@ func appendSetField10(b []byte, a *Action) ([]byte, error) {
 	case FieldTunnelID:
 		return be64(zeros(nxActionHeader(b, 24, NXASTSetTunnel64), 6), k.Tunnel.ID), nil
 	}
-	// Anything else NXM can name and that fits 64 bits becomes a full-width
-	// NXAST_REG_LOAD.
+	// Anything else NXM can name becomes a full-width NXAST_REG_LOAD; a
+	// field wider than 64 bits (xxreg, ipv6_src) one load per 64 bits,
+	// the least significant first, as ovs-vswitchd encodes it.
 	n := a.Field.Size()
-	if _, ok := a.Field.Header(true); !ok || n > 8 {
+	if _, ok := a.Field.Header(true); !ok || n > 16 {
 		return b, fmt.Errorf("openflow: set_field %s in OpenFlow 1.0: %w", a.Field, ErrUnsupported)
 	}
-	var v uint64
-	for _, c := range a.Value[:n] {
-		v = v<<8 | uint64(c)
+	start := len(b)
+	for end := n; end > 0; end -= 8 {
+		from := max(end-8, 0)
+		var v uint64
+		for _, c := range a.Value[from:end] {
+			v = v<<8 | uint64(c)
+		}
+		var err error
+		b, err = appendNXAction(b, &Action{Type: ActRegLoad, Field: a.Field, Ofs: uint16(8 * (n - end)),
+			NBits: uint16(8 * (end - from)), Load: v})
+		if err != nil {
+			return b[:start], err
+		}
 	}
-	return appendNXAction(b, &Action{Type: ActRegLoad, Field: a.Field, NBits: uint16(8 * n), Load: v})
+	return b, nil
 }
 
 // nxActionHeader appends type, length, NX vendor id and subtype.
