@@ -75,3 +75,62 @@ func TestXlateRegisters(t *testing.T) {
 		t.Errorf("actions %q, want 12 (dropped %q)", got, out.Dropped)
 	}
 }
+
+// TestOfctlMove: move (NXAST_REG_MOVE) between registers and packet
+// fields, added with the real ovs-ofctl over 1.3 and 1.0; dump-flows is
+// held against ovs-vswitchd 3.1's for the same flows (captured in the
+// bed).
+func TestOfctlMove(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	s.ofctl(t, []string{"-O", "OpenFlow13"}, "add-flow", "priority=8,reg3=0x5,actions=move:NXM_NX_REG0[]->NXM_NX_REG1[],move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,1)")
+	s.ofctl(t, []string{"-O", "OpenFlow13"}, "add-flow", "table=1,priority=9,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:0x7->metadata,output:1")
+	s.ofctl(t, nil, "add-flow", "table=2,ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_NX_REG1[0..7]->NXM_OF_IP_DST[24..31]")
+	for _, tc := range []struct {
+		opts []string
+		want string
+	}{
+		{[]string{"-O", "OpenFlow13"}, `OFPST_FLOW reply (OF1.3) (xid=0x2):
+ cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=8,reg3=0x5 actions=move:NXM_NX_REG0[]->NXM_NX_REG1[],move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,1)
+ cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=9 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:0x7->metadata,output:1
+ cookie=0x0, table=2, n_packets=0, n_bytes=0, reset_counts ip actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_NX_REG1[0..7]->NXM_OF_IP_DST[24..31]
+`},
+		{nil, `NXST_FLOW reply (xid=0x4):
+ cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=8,reg3=0x5 actions=move:NXM_NX_REG0[]->NXM_NX_REG1[],move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,1)
+ cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=9 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0x7->OXM_OF_METADATA[],output:1
+ cookie=0x0, table=2, n_packets=0, n_bytes=0, ip actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_NX_REG1[0..7]->NXM_OF_IP_DST[24..31]
+`},
+	} {
+		got := durations.ReplaceAllString(s.ofctl(t, tc.opts, "dump-flows"), "")
+		if got != tc.want {
+			t.Errorf("ovs-ofctl %s dump-flows:\n%s\nwant (ovs-vswitchd 3.1):\n%s", strings.Join(tc.opts, " "), got, tc.want)
+		}
+	}
+}
+
+// TestXlateMove: a move between registers feeds a later match, and a
+// move from a packet field rewrites the packet and puts the source into
+// the megaflow.
+func TestXlateMove(t *testing.T) {
+	x := testBridge(t)
+	mv := func(src openflow.Field, srcOfs uint16, dst openflow.Field, ofs, n uint16) openflow.Action {
+		return openflow.Action{Type: openflow.ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: ofs, NBits: n}
+	}
+	// ip_dst's low byte (2) into reg7[8..15], then reg7 into xreg1's low
+	// half (reg3).
+	ip := func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff }
+	mustAdd(t, x, 0, ip, 5, apply(mv(openflow.FieldIPv4Dst, 0, openflow.FieldReg7, 8, 8),
+		mv(openflow.FieldReg7, 0, openflow.FieldXReg1, 0, 32), openflow.Resubmit(openflow.PortInPort, 1)))
+	mustAdd(t, x, 1, func(k *flow.Key, m *flow.Mask) { k.Regs[3], m.Regs[3] = 0x200, ^uint32(0) }, 5,
+		apply(mv(openflow.FieldEthSrc, 0, openflow.FieldEthDst, 0, 48), openflow.Output(2, 0)))
+	k := pkt(11)
+	var out Out
+	x.Translate(&k, t0, true, &out)
+	want := "set(eth(dst=02:00:00:00:00:0a)),12"
+	if got := datapath.FormatActions(out.Actions); got != want {
+		t.Errorf("actions %q, want %q (dropped %q)", got, want, out.Dropped)
+	}
+	if out.WC.EthSrc != [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} || out.WC.IPv4Dst != [4]byte{0xff, 0xff, 0xff, 0xff} {
+		t.Errorf("megaflow lacks the move sources: eth_src %x ip_dst %x", out.WC.EthSrc, out.WC.IPv4Dst)
+	}
+}

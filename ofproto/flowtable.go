@@ -217,6 +217,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
 				}
 				continue
+			case openflow.ActRegLoad, openflow.ActRegMove:
+				if !a.Field.PrereqsMet(&m.Key, &m.Mask) || a.Type == openflow.ActRegMove && !a.Src.PrereqsMet(&m.Key, &m.Mask) {
+					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
+				}
+				continue
 			case openflow.ActOutput, openflow.ActEnqueue:
 			default:
 				continue

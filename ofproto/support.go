@@ -51,6 +51,10 @@ func checkSupported(acts []openflow.Action) error {
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "load into %s is not implemented", a.Field)
 			}
+		case openflow.ActRegMove:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
+			}
 		case openflow.ActVendor:
 			if a.Vendor == openflow.NXVendorID {
 				sub := -1

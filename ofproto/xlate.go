@@ -288,6 +288,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		a.ApplySetField(&c.flow)
 	case openflow.ActRegLoad:
 		c.regLoad(a)
+	case openflow.ActRegMove:
+		c.regMove(a)
 	case openflow.ActSetVLANVID:
 		c.flow.VLANs[0].TCI = c.flow.VLANs[0].TCI&^flow.VLANVIDMask | a.VLANVID&flow.VLANVIDMask | flow.VLANPresent
 		if c.flow.VLANs[0].TPID == 0 {
@@ -351,6 +353,35 @@ func (c *xctx) regLoad(a *openflow.Action) {
 		}
 	}
 	a.Field.SetValue(&c.flow, v)
+}
+
+// regMove copies NBits from a.Src at SrcOfs to a.Field at Ofs. The
+// translation now depends on the source's value: its whole field joins
+// the megaflow (registers and metadata are no datapath fields and drop
+// out of the datapath mask).
+func (c *xctx) regMove(a *openflow.Action) {
+	sn, dn := a.Src.Size(), a.Field.Size()
+	if sn == 0 || dn == 0 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*sn || int(a.Ofs)+int(a.NBits) > 8*dn {
+		return
+	}
+	var sb, db [16]byte
+	src, ok1 := a.Src.Value(sb[:0], &c.flow)
+	dst, ok2 := a.Field.Value(db[:0], &c.flow)
+	if !ok1 || !ok2 {
+		return
+	}
+	cover := a.Src.Cover()
+	c.out.WC.Or(&cover)
+	for i := 0; i < int(a.NBits); i++ {
+		sp, dp := int(a.SrcOfs)+i, int(a.Ofs)+i
+		bit := byte(1) << (dp % 8)
+		if src[sn-1-sp/8]>>(sp%8)&1 != 0 {
+			dst[dn-1-dp/8] |= bit
+		} else {
+			dst[dn-1-dp/8] &^= bit
+		}
+	}
+	a.Field.SetValue(&c.flow, dst)
 }
 
 func (c *xctx) decTTL() {
