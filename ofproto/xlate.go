@@ -203,24 +203,31 @@ func (c *xctx) pipeline(id uint8) {
 			c.miss(id)
 			return
 		}
-		c.note(r)
-		c.cookie = r.Value.Cookie
-		in := &r.Value.Instructions
-		c.doActions(in.Apply)
-		if in.Clear {
-			c.nActionSet = 0
-		}
-		for i := range in.Write {
-			c.writeAction(in.Write[i])
-		}
-		if in.WriteMetadata {
-			c.flow.OFMetadata = c.flow.OFMetadata&^in.MetadataMask | in.Metadata&in.MetadataMask
-		}
-		if !in.GotoTable {
+		next, ok := c.runRule(r)
+		if !ok {
 			return
 		}
-		id = in.Table
+		id = next
 	}
+}
+
+// runRule carries out rule r's instructions and returns the table its
+// goto_table names, ok false when it has none.
+func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
+	c.note(r)
+	c.cookie = r.Value.Cookie
+	in := &r.Value.Instructions
+	c.doActions(in.Apply)
+	if in.Clear {
+		c.nActionSet = 0
+	}
+	for i := range in.Write {
+		c.writeAction(in.Write[i])
+	}
+	if in.WriteMetadata {
+		c.flow.OFMetadata = c.flow.OFMetadata&^in.MetadataMask | in.Metadata&in.MetadataMask
+	}
+	return in.Table, in.GotoTable
 }
 
 func (c *xctx) note(r *Rule) {
@@ -418,13 +425,20 @@ func (c *xctx) resubmit(a *openflow.Action) {
 	if table == openflow.TableAll {
 		table = c.table
 	}
-	if int(table) < NumTables {
+	// The rule found runs whole, goto_table and write-actions included,
+	// as ovs-vswitchd runs it; a miss (in the first table or one gone to)
+	// does nothing.
+	for !c.exit && int(table) < NumTables {
 		r := c.view.Lookup(table, &c.flow, &c.out.WC)
-		if r != nil {
-			c.note(r)
-			c.table, c.cookie = table, r.Value.Cookie
-			c.doActions(r.Value.Instructions.Apply)
+		if r == nil {
+			break
 		}
+		c.table = table
+		next, ok := c.runRule(r)
+		if !ok {
+			break
+		}
+		table = next
 	}
 	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
 	c.depth--
