@@ -49,7 +49,8 @@ func TestCheckSupportedFields(t *testing.T) {
 		ok bool
 	}{
 		{openflow.FieldEthDst, true}, {openflow.FieldIPv4Dst, true}, {openflow.FieldTCPDst, true},
-		{openflow.FieldReg0, true}, {openflow.FieldReg15, true}, {openflow.FieldMetadata, true},
+		{openflow.FieldReg0, true}, {openflow.FieldReg15, true}, {openflow.FieldMetadata, true}, {openflow.FieldIPv6Dst, true},
+		{openflow.FieldXReg7, true}, {openflow.FieldXXReg3, true},
 		{openflow.FieldICMPv4Type, false}, {openflow.FieldARPSPA, false}, {openflow.FieldMPLSLabel, false},
 		{openflow.FieldNDTarget, false}, {openflow.FieldCtMark, false}, {openflow.FieldIPv6Label, false},
 	} {
