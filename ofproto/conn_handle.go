@@ -297,6 +297,8 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendor
 	case ErrUnsupportedNXAction:
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendorType
+	case ErrInvalidMeter:
+		return openflow.Err13TypeMeterModFailed, openflow.MeterModFailed13InvalidMeter
 	case ErrUnsupportedSetField:
 		if v >= openflow.Version13 {
 			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetType

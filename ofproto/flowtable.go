@@ -104,6 +104,7 @@ const (
 	ErrUnsupportedAction   // OFPBAC_BAD_TYPE: a standard action
 	ErrUnsupportedVendor   // OFPBAC_BAD_VENDOR / BAD_EXPERIMENTER: another vendor's action
 	ErrUnsupportedNXAction // OFPBAC_BAD_VENDOR_TYPE / BAD_EXP_TYPE: a Nicira action
+	ErrInvalidMeter        // OFPMMFC_INVALID_METER: the switch has no meters
 	ErrUnsupportedSetField // OFPBAC_BAD_SET_TYPE (1.0, which has none: OFPBAC_BAD_TYPE, as the codec answers an unknown load destination)
 )
 
@@ -197,12 +198,17 @@ func (e *Entry) outputsTo(port uint32) bool {
 //     destinations a flow may use (OFPP_TABLE is for packet-out only,
 //     OFPP_ANY is no port); any port below OFPP_MAX is accepted, existing
 //     or not, as OVS does: it may be added later;
-//   - group actions: the switch has no groups;
+//   - group actions and meters: the switch has neither;
 //   - set_field of a field whose prerequisites m does not pin down (ip_src
 //     without an IPv4 match), which would rewrite packets of another
 //     protocol;
 //   - actions translation cannot carry out (checkSupported).
 func checkActions(in *openflow.Instructions, m *classifier.Match) error {
+	if in.Meter != 0 {
+		// ovs-vswitchd refuses a meter that does not exist so, and
+		// translation has no meters to run.
+		return errorf(ErrInvalidMeter, "meter %d: the switch has no meters", in.Meter)
+	}
 	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
 		if err := checkSupported(list); err != nil {
 			return err
