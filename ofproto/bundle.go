@@ -222,6 +222,7 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		// add; whether a group exists it checks at commit, and so do we.
 		if err := check(&fm); err != nil && ErrKind(err) != ErrBadOutGroup {
 			typ, code := flowModError(v, err)
+			c.logRefusal("bundled flow mod", err)
 			return c.sendError(raw, typ, code)
 		}
 		if im.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {

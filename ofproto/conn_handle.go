@@ -292,6 +292,21 @@ func (c *Conn) features(env openflow.Envelope) error {
 // flowModError maps a flow table error to version v's error type and code.
 func flowModError(v uint8, err error) (typ, code uint16) {
 	k := ErrKind(err)
+	switch k {
+	case ErrUnsupportedAction:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadType
+	case ErrUnsupportedVendor:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadVendor
+	case ErrUnsupportedNXAction:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadVendorType
+	case ErrInvalidMeter:
+		return openflow.Err13TypeMeterModFailed, openflow.MeterModFailed13InvalidMeter
+	case ErrUnsupportedSetField:
+		if v >= openflow.Version13 {
+			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetType
+		}
+		return openflow.ErrTypeBadAction, openflow.BadActionBadType
+	}
 	if v >= openflow.Version13 {
 		switch k {
 		case ErrOverlap:
@@ -408,7 +423,7 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 	})
 	if err != nil {
 		typ, code := flowModError(m.Version, err)
-		c.log.Debug("flow mod failed", "err", err)
+		c.logRefusal("flow mod", err)
 		return c.sendError(raw, typ, code)
 	}
 	if m.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
@@ -438,6 +453,11 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 			}
 			return c.sendError(raw, openflow.ErrTypeBadRequest, code)
 		}
+	}
+	if err := checkSupported(m.Actions); err != nil {
+		typ, code := flowModError(v, err)
+		c.logRefusal("packet-out", err)
+		return c.sendError(raw, typ, code)
 	}
 	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
 		c.log.Info("packet-out failed", "err", err)
@@ -853,4 +873,15 @@ func (m *ConnManager) fromTableMissEntry(pin *PacketIn) bool {
 	var wc flow.Mask
 	r := m.b.Tables.Lookup(pin.Table, &k, &wc)
 	return r != nil && r.Priority == 0 && r.Match.Mask == (flow.Mask{}) && r.Value.Cookie == pin.Cookie
+}
+
+// logRefusal logs a failed flow mod or packet-out: at WARN the first time
+// an unimplemented action is refused (so the user learns what the switch
+// cannot do), at DEBUG otherwise.
+func (c *Conn) logRefusal(what string, err error) {
+	if isUnsupported(err) && warnOnce(err) {
+		c.log.Warn(what+" refused: the switch does not implement an action it holds", "err", err)
+		return
+	}
+	c.log.Debug(what+" failed", "err", err)
 }

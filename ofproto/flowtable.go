@@ -98,6 +98,14 @@ const (
 	ErrBadGotoTable                           // OFPBIC_BAD_TABLE_ID: goto_table to a missing or earlier table
 	ErrBadOutGroup                            // OFPBAC_BAD_OUT_GROUP: the switch has no groups
 	ErrMatchInconsistent                      // OFPBAC_MATCH_INCONSISTENT: set_field without its prerequisites
+	// Actions that decode but that translation cannot carry out (see
+	// checkSupported): refused, as ovs-vswitchd refuses actions it does
+	// not implement, rather than installed to drop what they forward.
+	ErrUnsupportedAction   // OFPBAC_BAD_TYPE: a standard action
+	ErrUnsupportedVendor   // OFPBAC_BAD_VENDOR / BAD_EXPERIMENTER: another vendor's action
+	ErrUnsupportedNXAction // OFPBAC_BAD_VENDOR_TYPE / BAD_EXP_TYPE: a Nicira action
+	ErrInvalidMeter        // OFPMMFC_INVALID_METER: the switch has no meters
+	ErrUnsupportedSetField // OFPBAC_BAD_SET_TYPE (1.0, which has none: OFPBAC_BAD_TYPE, as the codec answers an unknown load destination)
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -190,12 +198,21 @@ func (e *Entry) outputsTo(port uint32) bool {
 //     destinations a flow may use (OFPP_TABLE is for packet-out only,
 //     OFPP_ANY is no port); any port below OFPP_MAX is accepted, existing
 //     or not, as OVS does: it may be added later;
-//   - group actions: the switch has no groups;
+//   - group actions and meters: the switch has neither;
 //   - set_field of a field whose prerequisites m does not pin down (ip_src
 //     without an IPv4 match), which would rewrite packets of another
-//     protocol.
+//     protocol;
+//   - actions translation cannot carry out (checkSupported).
 func checkActions(in *openflow.Instructions, m *classifier.Match) error {
+	if in.Meter != 0 {
+		// ovs-vswitchd refuses a meter that does not exist so, and
+		// translation has no meters to run.
+		return errorf(ErrInvalidMeter, "meter %d: the switch has no meters", in.Meter)
+	}
 	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
+		if err := checkSupported(list); err != nil {
+			return err
+		}
 		for i := range list {
 			a := &list[i]
 			switch a.Type {
@@ -204,6 +221,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 			case openflow.ActSetField:
 				if !a.Field.PrereqsMet(&m.Key, &m.Mask) {
 					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
+				}
+				continue
+			case openflow.ActRegLoad, openflow.ActRegMove:
+				if !a.Field.PrereqsMet(&m.Key, &m.Mask) || a.Type == openflow.ActRegMove && !a.Src.PrereqsMet(&m.Key, &m.Mask) {
+					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue
 			case openflow.ActOutput, openflow.ActEnqueue:

@@ -203,24 +203,31 @@ func (c *xctx) pipeline(id uint8) {
 			c.miss(id)
 			return
 		}
-		c.note(r)
-		c.cookie = r.Value.Cookie
-		in := &r.Value.Instructions
-		c.doActions(in.Apply)
-		if in.Clear {
-			c.nActionSet = 0
-		}
-		for i := range in.Write {
-			c.writeAction(in.Write[i])
-		}
-		if in.WriteMetadata {
-			c.flow.OFMetadata = c.flow.OFMetadata&^in.MetadataMask | in.Metadata&in.MetadataMask
-		}
-		if !in.GotoTable {
+		next, ok := c.runRule(r)
+		if !ok {
 			return
 		}
-		id = in.Table
+		id = next
 	}
+}
+
+// runRule carries out rule r's instructions and returns the table its
+// goto_table names, ok false when it has none.
+func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
+	c.note(r)
+	c.cookie = r.Value.Cookie
+	in := &r.Value.Instructions
+	c.doActions(in.Apply)
+	if in.Clear {
+		c.nActionSet = 0
+	}
+	for i := range in.Write {
+		c.writeAction(in.Write[i])
+	}
+	if in.WriteMetadata {
+		c.flow.OFMetadata = c.flow.OFMetadata&^in.MetadataMask | in.Metadata&in.MetadataMask
+	}
+	return in.Table, in.GotoTable
 }
 
 func (c *xctx) note(r *Rule) {
@@ -288,6 +295,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		a.ApplySetField(&c.flow)
 	case openflow.ActRegLoad:
 		c.regLoad(a)
+	case openflow.ActRegMove:
+		c.regMove(a)
 	case openflow.ActSetVLANVID:
 		c.flow.VLANs[0].TCI = c.flow.VLANs[0].TCI&^flow.VLANVIDMask | a.VLANVID&flow.VLANVIDMask | flow.VLANPresent
 		if c.flow.VLANs[0].TPID == 0 {
@@ -314,10 +323,15 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.decTTL()
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
+	case openflow.ActSetQueue:
+		// A queue selects an egress QoS queue; with no QoS configured
+		// (the switch has none) ovs-vswitchd emits nothing for it
+		// either, as for enqueue's queue.
 	default:
-		// Actions we do not translate (groups, MPLS, queues, meters,
-		// vendor actions) end the translation in a drop, like OVS does
-		// for an action it cannot carry out, rather than half-apply.
+		// Flow mods and packet-outs with actions we do not translate
+		// (groups, MPLS, vendor actions) are refused (checkSupported);
+		// should one reach here anyway, the translation ends in a
+		// drop rather than half-apply.
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "unsupported action " + a.Type.String()
 		c.exit = true
@@ -326,7 +340,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 
 func (c *xctx) regLoad(a *openflow.Action) {
 	n := a.Field.Size()
-	if n == 0 || n > 8 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 {
+	if n == 0 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 || a.NBits > 64 {
 		return
 	}
 	var buf [16]byte
@@ -334,17 +348,47 @@ func (c *xctx) regLoad(a *openflow.Action) {
 	if !ok {
 		return
 	}
-	var cur uint64
-	for _, b := range v {
-		cur = cur<<8 | uint64(b)
+	// Bit p of the field (0 the least significant) is bit p%8 of byte
+	// n-1-p/8 of its big-endian value.
+	for i := uint16(0); i < a.NBits; i++ {
+		p := int(a.Ofs + i)
+		bit := byte(1) << (p % 8)
+		if a.Load>>i&1 != 0 {
+			v[n-1-p/8] |= bit
+		} else {
+			v[n-1-p/8] &^= bit
+		}
 	}
-	mask := (^uint64(0) >> (64 - a.NBits)) << a.Ofs
-	cur = cur&^mask | a.Load<<a.Ofs&mask
-	for i := n - 1; i >= 0; i-- {
-		buf[i] = byte(cur)
-		cur >>= 8
+	a.Field.SetValue(&c.flow, v)
+}
+
+// regMove copies NBits from a.Src at SrcOfs to a.Field at Ofs. The
+// translation now depends on the source's value: its whole field joins
+// the megaflow (registers and metadata are no datapath fields and drop
+// out of the datapath mask).
+func (c *xctx) regMove(a *openflow.Action) {
+	sn, dn := a.Src.Size(), a.Field.Size()
+	if sn == 0 || dn == 0 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*sn || int(a.Ofs)+int(a.NBits) > 8*dn {
+		return
 	}
-	a.Field.SetValue(&c.flow, buf[:n])
+	var sb, db [16]byte
+	src, ok1 := a.Src.Value(sb[:0], &c.flow)
+	dst, ok2 := a.Field.Value(db[:0], &c.flow)
+	if !ok1 || !ok2 {
+		return
+	}
+	cover := a.Src.Cover()
+	c.out.WC.Or(&cover)
+	for i := 0; i < int(a.NBits); i++ {
+		sp, dp := int(a.SrcOfs)+i, int(a.Ofs)+i
+		bit := byte(1) << (dp % 8)
+		if src[sn-1-sp/8]>>(sp%8)&1 != 0 {
+			dst[dn-1-dp/8] |= bit
+		} else {
+			dst[dn-1-dp/8] &^= bit
+		}
+	}
+	a.Field.SetValue(&c.flow, dst)
 }
 
 func (c *xctx) decTTL() {
@@ -381,13 +425,20 @@ func (c *xctx) resubmit(a *openflow.Action) {
 	if table == openflow.TableAll {
 		table = c.table
 	}
-	if int(table) < NumTables {
+	// The rule found runs whole, goto_table and write-actions included,
+	// as ovs-vswitchd runs it; a miss (in the first table or one gone to)
+	// does nothing.
+	for !c.exit && int(table) < NumTables {
 		r := c.view.Lookup(table, &c.flow, &c.out.WC)
-		if r != nil {
-			c.note(r)
-			c.table, c.cookie = table, r.Value.Cookie
-			c.doActions(r.Value.Instructions.Apply)
+		if r == nil {
+			break
 		}
+		c.table = table
+		next, ok := c.runRule(r)
+		if !ok {
+			break
+		}
+		table = next
 	}
 	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
 	c.depth--

@@ -32,6 +32,7 @@ const (
 	ActCopyTTLIn             //
 	ActResubmit              // Port (PortInPort: keep in_port), Table (TableAll: the current table)
 	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
+	ActRegMove               // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
 	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
 )
 
@@ -41,7 +42,7 @@ var actionNames = [...]string{
 	ActPushVLAN: "push_vlan", ActPushMPLS: "push_mpls", ActPopMPLS: "pop_mpls", ActSetQueue: "set_queue",
 	ActGroup: "group", ActSetNwTTL: "set_nw_ttl", ActDecNwTTL: "dec_ttl", ActSetMPLSTTL: "set_mpls_ttl",
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
-	ActResubmit: "resubmit", ActRegLoad: "load", ActVendor: "vendor",
+	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 }
 
 func (t ActionType) String() string {
@@ -68,6 +69,8 @@ type Action struct {
 	Ofs     uint16
 	NBits   uint16
 	Field   Field
+	Src     Field // ActRegMove's source field, read at bit SrcOfs
+	SrcOfs  uint16
 	Port    uint32
 	Queue   uint32
 	Group   uint32
@@ -153,7 +156,7 @@ func (in *Instructions) onlyApply() bool {
 func (a Action) Equal(b Action) bool {
 	return a.Type == b.Type && a.VLANPCP == b.VLANPCP && a.Table == b.Table && a.TTL == b.TTL &&
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
-		a.NBits == b.NBits && a.Field == b.Field && a.Port == b.Port && a.Queue == b.Queue &&
+		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
 		bytes.Equal(a.Data, b.Data)
 }

@@ -28,6 +28,7 @@ const (
 	NXASTResubmit      uint16 = 1
 	NXASTSetTunnel     uint16 = 2
 	NXASTSetQueue      uint16 = 4
+	NXASTRegMove       uint16 = 6
 	NXASTRegLoad       uint16 = 7
 	NXASTSetTunnel64   uint16 = 9
 	NXASTResubmitTable uint16 = 14
@@ -173,6 +174,11 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			return Action{}, err
 		}
 		return Action{Type: ActDecNwTTL}, nil
+	case NXASTRegMove:
+		if err := need(24); err != nil {
+			return Action{}, err
+		}
+		return decodeRegMove(v, act)
 	case NXASTRegLoad:
 		if err := need(24); err != nil {
 			return Action{}, err
@@ -189,6 +195,29 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return a, nil
 	}
 	return Action{Type: ActVendor, Vendor: vendor, Data: act[8:]}, nil
+}
+
+// decodeRegMove decodes a 24-byte NXAST_REG_MOVE: n_bits, src_ofs,
+// dst_ofs, then the source and destination field headers (4 bytes each,
+// unmasked, length the field's width).
+func decodeRegMove(v uint8, act []byte) (Action, error) {
+	nBits, srcOfs, dstOfs := u16(act[10:]), u16(act[12:]), u16(act[14:])
+	field := func(h uint32) Field {
+		f := FieldByHeader(h)
+		if f == FieldNone || fields[f].enc == 0 || h&0x1ff != uint32(fields[f].size) {
+			return FieldNone
+		}
+		return f
+	}
+	src, dst := field(u32(act[16:])), field(u32(act[20:]))
+	if src == FieldNone || dst == FieldNone {
+		return Action{}, errOf(v, kActBadSetType, "move: field %08x -> %08x", u32(act[16:]), u32(act[20:]))
+	}
+	a := Action{Type: ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: dstOfs, NBits: nBits}
+	if nBits == 0 || int(srcOfs)+int(nBits) > 8*src.Size() || int(dstOfs)+int(nBits) > 8*dst.Size() {
+		return Action{}, errOf(v, kActBadArgument, "move: %d bits from %s[%d] to %s[%d]", nBits, src, srcOfs, dst, dstOfs)
+	}
+	return a, nil
 }
 
 // VendorActionError returns the error that rejects an ActVendor action in
@@ -241,7 +270,7 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return be32(be16(nxActionHeader(b, 16, NXASTSetQueue), 0), a.Queue), nil
 	case ActDecNwTTL:
 		return zeros(nxActionHeader(b, 16, NXASTDecTTL), 6), nil
-	case ActResubmit, ActRegLoad, ActVendor:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
 		return appendNXAction(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
@@ -278,17 +307,28 @@ func appendSetField10(b []byte, a *Action) ([]byte, error) {
 	case FieldTunnelID:
 		return be64(zeros(nxActionHeader(b, 24, NXASTSetTunnel64), 6), k.Tunnel.ID), nil
 	}
-	// Anything else NXM can name and that fits 64 bits becomes a full-width
-	// NXAST_REG_LOAD.
+	// Anything else NXM can name becomes a full-width NXAST_REG_LOAD; a
+	// field wider than 64 bits (xxreg, ipv6_src) one load per 64 bits,
+	// the least significant first, as ovs-vswitchd encodes it.
 	n := a.Field.Size()
-	if _, ok := a.Field.Header(true); !ok || n > 8 {
+	if _, ok := a.Field.Header(true); !ok || n > 16 {
 		return b, fmt.Errorf("openflow: set_field %s in OpenFlow 1.0: %w", a.Field, ErrUnsupported)
 	}
-	var v uint64
-	for _, c := range a.Value[:n] {
-		v = v<<8 | uint64(c)
+	start := len(b)
+	for end := n; end > 0; end -= 8 {
+		from := max(end-8, 0)
+		var v uint64
+		for _, c := range a.Value[from:end] {
+			v = v<<8 | uint64(c)
+		}
+		var err error
+		b, err = appendNXAction(b, &Action{Type: ActRegLoad, Field: a.Field, Ofs: uint16(8 * (n - end)),
+			NBits: uint16(8 * (end - from)), Load: v})
+		if err != nil {
+			return b[:start], err
+		}
 	}
-	return appendNXAction(b, &Action{Type: ActRegLoad, Field: a.Field, NBits: uint16(8 * n), Load: v})
+	return b, nil
 }
 
 // nxActionHeader appends type, length, NX vendor id and subtype.
@@ -317,6 +357,15 @@ func appendNXAction(b []byte, a *Action) ([]byte, error) {
 		}
 		b = be16(nxActionHeader(b, 24, NXASTRegLoad), a.Ofs<<6|(a.NBits-1))
 		return be64(be32(b, h), a.Load), nil
+	case ActRegMove:
+		sh, ok1 := a.Src.Header(true)
+		dh, ok2 := a.Field.Header(true)
+		if !ok1 || !ok2 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() ||
+			int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
+			return b, fmt.Errorf("openflow: move of %d bits from %s[%d] to %s[%d]: %w", a.NBits, a.Src, a.SrcOfs, a.Field, a.Ofs, ErrUnsupported)
+		}
+		b = be16(be16(be16(nxActionHeader(b, 24, NXASTRegMove), a.NBits), a.SrcOfs), a.Ofs)
+		return be32(be32(b, sh), dh), nil
 	case ActVendor:
 		n := 8 + len(a.Data)
 		if n%8 != 0 || n > 0xffff {

@@ -188,7 +188,7 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendSetField13(b, &sf)
 	case ActSetField:
 		return appendSetField13(b, a)
-	case ActResubmit, ActRegLoad, ActVendor:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
 		return appendNXAction(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)

@@ -21,6 +21,7 @@ func TestActionsRoundTrip(t *testing.T) {
 		SetField(FieldIPv4Dst, &k), SetField(FieldReg4, &k), SetField(FieldIPv6Src, &k), SetField(FieldIPDSCP, &k),
 		Resubmit(5, TableAll), Resubmit(PortInPort, 3),
 		{Type: ActRegLoad, Field: FieldReg2, Ofs: 4, NBits: 8, Load: 0xab},
+		{Type: ActRegMove, Src: FieldXXReg0, SrcOfs: 0, Field: FieldXReg3, Ofs: 0, NBits: 64},
 		{Type: ActVendor, Vendor: 0x00abcdef, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
 	}
 	all10 := []Action{
@@ -29,6 +30,7 @@ func TestActionsRoundTrip(t *testing.T) {
 		SetField(FieldEthSrc, &k), SetField(FieldIPv4Dst, &k), SetField(FieldIPTOS, &k), SetField(FieldTpSrc, &k),
 		{Type: ActSetQueue, Queue: 4}, {Type: ActDecNwTTL}, Resubmit(5, TableAll), Resubmit(PortInPort, 3),
 		{Type: ActRegLoad, Field: FieldReg2, Ofs: 4, NBits: 8, Load: 0xab}, SetField(FieldTunnelID, &k),
+		{Type: ActRegMove, Src: FieldEthSrc, SrcOfs: 0, Field: FieldEthDst, Ofs: 0, NBits: 48},
 	}
 	for _, tc := range []struct {
 		name string

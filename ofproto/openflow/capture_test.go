@@ -183,6 +183,37 @@ var captureChecks = map[string]func(*testing.T, []Msg){
 			t.Errorf("packet out = %+v", po)
 		}
 	},
+	"of13-add-flow-regs": func(t *testing.T, msgs []Msg) {
+		fm, _ := findMsg[*FlowMod](msgs)
+		if fm == nil {
+			t.Fatal("no flow mod")
+		}
+		if k, m := fm.Match.Key, fm.Match.Mask; k.Regs[2] != 0 || k.Regs[3] != 1 || m.Regs[2] != ^uint32(0) ||
+			k.Regs[5] != 1 || k.Regs[6] != 2 || k.Regs[7] != 3 || m.Regs[4] != 0 || m.Regs[7] != ^uint32(0) {
+			t.Errorf("match %s", &fm.Match)
+		}
+		var x1, xx0 [16]byte
+		x1[7] = 1
+		xx0[0], xx0[15] = 0x0a, 1
+		want := []Action{
+			{Type: ActSetField, Field: FieldXReg1, Value: x1},
+			{Type: ActSetField, Field: FieldXXReg0, Value: xx0},
+			{Type: ActRegLoad, Field: FieldXXReg1, Ofs: 64, NBits: 32, Load: 1},
+			{Type: ActRegLoad, Field: FieldXReg2, NBits: 64, Load: 5},
+			{Type: ActRegMove, Src: FieldXXReg0, Field: FieldXReg3, NBits: 64},
+			{Type: ActRegMove, Src: FieldReg14, Field: FieldReg15, Ofs: 16, NBits: 16},
+			Resubmit(PortInPort, 2),
+		}
+		got := fm.Instructions.Apply
+		if len(got) != len(want) {
+			t.Fatalf("%d actions, want %d: %+v", len(got), len(want), got)
+		}
+		for i := range want {
+			if !got[i].Equal(want[i]) {
+				t.Errorf("action %d: %+v, want %+v", i, got[i], want[i])
+			}
+		}
+	},
 	"of13-add-flow": func(t *testing.T, msgs []Msg) {
 		h, _ := findMsg[*Hello](msgs)
 		if h == nil || h.Versions != VersionBitmap(Version13) {

@@ -173,6 +173,7 @@ const (
 	GroupModFailed13BadCommand   uint16 = 11
 
 	MeterModFailed13Unknown      uint16 = 0
+	MeterModFailed13InvalidMeter uint16 = 2
 	MeterModFailed13UnknownMeter uint16 = 3
 	MeterModFailed13BadCommand   uint16 = 4
 

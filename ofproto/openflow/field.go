@@ -89,6 +89,25 @@ const (
 	// protocol-independent targets of OpenFlow 1.0 set_tp_src/dst.
 	FieldTpSrc
 	FieldTpDst
+	// FieldXReg0…FieldXReg0+7 are OXM_OF_PKT_REG0-7 (xreg0-7, class
+	// 0x8001): each the 64-bit pair reg(2N):reg(2N+1), reg(2N) the high
+	// half. FieldXXReg0…+3 are NXM_NX_XXREG0-3: the 128-bit quad
+	// reg(4N)…reg(4N+3), reg(4N) the most significant. Both overlay the
+	// Regs: decoders take them in matches and actions, and matches are
+	// encoded and printed as the regN fields they cover, as ovs-vswitchd
+	// does below OpenFlow 1.5.
+	FieldXReg0
+	FieldXReg1
+	FieldXReg2
+	FieldXReg3
+	FieldXReg4
+	FieldXReg5
+	FieldXReg6
+	FieldXReg7
+	FieldXXReg0
+	FieldXXReg1
+	FieldXXReg2
+	FieldXXReg3
 	numFields
 )
 
@@ -97,6 +116,7 @@ const (
 	ClassNXM0         uint16 = 0x0000 // NXM_OF_*
 	ClassNXM1         uint16 = 0x0001 // NXM_NX_*
 	ClassOpenFlow     uint16 = 0x8000 // OXM_OF_*
+	ClassPacketRegs   uint16 = 0x8001 // OXM_OF_PKT_REG* (xreg)
 	ClassExperimenter uint16 = 0xffff
 )
 
@@ -144,6 +164,12 @@ type fieldDef struct {
 	get   func(k *flow.Key) uint64
 	set   func(k *flow.Key, v uint64)
 	bytes func(k *flow.Key) []byte
+	// Register overlays (xreg, xxreg) have load/store instead: the value's
+	// wire bytes from and into the Regs they span. They are alias fields,
+	// never emitted in a match (see FieldXReg0).
+	load  func(k *flow.Key, dst []byte) []byte
+	store func(k *flow.Key, v []byte)
+	alias bool
 	cover flow.Mask // the Key bits this field maps onto
 	// coverWords lists the nonzero words of cover, so an encoder can skip
 	// a field the mask does not touch with a load or two.
@@ -240,6 +266,28 @@ func init() {
 		defInt(FieldReg0+Field(i), fmt.Sprintf("reg%d", i), nx1(uint8(i)), noHeader, 4, true, both, preNone,
 			func(k *flow.Key) *uint32 { return &k.Regs[i] }, 0, 0xffffffff)
 	}
+	regs := func(f Field, name string, h uint32, first, n int) {
+		fields[f] = fieldDef{name: name, nxm: noHeader, oxm: h, size: 4 * n, maskable: true, enc: both, alias: true,
+			load: func(k *flow.Key, dst []byte) []byte {
+				for _, r := range k.Regs[first : first+n] {
+					dst = append(dst, byte(r>>24), byte(r>>16), byte(r>>8), byte(r))
+				}
+				return dst
+			},
+			store: func(k *flow.Key, v []byte) {
+				for i := range k.Regs[first : first+n] {
+					k.Regs[first+i] = uint32(v[4*i])<<24 | uint32(v[4*i+1])<<16 | uint32(v[4*i+2])<<8 | uint32(v[4*i+3])
+				}
+			}}
+	}
+	for i := 0; i < 8; i++ {
+		regs(FieldXReg0+Field(i), fmt.Sprintf("xreg%d", i), hdr(ClassPacketRegs, uint8(i)), 2*i, 2)
+	}
+	for i := 0; i < 4; i++ {
+		// NXM class, but OVS carries them in OXM matches and set_field
+		// alike; Header falls back to this one.
+		regs(FieldXXReg0+Field(i), fmt.Sprintf("xxreg%d", i), hdr(ClassNXM1, uint8(111+i)), 4*i, 4)
+	}
 	defBytes(FieldEthDst, "eth_dst", nx0(1), oxm(3), 6, true, both, preNone,
 		func(k *flow.Key) []byte { return k.EthDst[:] })
 	defBytes(FieldEthSrc, "eth_src", nx0(2), oxm(4), 6, true, both, preNone,
@@ -313,7 +361,13 @@ func init() {
 		if d.name == "" {
 			panic(fmt.Sprintf("openflow: field %d not defined", f))
 		}
-		if d.bytes != nil {
+		if d.store != nil {
+			var ones [16]byte
+			for i := range ones {
+				ones[i] = 0xff
+			}
+			d.store(d.cover.Key(), ones[:d.size])
+		} else if d.bytes != nil {
 			for i := range d.bytes(d.cover.Key()) {
 				d.bytes(d.cover.Key())[i] = 0xff
 			}
@@ -385,6 +439,9 @@ func (f Field) Value(dst []byte, k *flow.Key) (b []byte, ok bool) {
 		return dst, false
 	}
 	d := &fields[f]
+	if d.load != nil {
+		return d.load(k, dst), true
+	}
 	if d.bytes != nil {
 		return append(dst, d.bytes(k)...), true
 	}
@@ -409,6 +466,10 @@ func (f Field) SetValue(k *flow.Key, v []byte) bool {
 	d := &fields[f]
 	if len(v) != d.size {
 		return false
+	}
+	if d.store != nil {
+		d.store(k, v)
+		return true
 	}
 	if d.bytes != nil {
 		copy(d.bytes(k), v)

@@ -15,7 +15,7 @@ func (m *Match) String() string {
 	var covered Match
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
-		if d.enc&encNXM == 0 && f != FieldInPort || f == FieldNXMInPort || !d.touches(&m.Mask) ||
+		if d.enc&encNXM == 0 && f != FieldInPort || f == FieldNXMInPort || d.alias || !d.touches(&m.Mask) ||
 			!prereqOK(d.pre, &m.Key, &m.Mask) || overlaps(&covered.Mask, &d.cover) {
 			continue
 		}

@@ -124,6 +124,25 @@ func FuzzDecodeNXM(f *testing.F) {
 
 // FuzzDecodeActions holds both action list decoders.
 func FuzzDecodeActions(f *testing.F) {
+	var xx [16]byte
+	xx[0], xx[15] = 0x0a, 1
+	regs := []Action{
+		{Type: ActRegMove, Src: FieldXXReg0, Field: FieldXReg3, NBits: 64},
+		{Type: ActRegMove, Src: FieldEthSrc, Field: FieldEthDst, NBits: 48},
+		{Type: ActSetField, Field: FieldXXReg1, Value: xx},
+		{Type: ActRegLoad, Field: FieldXXReg1, Ofs: 64, NBits: 32, Load: 1},
+	}
+	for _, v13 := range []bool{false, true} {
+		enc := AppendActions10
+		if v13 {
+			enc = AppendActions13
+		}
+		if b, err := enc(nil, regs); err == nil {
+			f.Add(v13, b)
+		} else {
+			f.Fatal(err)
+		}
+	}
 	f.Fuzz(func(t *testing.T, v13 bool, b []byte) {
 		dec, enc := DecodeActions10, AppendActions10
 		if v13 {

@@ -53,7 +53,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 		case tciAsNXM && (f == FieldVLANVID || f == FieldVLANPCP), inPortAsOXM && f == FieldNXMInPort:
 			emit = false
 		}
-		if !emit || !d.touches(&m.Mask) {
+		if !emit || d.alias || !d.touches(&m.Mask) {
 			continue
 		}
 		var full, zero bool

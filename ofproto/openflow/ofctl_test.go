@@ -312,6 +312,15 @@ var ofctlCaptures = []capture{
 	{"of14-bundle-add-flows", []string{"-O", "OpenFlow14", "--bundle", "add-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
 	{"of13-bundle-add-flows", []string{"-O", "OpenFlow13", "--bundle", "add-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
 	{"of15-bundle-replace-flows", []string{"-O", "OpenFlow15", "--bundle", "replace-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
+	// Registers as OVN uses them: xreg/xxreg matches, set_field, load and
+	// move, in 1.3 and 1.0.
+	{"of13-add-flow-regs", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"table=1,xreg1=0x1,xxreg1=0x10000000200000003/0xffffffffffffffffffffffff,actions=set_field:0x1->xreg1," +
+			"set_field:0xa000000000000000000000000000001->xxreg0,load:0x1->NXM_NX_XXREG1[64..95],load:5->OXM_OF_PKT_REG2[]," +
+			"move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,2)"}},
+	{"add-flow-regs", []string{"add-flow", "SW",
+		"table=1,ip,reg3=0x5,actions=set_field:0x1->xreg1,set_field:0xa000000000000000000000000000001->xxreg0," +
+			"move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],output:1"}},
 }
 
 func dumpFlows() []FlowStats {

@@ -1,0 +1,111 @@
+package ofproto
+
+import (
+	"sync"
+
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// What translation can carry out. A flow whose actions decode but that
+// translation cannot execute faithfully is refused at flow_mod (and
+// packet-out) time, as ovs-vswitchd refuses what it cannot do, rather
+// than installed and then dropping what it says to forward.
+
+// settable reports whether translation carries out a set_field or load
+// into f: the field is either written into the packet when it is output
+// (xctx.commit) or pipeline metadata that later lookups read (registers,
+// metadata, in_port, tunnel id before any tunnel port exists).
+func settable(f openflow.Field) bool {
+	switch f {
+	case openflow.FieldEthSrc, openflow.FieldEthDst,
+		openflow.FieldVLANVID, openflow.FieldVLANPCP, openflow.FieldVLANTCI,
+		openflow.FieldIPv4Src, openflow.FieldIPv4Dst, openflow.FieldIPv6Src, openflow.FieldIPv6Dst,
+		openflow.FieldIPDSCP, openflow.FieldIPTOS, openflow.FieldIPECN, openflow.FieldIPTTL,
+		openflow.FieldTCPSrc, openflow.FieldTCPDst, openflow.FieldUDPSrc, openflow.FieldUDPDst,
+		openflow.FieldSCTPSrc, openflow.FieldSCTPDst, openflow.FieldTpSrc, openflow.FieldTpDst,
+		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
+		openflow.FieldInPort, openflow.FieldNXMInPort:
+		return true
+	}
+	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
+		f >= openflow.FieldXReg0 && f <= openflow.FieldXXReg3
+}
+
+// checkSupported returns an *Error (ErrUnsupportedAction,
+// ErrUnsupportedVendor, ErrUnsupportedNXAction or ErrUnsupportedSetField)
+// for the first action in acts that translation cannot carry out, or nil.
+func checkSupported(acts []openflow.Action) error {
+	for i := range acts {
+		a := &acts[i]
+		switch a.Type {
+		case openflow.ActOutput, openflow.ActEnqueue, openflow.ActSetVLANVID, openflow.ActSetVLANPCP,
+			openflow.ActStripVLAN, openflow.ActPushVLAN, openflow.ActResubmit, openflow.ActDecNwTTL,
+			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup:
+			// Groups are refused by checkActions (OFPBAC_BAD_OUT_GROUP,
+			// as ovs-vswitchd does for a group that does not exist).
+		case openflow.ActSetField:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "set_field %s is not implemented", a.Field)
+			}
+		case openflow.ActRegLoad:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "load into %s is not implemented", a.Field)
+			}
+		case openflow.ActRegMove:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
+			}
+		case openflow.ActVendor:
+			if a.Vendor == openflow.NXVendorID {
+				sub := -1
+				if len(a.Data) >= 2 {
+					sub = int(a.Data[0])<<8 | int(a.Data[1])
+				}
+				return errorf(ErrUnsupportedNXAction, "Nicira action %s (subtype %d) is not implemented", nxActionName(sub), sub)
+			}
+			return errorf(ErrUnsupportedVendor, "actions of vendor %#08x are not implemented", a.Vendor)
+		default:
+			return errorf(ErrUnsupportedAction, "action %s is not implemented", a.Type)
+		}
+	}
+	return nil
+}
+
+// nxActionNames names the NXAST_* subtypes this switch does not
+// implement, for log lines a user can act on.
+var nxActionNames = [...]string{
+	5: "pop_queue", 6: "move", 8: "note", 10: "multipath", 12: "bundle", 13: "bundle_load",
+	15: "output_reg", 16: "learn", 17: "exit", 19: "fin_timeout", 20: "controller",
+	21: "dec_ttl(ids)", 22: "write_metadata", 23: "push_mpls", 24: "pop_mpls", 25: "set_mpls_ttl",
+	26: "dec_mpls_ttl", 27: "push", 28: "pop", 29: "sample", 30: "set_mpls_label", 31: "set_mpls_tc",
+	32: "output_reg2", 33: "load2", 34: "conjunction", 35: "ct", 36: "nat", 37: "controller2",
+	38: "sample2", 39: "output_trunc", 41: "sample3", 42: "clone", 43: "ct_clear",
+	44: "resubmit_table_ct", 45: "learn2", 46: "encap", 47: "decap", 49: "check_pkt_larger",
+}
+
+func nxActionName(sub int) string {
+	if sub >= 0 && sub < len(nxActionNames) && nxActionNames[sub] != "" {
+		return nxActionNames[sub]
+	}
+	return "unknown"
+}
+
+// warnedUnsupported remembers which refusals have been logged at WARN:
+// once per kind of action, so a controller replaying the same flows does
+// not flood the log.
+var warnedUnsupported sync.Map
+
+// isUnsupported reports whether err refuses an unimplemented action.
+func isUnsupported(err error) bool {
+	switch ErrKind(err) {
+	case ErrUnsupportedAction, ErrUnsupportedVendor, ErrUnsupportedNXAction, ErrUnsupportedSetField:
+		return true
+	}
+	return false
+}
+
+// warnOnce reports whether the refusal err is the first of its text.
+func warnOnce(err error) bool {
+	_, seen := warnedUnsupported.LoadOrStore(err.Error(), struct{}{})
+	return !seen
+}
