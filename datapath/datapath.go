@@ -156,6 +156,9 @@ type Features struct {
 	// UFID is set when flows are indexed by unique flow identifiers, and
 	// terse dumps work.
 	UFID bool
+	// CtZone is set when the datapath matches on conntrack zones (a
+	// kernel built with CONFIG_NF_CONNTRACK_ZONES; UML's is not).
+	CtZone bool
 }
 
 // OVS_DP_F_* user features.

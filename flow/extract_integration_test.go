@@ -225,6 +225,9 @@ func (s *genlSock) request(t *testing.T, family uint16, cmd, version uint8, body
 	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := unix.Recvfrom(s.fd, buf, 0)
+		if errors.Is(err, unix.EINTR) { // the Go runtime's signals interrupt blocking calls
+			continue
+		}
 		if err != nil {
 			t.Fatalf("netlink reply to command %d: %v", cmd, err)
 		}
@@ -315,6 +318,9 @@ func (s *genlSock) upcalls(t *testing.T, family uint16, fn func(pkt, key []byte)
 	buf := make([]byte, 1<<16)
 	for {
 		n, _, err := unix.Recvfrom(s.fd, buf, 0)
+		if errors.Is(err, unix.EINTR) { // the Go runtime's signals interrupt blocking calls
+			continue
+		}
 		if errors.Is(err, unix.EAGAIN) {
 			return
 		}

@@ -168,6 +168,12 @@ func (b *Bridge) Stop() { b.Udpif.Stop() }
 // or "internal") and gives it OpenFlow port ofport, or the next free
 // number when ofport is 0 (the datapath port number when it is free).
 func (b *Bridge) AddPort(name, typ string, ofport uint32) (Port, error) {
+	return b.AddPortVLAN(name, typ, ofport, PortVLAN{})
+}
+
+// AddPortVLAN is AddPort for a port that has the VLAN configuration v
+// from its first packet on.
+func (b *Bridge) AddPortVLAN(name, typ string, ofport uint32, v PortVLAN) (Port, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	vt := datapath.VportNetdev
@@ -183,6 +189,7 @@ func (b *Bridge) AddPort(name, typ string, ofport uint32) (Port, error) {
 		return Port{}, fmt.Errorf("add port %s: %w", name, err)
 	}
 	p := portFromVport(&vp)
+	p.VLAN = v
 	if ofport != 0 {
 		p.OFPort = ofport
 	} else if b.Ports.Snapshot().ByOF(p.OFPort) != nil {
@@ -228,6 +235,35 @@ func (b *Bridge) DeletePort(name string) error {
 	if b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 1, Port: *p})
 	}
+	return nil
+}
+
+// SetPortVLAN gives the port called name the VLAN configuration v. As
+// ofproto-dpif does on a VLAN change, it forgets the addresses learned on
+// the port (they were learned in VLANs the port may no longer carry) and
+// makes every translation stale.
+func (b *Bridge) SetPortVLAN(name string, v PortVLAN) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var p *Port
+	for _, q := range b.Ports.Snapshot().List() {
+		if q.Name == name {
+			p = q
+		}
+	}
+	if p == nil {
+		return fmt.Errorf("port %s: %w", name, ErrNoPort)
+	}
+	if p.VLAN.Equal(&v) {
+		return nil
+	}
+	np := *p
+	np.VLAN = v
+	if err := b.Ports.Add(np); err != nil {
+		return err
+	}
+	b.MAC.FlushPort(p.OFPort)
+	b.Tables.Invalidate()
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
+
+	"github.com/govswitch/govswitch/internal/vlog"
 )
 
 // ConnKind says how a connection came to be, which decides what it is
@@ -81,6 +83,13 @@ type Conn struct {
 	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
 	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
 
+	// Open bundles, under bmu: the reader goroutine changes them, the
+	// timer discards idle ones.
+	bmu         sync.Mutex
+	bundles     map[uint32]*bundle
+	bundleBytes int
+	bundleTimer *time.Timer
+
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
 	tokensAt time.Time
@@ -96,6 +105,8 @@ var defaultAsync = openflow.AsyncConfig{
 	PacketInMask:    [2]uint32{1<<openflow.PacketInNoMatch | 1<<openflow.PacketInAction, 0},
 	PortStatusMask:  [2]uint32{7, 7},
 	FlowRemovedMask: [2]uint32{0xf, 0},
+	// 1.4: every role change, to masters and slaves alike.
+	RoleStatusMask: [2]uint32{7, 7},
 }
 
 func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
@@ -104,7 +115,7 @@ func newConn(m *ConnManager, nc net.Conn, kind ConnKind, target string) *Conn {
 		probe = serviceProbe
 	}
 	c := &Conn{m: m, nc: nc, kind: kind, target: target, probe: probe,
-		log:  m.log.With("conn", target, "kind", kind.String()),
+		log:  m.log.With(vlog.ModuleKey, "vconn", "conn", target, "kind", kind.String()),
 		send: make(chan []byte, connQueueLen), closed: make(chan struct{}), done: make(chan struct{}),
 		role: openflow.RoleEqual, async: defaultAsync, missSendLen: DefaultMissSendLen,
 		tokens: float64(m.cfg.PacketInBurst)}
@@ -191,6 +202,7 @@ var errConnClosed = errors.New("connection closed")
 // called once the version is negotiated.
 func (c *Conn) run(ready func(*Conn)) {
 	defer close(c.done)
+	defer c.dropBundles()
 	wdone := make(chan struct{})
 	go func() {
 		defer close(wdone)
@@ -217,20 +229,20 @@ func (c *Conn) run(ready func(*Conn)) {
 	m, err := openflow.Decode(raw)
 	peer, ok := m.(*openflow.Hello)
 	if err != nil || !ok {
-		c.log.Info("first message is not a hello; closing", "err", err)
+		c.log.Warn("first message is not a hello; closing", "err", err)
 		return
 	}
 	v, ok := openflow.Negotiate(ours, peer)
 	if !ok {
 		e := &openflow.Error{Version: min(peer.Version, highestVersion(ours)), Type: openflow.ErrTypeHelloFailed,
 			Code: openflow.HelloFailedIncompatible}
-		if e.Version != openflow.Version13 {
+		if !openflow.SupportedVersion(e.Version) {
 			e.Version = openflow.Version10
 		}
 		em := e.Reply(raw)
 		em.Data = []byte(fmt.Sprintf("we support versions bitmap %#x, peer %#x (version %d)", ours, peer.Versions, peer.Version))
 		c.queueMsg(em)
-		c.log.Info("no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
+		c.log.Warn("version negotiation failed: no common OpenFlow version", "ours", ours, "peer", peer.Versions, "peer_version", peer.Version)
 		c.flushAndClose()
 		return
 	}

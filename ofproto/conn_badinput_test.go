@@ -78,6 +78,7 @@ func hdr(v, typ uint8, body ...byte) []byte {
 func badInputCases(t *testing.T) []badCase {
 	enc := func(m openflow.Msg) []byte { return mustAppend(t, m) }
 	const v10, v13 = openflow.Version10, openflow.Version13
+	const v14, v15 = openflow.Version14, openflow.Version15
 	var ipSrc flow.Key
 	ipSrc.IPv4Src = [4]byte{10, 0, 0, 9}
 	setIP := openflow.SetField(openflow.FieldIPv4Src, &ipSrc)
@@ -103,6 +104,29 @@ func badInputCases(t *testing.T) []badCase {
 		{name: "version 1.3 on a 1.0 connection", v: v10, raw: hdr(v13, 2), typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadVersion},
 		{name: "version 1.5 on a 1.3 connection", v: v13, raw: hdr(6, 2), typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadVersion},
 		{name: "version 0x7f on a 1.0 connection", v: v10, raw: hdr(0x7f, 2), typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadVersion},
+
+		// OpenFlow 1.4 and 1.5 forms.
+		{name: "truncated bundle control 1.4", v: v14, raw: hdr(v14, 33, 0, 0, 0, 1),
+			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadLen},
+		{name: "bundle add whose message overruns it 1.4", v: v14,
+			raw: hdr(v14, 34, 0, 0, 0, 1, 0, 0, 0, 3, v14, 14, 0, 0x40, 0, 0, 0, 7),
+			typ: openflow.Err14TypeBundleFailed, code: openflow.BundleFailedMsgBadLen},
+		{name: "bundle add of a 1.3 message 1.5", v: v15,
+			raw: hdr(v15, 34, 0, 0, 0, 1, 0, 0, 0, 3, v13, 20, 0, 8, 0, 0, 0, 7),
+			typ: openflow.Err13TypeExperimenter, code: openflow.NXBundleBadVersion},
+		{name: "bundle control property overruns 1.4", v: v14, raw: hdr(v14, 33, 0, 0, 0, 1, 0, 0, 0, 3, 0xff, 0xff, 0, 0x20),
+			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadLen},
+		{name: "port mod with an unknown property 1.4", v: v14, raw: hdr(v14, 16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 8, 0, 0, 0, 0),
+			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadType},
+		{name: "set async with a short property 1.4", v: v14, raw: hdr(v14, 28, 0, 0, 0, 6, 0, 0),
+			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadLen},
+		{name: "packet out matching a register 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+			0, 1, 0, 12, 0, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0), // OXM NXM_NX_REG0=1
+			typ: openflow.Err13TypeBadMatch, code: openflow.BadMatch13BadField},
+		{name: "packet out actions overrun 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0x40, 0, 0,
+			0, 1, 0, 4, 0, 0, 0, 0),
+			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadLen},
 
 		// Unknown types.
 		{name: "unknown type 1.3", v: v13, raw: hdr(v13, 99), typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadType},

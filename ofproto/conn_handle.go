@@ -35,9 +35,16 @@ func (c *Conn) handle(raw []byte) error {
 		var oe *openflow.Error
 		if errors.As(err, &oe) {
 			if oe.Version != v {
-				// The codec names codes in the message's version; answer
-				// in the connection's.
-				oe = &openflow.Error{Version: v, Type: openflow.ErrTypeBadRequest, Code: openflow.BadRequestBadVersion}
+				if oe.Version >= openflow.Version13 && v >= openflow.Version13 {
+					// 1.3, 1.4 and 1.5 number these codes alike.
+					e := *oe
+					e.Version = v
+					oe = &e
+				} else {
+					// The codec names codes in the message's version;
+					// answer in the connection's.
+					oe = &openflow.Error{Version: v, Type: openflow.ErrTypeBadRequest, Code: openflow.BadRequestBadVersion}
+				}
 			}
 			return c.queueMsg(oe.Reply(raw))
 		}
@@ -83,9 +90,13 @@ func (c *Conn) handle(raw []byte) error {
 		return c.queueMsg(&openflow.GetAsyncReply{Envelope: env, AsyncConfig: a})
 	case *openflow.SetAsync:
 		c.mu.Lock()
-		c.async = m.AsyncConfig
+		c.async.Merge(&m.AsyncConfig, m.Props)
 		c.mu.Unlock()
 		return nil
+	case *openflow.BundleControl:
+		return c.bundleControl(raw, m)
+	case *openflow.BundleAdd:
+		return c.bundleAdd(raw, m)
 	case *openflow.NXSetFlowFormat:
 		if m.Format != openflow.NXFlowFormatOpenFlow10 && m.Format != openflow.NXFlowFormatNXM {
 			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestEPerm)
@@ -120,6 +131,9 @@ func (c *Conn) handle(raw []byte) error {
 		return c.portStats(raw, env, m)
 	case *openflow.PortDescRequest:
 		ports := c.m.ofPorts(v)
+		if m.PortNo != openflow.PortAny {
+			ports = slicesFilterPorts(ports, m.PortNo)
+		}
 		return c.sendParts(len(ports), func(lo, hi int) openflow.Msg {
 			return &openflow.PortDescReply{Envelope: env, Ports: ports[lo:hi]}
 		})
@@ -191,13 +205,24 @@ func (c *Conn) sendParts(n int, build func(lo, hi int) openflow.Msg) error {
 	}
 	for i, p := range parts {
 		if i < len(parts)-1 {
-			p[11] |= byte(openflow.StatsReplyMore) // flags are bytes 10-11 in 1.0 and 1.3
+			p[11] |= byte(openflow.StatsReplyMore) // flags are bytes 10-11 in every version
 		}
 		if !c.enqueue(p, true) {
 			for _, q := range parts[i+1:] {
 				c.m.putBuf(q)
 			}
 			return errConnClosed
+		}
+	}
+	return nil
+}
+
+// slicesFilterPorts keeps the port numbered no, for a 1.5 port-desc
+// request that names one.
+func slicesFilterPorts(ports []openflow.Port, no uint32) []openflow.Port {
+	for _, p := range ports {
+		if p.PortNo == no {
+			return []openflow.Port{p}
 		}
 	}
 	return nil
@@ -236,6 +261,10 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 func (c *Conn) features(env openflow.Envelope) error {
 	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
+	if env.Version >= openflow.Version14 {
+		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
+		r.Capabilities |= openflow.Cap14Bundles
+	}
 	if env.Version == openflow.Version10 {
 		r.Capabilities |= openflow.Cap10ARPMatch
 		r.Actions = 0xfff // every OpenFlow 1.0 action
@@ -261,7 +290,7 @@ func (c *Conn) features(env openflow.Envelope) error {
 // flowModError maps a flow table error to version v's error type and code.
 func flowModError(v uint8, err error) (typ, code uint16) {
 	k := ErrKind(err)
-	if v == openflow.Version13 {
+	if v >= openflow.Version13 {
 		switch k {
 		case ErrOverlap:
 			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13Overlap
@@ -312,7 +341,7 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 	fm = FlowMod{Command: Command(m.Command), Table: m.TableID, Priority: m.Priority,
 		Match:  classifier.Match{Key: m.Match.Key, Mask: m.Match.Mask},
 		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
-		OutPort: m.OutPort, Instructions: m.Instructions}
+		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions}
 	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
 	if v == openflow.Version10 {
 		c.mu.Lock()
@@ -325,6 +354,12 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 			return fm, openflow.Err10TypeFlowModFail, openflow.FlowModFailed10Unsupported, false
 		}
 		fm.Flags = m.Flags & (FlagSendFlowRem | FlagCheckOverlap)
+		if fm.Command == CmdAdd {
+			// In OpenFlow 1.0 an add always resets the counters of the
+			// flow it replaces; OVS records (and 1.3+ dumps show) that
+			// as reset_counts.
+			fm.Flags |= FlagResetCounts
+		}
 		// OpenFlow 1.0 selects by match only; a modify sets the cookie
 		// and adds the flow when nothing matches.
 		fm.CookieMask = 0
@@ -367,11 +402,7 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 	now := time.Now()
 	var err error
 	c.m.shieldFailOpen(fm.Command == CmdModify || fm.Command == CmdDelete, func() {
-		if fm.Table == openflow.TableAll && (fm.Command == CmdModify || fm.Command == CmdModifyStrict) {
-			err = c.m.modifyAllTables(&fm, now)
-		} else {
-			err = c.m.b.Tables.Apply(&fm, now)
-		}
+		err = c.m.b.Tables.Apply(&fm, now)
 	})
 	if err != nil {
 		typ, code := flowModError(m.Version, err)
@@ -382,50 +413,6 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 		// The switch buffers no packets; the flow is in, but there is no
 		// packet to apply it to.
 		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBufferUnknown)
-	}
-	return nil
-}
-
-// modifyAllTables applies a modify aimed at every table (an OpenFlow 1.0
-// modify without the table-id extension): each table holding a matching
-// flow is modified; if none does and the modify may add, the flow goes
-// into table 0.
-func (m *ConnManager) modifyAllTables(fm *FlowMod, now time.Time) error {
-	ts := m.b.Tables
-	key := fm.Match
-	key.Key = key.Key.Apply(&key.Mask)
-	matched := false
-	for id := 0; id < NumTables; id++ {
-		snap := ts.Table(uint8(id)).Snapshot()
-		if snap.Len() == 0 {
-			continue
-		}
-		var hit bool
-		if fm.Command == CmdModifyStrict {
-			r := snap.Find(&key, int(fm.Priority))
-			hit = r != nil && r.Priority <= 0xffff && (r.Value.Cookie^fm.Cookie)&fm.CookieMask == 0
-		} else {
-			for _, r := range ts.Select(uint8(id), &fm.Match, fm.Cookie, fm.CookieMask, openflow.PortAny) {
-				if r.Priority <= 0xffff {
-					hit = true
-					break
-				}
-			}
-		}
-		if !hit {
-			continue
-		}
-		matched = true
-		sub := *fm
-		sub.Table, sub.ModifyAdds = uint8(id), false
-		if err := ts.Apply(&sub, now); err != nil {
-			return err
-		}
-	}
-	if !matched && fm.ModifyAdds {
-		sub := *fm
-		sub.Table = 0
-		return ts.Apply(&sub, now)
 	}
 	return nil
 }
@@ -461,35 +448,63 @@ func (c *Conn) portMod(raw []byte, m *openflow.PortMod) error {
 	if slave, err := c.isSlave(raw); slave {
 		return err
 	}
-	v := c.Version()
-	badPort, badHW := uint16(openflow.Err10TypePortModFail), openflow.PortModFailedBadPort
-	if v == openflow.Version13 {
-		badPort = openflow.Err13TypePortModFailed
+	if typ, code, ok := c.checkPortMod(m); !ok {
+		return c.sendError(raw, typ, code)
 	}
+	if !c.applyPortMod(m) {
+		typ, code := c.portModErr(openflow.PortModFailedBadPort)
+		return c.sendError(raw, typ, code)
+	}
+	return nil
+}
+
+// portModErr is OFPET_PORT_MOD_FAILED with code in the connection's
+// version.
+func (c *Conn) portModErr(code uint16) (uint16, uint16) {
+	if c.Version() >= openflow.Version13 {
+		return openflow.Err13TypePortModFailed, code
+	}
+	return openflow.Err10TypePortModFail, code
+}
+
+// checkPortMod checks that m names an existing port by its address.
+func (c *Conn) checkPortMod(m *openflow.PortMod) (typ, code uint16, ok bool) {
+	p := c.m.b.Ports.Snapshot().ByOF(m.PortNo)
+	if p == nil {
+		typ, code = c.portModErr(openflow.PortModFailedBadPort)
+		return typ, code, false
+	}
+	if p.HWAddr != m.HWAddr {
+		typ, code = c.portModErr(openflow.PortModFailedBadHWAddr)
+		return typ, code, false
+	}
+	return 0, 0, true
+}
+
+// applyPortMod carries out a checked port mod; false if the port went
+// away meanwhile.
+func (c *Conn) applyPortMod(m *openflow.PortMod) bool {
 	b := c.m.b
 	p := b.Ports.Snapshot().ByOF(m.PortNo)
 	if p == nil {
-		return c.sendError(raw, badPort, badHW)
-	}
-	if p.HWAddr != m.HWAddr {
-		return c.sendError(raw, badPort, openflow.PortModFailedBadHWAddr)
+		return false
 	}
 	np := *p
 	if m.Mask&openflow.PortConfigDown != 0 {
 		np.Down = m.Config&openflow.PortConfigDown != 0
 	}
-	if v == openflow.Version10 && m.Mask&openflow.Port10ConfigNoFlood != 0 {
+	if c.Version() == openflow.Version10 && m.Mask&openflow.Port10ConfigNoFlood != 0 {
 		np.NoFlood = m.Config&openflow.Port10ConfigNoFlood != 0
 	}
 	if np == *p {
-		return nil
+		return true
 	}
 	if err := b.Ports.Add(np); err != nil {
-		return c.sendError(raw, badPort, badHW)
+		return false
 	}
 	c.m.portEvent(PortEvent{Reason: openflow.PortReasonModify, Port: np})
 	c.m.invalidate()
-	return nil
+	return true
 }
 
 func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
@@ -507,6 +522,7 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 		m.mu.Unlock()
 		return c.sendError(raw, openflow.Err13TypeRoleRequestFail, openflow.RoleRequestFailed13BadRole)
 	}
+	var demoted []*Conn
 	if r.Role == openflow.RoleMaster {
 		// There is one master: the old one becomes a slave.
 		for o := range m.conns {
@@ -514,6 +530,9 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 				o.mu.Lock()
 				if o.role == openflow.RoleMaster {
 					o.role = openflow.RoleSlave
+					if o.async.RoleStatusMask[1]&(1<<openflow.RoleReasonMasterRequest) != 0 {
+						demoted = append(demoted, o)
+					}
 				}
 				o.mu.Unlock()
 			}
@@ -527,6 +546,19 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 	c.mu.Unlock()
 	gen := m.genID
 	m.mu.Unlock()
+	for _, o := range demoted {
+		// A master hears it was demoted: OFPT_ROLE_STATUS in 1.4+, the
+		// ONF extension in 1.3, as ovs-vswitchd sends them.
+		if v := o.Version(); v >= openflow.Version13 {
+			st := &openflow.RoleStatus{Envelope: openflow.Envelope{Version: v, Xid: 0}, Role: openflow.RoleSlave,
+				Reason: openflow.RoleReasonMasterRequest, GenerationID: gen}
+			if b, err := st.Append(m.getBuf()); err == nil {
+				o.enqueue(b, false)
+			} else {
+				m.putBuf(b)
+			}
+		}
+	}
 	return c.queueMsg(&openflow.RoleReply{Envelope: r.Envelope, Role: role, GenerationID: gen})
 }
 
@@ -563,8 +595,15 @@ func flowStatsEntry(r *Rule, v uint8, nx bool, now time.Time) openflow.FlowStats
 		DurationNsec: uint32(d % time.Second), Priority: uint16(r.Priority), IdleTimeout: e.IdleTimeout,
 		HardTimeout: e.HardTimeout, Cookie: e.Cookie, PacketCount: p, ByteCount: by,
 		Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}, Instructions: e.Instructions}
-	if v == openflow.Version13 {
+	if v >= openflow.Version13 {
 		fs.Flags = e.Flags
+	}
+	if v >= openflow.Version14 {
+		fs.Importance = e.Importance
+	}
+	if v >= openflow.Version15 {
+		// 1.5 carries the idle time (OXS), as ovs-vswitchd sends it.
+		fs.IdleAge = ageSeconds(now.Sub(e.LastUsed()))
 	}
 	if nx {
 		fs.IdleAge = ageSeconds(now.Sub(e.LastUsed()))
@@ -755,7 +794,7 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}
 		reason := pin.Reason
-		if v == openflow.Version13 && ev.explicitMiss {
+		if v >= openflow.Version13 && ev.explicitMiss {
 			reason = ReasonNoMatch
 		}
 		// The switch buffers nothing, so the whole packet goes up

@@ -69,6 +69,8 @@ type dumpedFlow struct {
 
 var flowLine = regexp.MustCompile(`^ cookie=0x([0-9a-f]+), duration=[0-9.]+s, table=(\d+), n_packets=(\d+), n_bytes=(\d+), (?:idle_age=\d+, )?(?:hard_age=\d+, )?(.*) actions=(.*)$`)
 
+var flowFlags = regexp.MustCompile(`(send_flow_rem|check_overlap|reset_counts|no_packet_counts|no_byte_counts) |idle_age=\d+, `)
+
 // parseFlows parses dump-flows output; priority is 32768 where
 // ovs-ofctl leaves the default out.
 func parseFlows(t *testing.T, out string) []dumpedFlow {
@@ -90,7 +92,10 @@ func parseFlows(t *testing.T, out string) []dumpedFlow {
 		f.packets, _ = strconv.ParseUint(m[3], 10, 64)
 		f.bytes, _ = strconv.ParseUint(m[4], 10, 64)
 		var match []string
-		for _, part := range strings.Split(m[5], ",") {
+		// 1.3+ dumps lead with the flow's flags (reset_counts, ...),
+		// which 1.5's idle_age follows.
+		spec := flowFlags.ReplaceAllString(m[5], "")
+		for _, part := range strings.Split(spec, ",") {
 			if p, ok := strings.CutPrefix(part, "priority="); ok {
 				f.priority, _ = strconv.Atoi(p)
 				continue
@@ -428,8 +433,14 @@ func TestConnOvsTestcontroller(t *testing.T) {
 		}
 	})
 
+	// ovs-testcontroller 3.1 negotiates OpenFlow 1.5 when offered it, logs
+	// the first packet-in (decoded) and what it learned from it, and then
+	// dies of a segmentation fault before it sends anything: its learning
+	// switch does not work over 1.5 (os-ken's does, see TestConnOsKen).
+	// Offer it what it works with.
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
-		Controllers: []string{fmt.Sprintf("tcp:127.0.0.1:%d", port)}})
+		Controllers: []string{fmt.Sprintf("tcp:127.0.0.1:%d", port)},
+		Protocols:   []uint8{openflow.Version10, openflow.Version13}})
 	waitFor(t, "the controller connection", func() bool { return s.m.Controllers()[0].IsConnected })
 	// The controller's first act is a table-miss flow (priority 0,
 	// CONTROLLER); under 1.3 a miss before it lands is dropped, so wait

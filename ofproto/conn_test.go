@@ -268,7 +268,9 @@ func TestConnHello(t *testing.T) {
 		{name: "1.3 client", offer: []uint8{1, 4}, want: 4},
 		{name: "1.3 only switch, 1.0 client", allowed: []uint8{4}, offer: []uint8{1}, rejected: true},
 		{name: "1.0 only switch, 1.3 client", allowed: []uint8{1}, offer: []uint8{1, 4}, want: 1},
-		{name: "unknown version", offer: []uint8{6}, rejected: true},
+		{name: "unknown version", offer: []uint8{7}, rejected: true},
+		{name: "1.5 client", offer: []uint8{1, 4, 5, 6}, want: 6},
+		{name: "1.4 client", offer: []uint8{4, 5}, want: 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -798,6 +800,11 @@ func TestConnRoles(t *testing.T) {
 	}
 	if ac.Role() != openflow.RoleSlave || bc.Role() != openflow.RoleMaster {
 		t.Fatalf("roles a %d b %d, want slave master", ac.Role(), bc.Role())
+	}
+	// As ovs-vswitchd, the switch tells a 1.3 master it was demoted (the
+	// ONF role status extension).
+	if st, ok := a.recv(openflow.TypePacketIn).(*openflow.RoleStatus); !ok || st.Role != openflow.RoleSlave || st.GenerationID != 6 {
+		t.Fatalf("a's role status: %+v", st)
 	}
 	if em, ok := role(a, openflow.RoleMaster, 4).(*openflow.ErrorMsg); !ok || em.Type != openflow.Err13TypeRoleRequestFail ||
 		em.Code != openflow.RoleRequestFailed13Stale {

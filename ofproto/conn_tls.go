@@ -60,11 +60,11 @@ func anyTLSTarget(lists ...[]string) bool {
 func loadTLS(keyFile, certFile, caFile string) (*tlsConfigs, error) {
 	switch {
 	case keyFile == "":
-		return nil, errors.New("ssl: and pssl: targets need a private key (--ssl-private-key)")
+		return nil, errors.New("ssl: and pssl: targets need a private key (-p/--private-key)")
 	case certFile == "":
-		return nil, errors.New("ssl: and pssl: targets need a certificate (--ssl-certificate)")
+		return nil, errors.New("ssl: and pssl: targets need a certificate (-c/--certificate)")
 	case caFile == "":
-		return nil, errors.New("ssl: and pssl: targets need a CA certificate (--ssl-ca-cert)")
+		return nil, errors.New("ssl: and pssl: targets need a CA certificate (-C/--ca-cert)")
 	}
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -96,6 +96,18 @@ func loadTLS(keyFile, certFile, caFile string) (*tlsConfigs, error) {
 		VerifyConnection:   verify,
 	}
 	return &tlsConfigs{server: server, client: client}, nil
+}
+
+// ClientTLSConfig returns the client configuration an ssl: target uses,
+// for other TLS clients of the daemon (an ssl: database): the peer's
+// chain is checked against caFile, not its host name (certificates from
+// ovs-pki name none).
+func ClientTLSConfig(keyFile, certFile, caFile string) (*tls.Config, error) {
+	tc, err := loadTLS(keyFile, certFile, caFile)
+	if err != nil {
+		return nil, err
+	}
+	return tc.client.Clone(), nil
 }
 
 // verifyPeerChain checks that certs (the peer's leaf first, then what it

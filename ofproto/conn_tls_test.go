@@ -177,9 +177,9 @@ func TestConnTLSConfig(t *testing.T) {
 	}{
 		{name: "all three", key: key, cert: cert, ca: pki.CAFile, target: "pssl:0:127.0.0.1"},
 		{name: "ssl controller", key: key, cert: cert, ca: pki.CAFile, target: "ssl:127.0.0.1:1", controllerSide: true},
-		{name: "no key", cert: cert, ca: pki.CAFile, target: "pssl:0:127.0.0.1", errHas: "--ssl-private-key"},
-		{name: "no certificate", key: key, ca: pki.CAFile, target: "ssl:127.0.0.1", controllerSide: true, errHas: "--ssl-certificate"},
-		{name: "no CA", key: key, cert: cert, target: "pssl:0:127.0.0.1", errHas: "--ssl-ca-cert"},
+		{name: "no key", cert: cert, ca: pki.CAFile, target: "pssl:0:127.0.0.1", errHas: "--private-key"},
+		{name: "no certificate", key: key, ca: pki.CAFile, target: "ssl:127.0.0.1", controllerSide: true, errHas: "--certificate"},
+		{name: "no CA", key: key, cert: cert, target: "pssl:0:127.0.0.1", errHas: "--ca-cert"},
 		{name: "key of another certificate", key: key, cert: otherCert, ca: pki.CAFile, target: "pssl:0:127.0.0.1", errHas: "private key"},
 		{name: "CA file without PEM", key: key, cert: cert, ca: junk, target: "pssl:0:127.0.0.1", errHas: "no PEM certificate"},
 		{name: "missing CA file", key: key, cert: cert, ca: junk + ".none", target: "pssl:0:127.0.0.1", errHas: "no such file"},

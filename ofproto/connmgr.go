@@ -56,7 +56,7 @@ type ConnConfig struct {
 	// conn_tls.go). They are read once, by NewConnManager.
 	SSLPrivateKey, SSLCertificate, SSLCACert string
 	// Protocols are the OpenFlow versions offered (openflow.Version10,
-	// Version13); nil means both.
+	// Version13, Version14, Version15); nil means all four.
 	Protocols []uint8
 	// ProbeInterval is the inactivity probe of controller connections:
 	// after this much silence an echo request goes out, and two
@@ -135,6 +135,8 @@ type ConnManager struct {
 
 	pinMsg openflow.PacketIn // the dispatcher's packet-in scratch
 
+	bundleBytes atomic.Int64 // held by all connections' open bundles (see bundle.go)
+
 	asyncDropped atomic.Uint64 // events dropped on a full dispatcher queue
 	pinNoCtrl    atomic.Uint64 // packet-ins with no controller to take them
 	started0     time.Time
@@ -199,11 +201,11 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 		conns: map[*Conn]struct{}{}, events: make(chan asyncEvent, asyncQueueLen),
 		free: make(chan []byte, bufPoolLen), stop: make(chan struct{})}
 	if cfg.Protocols == nil {
-		m.versions = openflow.VersionBitmap(openflow.Version10, openflow.Version13)
+		m.versions = openflow.VersionBitmap(openflow.Version10, openflow.Version13, openflow.Version14, openflow.Version15)
 	}
 	for _, v := range cfg.Protocols {
-		if v != openflow.Version10 && v != openflow.Version13 {
-			return nil, fmt.Errorf("bridge %s: OpenFlow version 0x%02x is not supported (1.0 and 1.3 are)", b.Name, v)
+		if !openflow.SupportedVersion(v) {
+			return nil, fmt.Errorf("bridge %s: OpenFlow version 0x%02x is not supported (1.0, 1.3, 1.4 and 1.5 are)", b.Name, v)
 		}
 		m.versions |= openflow.VersionBitmap(v)
 	}
@@ -635,12 +637,14 @@ func (m *ConnManager) setFailOpen(on bool) {
 		m.failRule = &Rule{Priority: FailOpenPriority, Value: &Entry{Table: 0, Created: time.Now(),
 			Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(openflow.PortNormal, 0)}}}}
 		t.Insert(m.failRule)
+		m.b.Tables.Republish(0)
 		m.log.Info("no controller connected; failing open (NORMAL)")
 	case !on && m.failRule != nil:
 		// A loose modify may have replaced the rule with one of the same
 		// match and priority: remove whatever sits there.
 		if r := t.Snapshot().Find(&m.failRule.Match, FailOpenPriority); r != nil {
 			t.Remove(r)
+			m.b.Tables.Republish(0)
 		}
 		m.failRule = nil
 		m.log.Info("controller back; fail-open flow removed")
@@ -663,8 +667,10 @@ func (m *ConnManager) shieldFailOpen(loose bool, apply func()) {
 	}
 	t := m.b.Tables.Table(0)
 	t.Remove(m.failRule)
+	m.b.Tables.Republish(0)
 	apply()
 	t.Insert(m.failRule)
+	m.b.Tables.Republish(0)
 	// A miss translated in between saw no fail-open rule.
 	m.invalidate()
 }

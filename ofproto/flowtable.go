@@ -6,6 +6,7 @@ package ofproto
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,7 @@ type FlowMod struct {
 	IdleTimeout  uint16 // seconds; 0 = none
 	HardTimeout  uint16 // seconds; 0 = none
 	Flags        uint16
+	Importance   uint16 // OpenFlow 1.4+ eviction precedence, kept and reported
 	OutPort      uint32 // delete: only flows that output here; openflow.PortAny = no filter
 	Instructions openflow.Instructions
 }
@@ -128,6 +130,7 @@ type Entry struct {
 	IdleTimeout  uint16
 	HardTimeout  uint16
 	Flags        uint16
+	Importance   uint16
 	Instructions openflow.Instructions
 	Created      time.Time
 
@@ -226,14 +229,19 @@ type Removed struct {
 	At     time.Time
 }
 
-// Tables is a switch's flow tables. Lookups (Lookup, Snapshot) never
-// block; flow mods serialise on a mutex.
+// Tables is a switch's flow tables. Lookups (Lookup, View, Snapshot)
+// never block; flow mods serialise on a mutex.
+//
+// Readers that look at several tables (translation following goto_table,
+// flow dumps) take one View, so that a change to several tables at once (a
+// bundle commit) is seen whole or not at all.
 type Tables struct {
 	mu      sync.Mutex
 	t       [NumTables]classifier.Classifier[*Entry]
 	timed   map[*Rule]struct{} // rules with a timeout; under mu
 	n       atomic.Int64
 	version atomic.Uint64
+	view    atomic.Pointer[View]
 
 	// MaxFlows bounds the flows in all tables together (0 = no limit);
 	// an add beyond it fails with ErrTableFull.
@@ -242,6 +250,20 @@ type Tables struct {
 	// delete, under the tables' mutex: it must not call back into Tables.
 	OnRemoved func(Removed)
 }
+
+// View is one consistent version of every table: the snapshots the
+// tables published together. It never changes.
+type View struct {
+	t [NumTables]*classifier.Snapshot[*Entry]
+}
+
+var emptyView View
+
+// Table returns table id's snapshot in the view (nil is an empty table).
+func (v *View) Table(id uint8) *classifier.Snapshot[*Entry] { return v.t[id] }
+
+// Lookup is Tables.Lookup within the view.
+func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule { return v.t[id].Lookup(k, wc) }
 
 // NewTables returns empty flow tables.
 func NewTables() *Tables {
@@ -261,79 +283,207 @@ func (ts *Tables) Invalidate() { ts.version.Add(1) }
 // Len returns the number of flows in all tables.
 func (ts *Tables) Len() int { return int(ts.n.Load()) }
 
-// Table returns table id's classifier, for lookups and stats. id must be
-// below NumTables.
+// Table returns table id's classifier, for single-table lookups and stats.
+// id must be below NumTables. Whoever changes the classifier directly (the
+// fail-open rule) must call Republish.
 func (ts *Tables) Table(id uint8) *classifier.Classifier[*Entry] { return &ts.t[id] }
+
+// View returns the tables' current consistent version.
+func (ts *Tables) View() *View {
+	if v := ts.view.Load(); v != nil {
+		return v
+	}
+	return &emptyView
+}
+
+// Republish makes table id's classifier's current snapshot part of the
+// View, after a change made to the classifier directly.
+func (ts *Tables) Republish(id uint8) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	v := *ts.View()
+	v.t[id] = ts.t[id].Snapshot()
+	ts.view.Store(&v)
+}
 
 // Lookup finds the rule table id's lookup of k selects, widening wc by
 // the bits it consulted. It never blocks and does not allocate.
 func (ts *Tables) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule {
-	return ts.t[id].Lookup(k, wc)
+	return ts.View().Lookup(id, k, wc)
 }
 
 // Apply carries out one flow_mod at time now.
 func (ts *Tables) Apply(fm *FlowMod, now time.Time) error {
+	return ts.ApplyAll([]*FlowMod{fm}, now, nil)
+}
+
+// ApplyAll carries out flow mods as one atomic change: each sees the
+// effect of those before it, and either all of them take effect, published
+// in one View, or (when one fails) none. On failure it returns that flow
+// mod's error and, if failed is not nil, sets *failed to its index.
+func (ts *Tables) ApplyAll(fms []*FlowMod, now time.Time, failed *int) error {
+	for i, fm := range fms {
+		if err := check(fm); err != nil {
+			if failed != nil {
+				*failed = i
+			}
+			return err
+		}
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	tx := txn{ts: ts, now: now}
+	for i, fm := range fms {
+		if err := tx.apply(fm); err != nil {
+			tx.abort()
+			if failed != nil {
+				*failed = i
+			}
+			return err
+		}
+	}
+	tx.commit()
+	return nil
+}
+
+// check validates a flow mod on its own, before any table is touched.
+func check(fm *FlowMod) error {
 	if fm.Command > CmdDeleteStrict {
 		return errorf(ErrBadCommand, "unknown flow_mod command %d", fm.Command)
 	}
-	if fm.Table == openflow.TableAll && fm.Command < CmdDelete {
+	if fm.Table == openflow.TableAll && fm.Command == CmdAdd {
 		return errorf(ErrBadTableID, "%s needs a table id, not all tables", fm.Command)
 	}
 	if fm.Table != openflow.TableAll && int(fm.Table) >= NumTables {
 		return errorf(ErrBadTableID, "no table %d", fm.Table)
 	}
 	if fm.Command <= CmdModifyStrict {
-		if g := fm.Instructions; g.GotoTable && (int(g.Table) >= NumTables || g.Table <= fm.Table) {
+		from := fm.Table
+		if from == openflow.TableAll {
+			from = 0
+		}
+		if g := fm.Instructions; g.GotoTable && (int(g.Table) >= NumTables || g.Table <= from) {
 			return errorf(ErrBadGotoTable, "goto_table %d from table %d: must go forward to an existing table", g.Table, fm.Table)
 		}
 		if err := checkActions(&fm.Instructions, &fm.Match); err != nil {
 			return err
 		}
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+	return nil
+}
+
+// ruleReader is what flow mods read a table through: its snapshot, or
+// the open batch of a transaction that changed it.
+type ruleReader interface {
+	Find(m *classifier.Match, p int) *Rule
+	Rules(filter *classifier.Match) iter.Seq[*Rule]
+	Overlaps(m *classifier.Match, p int) bool
+}
+
+// txn is an open change to the tables: a classifier batch per table it
+// touched, and the bookkeeping (flow count, timeouts, flow removed
+// reports) that takes effect only at commit. ts.mu is held throughout.
+type txn struct {
+	ts      *Tables
+	now     time.Time
+	batches [NumTables]*classifier.Batch[*Entry]
+	touched []uint8
+	dn      int64
+	tracks  [][2]*Rule // (new, old) for the timeout set, in order
+	removed []Removed
+}
+
+func (tx *txn) reader(id uint8) ruleReader {
+	if b := tx.batches[id]; b != nil {
+		return b
+	}
+	return tx.ts.t[id].Snapshot()
+}
+
+func (tx *txn) batch(id uint8) *classifier.Batch[*Entry] {
+	if b := tx.batches[id]; b != nil {
+		return b
+	}
+	b := tx.ts.t[id].Begin()
+	tx.batches[id] = b
+	tx.touched = append(tx.touched, id)
+	return b
+}
+
+func (tx *txn) abort() {
+	for _, id := range tx.touched {
+		tx.batches[id].Abort()
+	}
+}
+
+// commit publishes every touched table in one View, then the bookkeeping.
+func (tx *txn) commit() {
+	ts := tx.ts
+	if len(tx.touched) > 0 {
+		v := *ts.View()
+		for _, id := range tx.touched {
+			v.t[id] = tx.batches[id].Commit()
+		}
+		ts.view.Store(&v)
+	}
+	ts.n.Add(tx.dn)
+	for _, tr := range tx.tracks {
+		if tr[1] != nil {
+			delete(ts.timed, tr[1])
+		}
+		if r := tr[0]; r != nil && (r.Value.IdleTimeout != 0 || r.Value.HardTimeout != 0) {
+			ts.timed[r] = struct{}{}
+		}
+	}
+	if len(tx.touched) > 0 {
+		ts.version.Add(1)
+	}
+	if ts.OnRemoved != nil {
+		for _, r := range tx.removed {
+			ts.OnRemoved(r)
+		}
+	}
+}
+
+func (tx *txn) apply(fm *FlowMod) error {
 	switch fm.Command {
 	case CmdAdd:
-		return ts.add(fm, now)
+		return tx.add(fm)
 	case CmdModify, CmdModifyStrict:
-		return ts.modify(fm, now)
+		if fm.Table == openflow.TableAll {
+			return tx.modifyAll(fm)
+		}
+		return tx.modify(fm.Table, fm)
 	default:
-		ts.delete(fm, now, RemovedDelete)
+		tx.delete(fm, RemovedDelete)
 		return nil
 	}
 }
 
-func (ts *Tables) newRule(fm *FlowMod, cookie uint64, now time.Time) *Rule {
+func newRule(fm *FlowMod, table uint8, cookie uint64, now time.Time) *Rule {
 	m := fm.Match
 	m.Key = m.Key.Apply(&m.Mask) // bits outside the mask are ignored; keep them zero
 	return &Rule{Match: m, Priority: int(fm.Priority), Value: &Entry{
-		Table: fm.Table, Cookie: cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
-		Flags: fm.Flags, Instructions: fm.Instructions, Created: now,
+		Table: table, Cookie: cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
+		Flags: fm.Flags, Importance: fm.Importance, Instructions: fm.Instructions, Created: now,
 	}}
 }
 
-func (ts *Tables) track(r *Rule, old *Rule) {
-	if old != nil {
-		delete(ts.timed, old)
-	}
-	if r != nil && (r.Value.IdleTimeout != 0 || r.Value.HardTimeout != 0) {
-		ts.timed[r] = struct{}{}
-	}
-}
+func (tx *txn) add(fm *FlowMod) error { return tx.addTo(fm.Table, fm) }
 
-func (ts *Tables) add(fm *FlowMod, now time.Time) error {
-	c := &ts.t[fm.Table]
+func (tx *txn) addTo(id uint8, fm *FlowMod) error {
+	ts := tx.ts
 	m := fm.Match
 	m.Key = m.Key.Apply(&m.Mask)
-	snap := c.Snapshot()
-	old := snap.Find(&m, int(fm.Priority))
-	if fm.Flags&FlagCheckOverlap != 0 && old == nil && snap.Overlaps(&m, int(fm.Priority)) {
-		return errorf(ErrOverlap, "flow overlaps an existing flow of priority %d in table %d", fm.Priority, fm.Table)
+	rd := tx.reader(id)
+	old := rd.Find(&m, int(fm.Priority))
+	if fm.Flags&FlagCheckOverlap != 0 && old == nil && rd.Overlaps(&m, int(fm.Priority)) {
+		return errorf(ErrOverlap, "flow overlaps an existing flow of priority %d in table %d", fm.Priority, id)
 	}
-	if old == nil && ts.MaxFlows > 0 && ts.Len() >= ts.MaxFlows {
+	if old == nil && ts.MaxFlows > 0 && ts.Len()+int(tx.dn) >= ts.MaxFlows {
 		return errorf(ErrTableFull, "flow tables are full (%d flows)", ts.MaxFlows)
 	}
-	r := ts.newRule(fm, fm.Cookie, now)
+	r := newRule(fm, id, fm.Cookie, tx.now)
 	if old != nil && fm.Flags&FlagResetCounts == 0 {
 		// An identical flow is replaced; its counters carry over unless
 		// the add asks for them to be reset.
@@ -342,11 +492,10 @@ func (ts *Tables) add(fm *FlowMod, now time.Time) error {
 		r.Value.bytes.Store(b)
 		r.Value.used.Store(old.Value.used.Load())
 	}
-	if replaced := c.Insert(r); replaced == nil {
-		ts.n.Add(1)
+	if replaced := tx.batch(id).Insert(r); replaced == nil {
+		tx.dn++
 	}
-	ts.track(r, old)
-	ts.version.Add(1)
+	tx.tracks = append(tx.tracks, [2]*Rule{r, old})
 	return nil
 }
 
@@ -359,18 +508,17 @@ func (fm *FlowMod) selects(e *Entry) bool {
 }
 
 // matching returns the rules of one table a modify or delete applies to.
-func (ts *Tables) matching(id uint8, fm *FlowMod) []*Rule {
-	snap := ts.t[id].Snapshot()
+func matching(rd ruleReader, fm *FlowMod) []*Rule {
 	var out []*Rule
 	if fm.Command == CmdModifyStrict || fm.Command == CmdDeleteStrict {
 		m := fm.Match
 		m.Key = m.Key.Apply(&m.Mask)
-		if r := snap.Find(&m, int(fm.Priority)); r != nil && fm.selects(r.Value) {
+		if r := rd.Find(&m, int(fm.Priority)); r != nil && fm.selects(r.Value) {
 			out = append(out, r)
 		}
 		return out
 	}
-	for r := range snap.Rules(&fm.Match) {
+	for r := range rd.Rules(&fm.Match) {
 		if fm.selects(r.Value) {
 			out = append(out, r)
 		}
@@ -378,25 +526,69 @@ func (ts *Tables) matching(id uint8, fm *FlowMod) []*Rule {
 	return out
 }
 
-func (ts *Tables) modify(fm *FlowMod, now time.Time) error {
-	rules := ts.matching(fm.Table, fm)
+// modifyAll applies a modify aimed at every table (OpenFlow 1.0 without
+// the table-id extension, or table=all in 1.1+): each table holding a
+// matching OpenFlow flow is modified; if none does and the modify may
+// add, the flow goes into table 0.
+func (tx *txn) modifyAll(fm *FlowMod) error {
+	matched := false
+	for id := 0; id < NumTables; id++ {
+		rd := tx.reader(uint8(id))
+		if s, ok := rd.(*classifier.Snapshot[*Entry]); ok && s.Len() == 0 {
+			continue
+		}
+		rules := matching(rd, fm)
+		rules = slicesDeleteFunc(rules, func(r *Rule) bool { return r.Priority > 0xffff })
+		if len(rules) == 0 {
+			continue
+		}
+		if g := fm.Instructions; g.GotoTable && int(g.Table) <= id {
+			return errorf(ErrBadGotoTable, "goto_table %d from table %d: must go forward", g.Table, id)
+		}
+		matched = true
+		tx.modifyRules(uint8(id), fm, rules)
+	}
+	if !matched && fm.ModifyAdds {
+		return tx.addTo(0, fm)
+	}
+	return nil
+}
+
+func slicesDeleteFunc(rs []*Rule, del func(*Rule) bool) []*Rule {
+	out := rs[:0]
+	for _, r := range rs {
+		if !del(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (tx *txn) modify(id uint8, fm *FlowMod) error {
+	rules := matching(tx.reader(id), fm)
 	if len(rules) == 0 {
 		if fm.ModifyAdds {
-			return ts.add(fm, now)
+			return tx.addTo(id, fm)
 		}
 		return nil
 	}
-	b := ts.t[fm.Table].Begin()
+	tx.modifyRules(id, fm, rules)
+	return nil
+}
+
+func (tx *txn) modifyRules(id uint8, fm *FlowMod, rules []*Rule) {
+	b := tx.batch(id)
 	for _, old := range rules {
 		cookie := old.Value.Cookie
 		if fm.SetCookie {
 			cookie = fm.NewCookie
 		}
-		// The new rule keeps the old match, priority, timeouts, flags and
-		// creation time; only the instructions (and cookie) change.
+		// The new rule keeps the old match, priority, timeouts, flags,
+		// importance and creation time; only the instructions (and
+		// cookie) change.
 		r := &Rule{Match: old.Match, Priority: old.Priority, Value: &Entry{
 			Table: old.Value.Table, Cookie: cookie, IdleTimeout: old.Value.IdleTimeout,
-			HardTimeout: old.Value.HardTimeout, Flags: old.Value.Flags,
+			HardTimeout: old.Value.HardTimeout, Flags: old.Value.Flags, Importance: old.Value.Importance,
 			Instructions: fm.Instructions, Created: old.Value.Created,
 		}}
 		if fm.Flags&FlagResetCounts == 0 {
@@ -406,54 +598,41 @@ func (ts *Tables) modify(fm *FlowMod, now time.Time) error {
 			r.Value.used.Store(old.Value.used.Load())
 		}
 		b.Insert(r)
-		ts.track(r, old)
+		tx.tracks = append(tx.tracks, [2]*Rule{r, old})
 	}
-	b.Commit()
-	ts.version.Add(1)
-	return nil
 }
 
-func (ts *Tables) delete(fm *FlowMod, now time.Time, reason RemovedReason) {
+func (tx *txn) delete(fm *FlowMod, reason RemovedReason) {
 	lo, hi := int(fm.Table), int(fm.Table)
 	if fm.Table == openflow.TableAll {
 		lo, hi = 0, NumTables-1
 	}
-	changed := false
 	for id := lo; id <= hi; id++ {
-		rules := ts.matching(uint8(id), fm)
+		rd := tx.reader(uint8(id))
+		if s, ok := rd.(*classifier.Snapshot[*Entry]); ok && s.Len() == 0 {
+			continue
+		}
+		rules := matching(rd, fm)
 		if len(rules) == 0 {
 			continue
 		}
-		ts.remove(uint8(id), rules, func(*Rule) RemovedReason { return reason }, now)
-		changed = true
-	}
-	if changed {
-		ts.version.Add(1)
+		tx.remove(uint8(id), rules, func(*Rule) RemovedReason { return reason })
 	}
 }
 
-// remove takes rules out of table id in one batch, reports those that
-// asked for it with the reason why(r), and returns how many it removed.
-// ts.mu is held.
-func (ts *Tables) remove(id uint8, rules []*Rule, why func(*Rule) RemovedReason, now time.Time) int {
-	n := 0
-	b := ts.t[id].Begin()
+// remove takes rules out of table id and queues the reports of those that
+// asked for one, with the reason why(r).
+func (tx *txn) remove(id uint8, rules []*Rule, why func(*Rule) RemovedReason) {
+	b := tx.batch(id)
 	for _, r := range rules {
 		if b.Remove(r) {
-			ts.n.Add(-1)
-			n++
+			tx.dn--
 		}
-		delete(ts.timed, r)
-	}
-	b.Commit()
-	if ts.OnRemoved != nil {
-		for _, r := range rules {
-			if r.Value.Flags&FlagSendFlowRem != 0 {
-				ts.OnRemoved(Removed{Rule: r, Reason: why(r), At: now})
-			}
+		tx.tracks = append(tx.tracks, [2]*Rule{nil, r})
+		if r.Value.Flags&FlagSendFlowRem != 0 {
+			tx.removed = append(tx.removed, Removed{Rule: r, Reason: why(r), At: tx.now})
 		}
 	}
-	return n
 }
 
 // Expire removes flows whose idle or hard timeout has passed at now and
@@ -482,28 +661,33 @@ func (ts *Tables) Expire(now time.Time) int {
 		byTable[e.Table] = append(byTable[e.Table], r)
 		reasons[r] = reason
 	}
-	n := 0
+	if byTable == nil {
+		return 0
+	}
+	tx := txn{ts: ts, now: now}
 	for id, rules := range byTable {
-		n += ts.remove(id, rules, func(r *Rule) RemovedReason { return reasons[r] }, now)
+		tx.remove(id, rules, func(r *Rule) RemovedReason { return reasons[r] })
 	}
-	if n > 0 {
-		ts.version.Add(1)
-	}
+	n := int(-tx.dn)
+	tx.commit()
 	return n
 }
 
 // Select returns the rules of table id (TableAll: every table) that a
 // flow or aggregate stats request selects: loosely by match, and by
-// cookie and out_port.
+// cookie and out_port. It reads one View.
 func (ts *Tables) Select(id uint8, m *classifier.Match, cookie, cookieMask uint64, outPort uint32) []*Rule {
 	fm := FlowMod{Command: CmdDelete, Table: id, Match: *m, Cookie: cookie, CookieMask: cookieMask, OutPort: outPort}
 	lo, hi := int(id), int(id)
 	if id == openflow.TableAll {
 		lo, hi = 0, NumTables-1
 	}
+	v := ts.View()
 	var out []*Rule
 	for t := lo; t <= hi; t++ {
-		out = append(out, ts.matching(uint8(t), &fm)...)
+		if s := v.t[t]; s.Len() > 0 {
+			out = append(out, matching(s, &fm)...)
+		}
 	}
 	return out
 }

@@ -322,3 +322,37 @@ func TestSelectForStats(t *testing.T) {
 func ipSrcField(t *testing.T) openflow.Field {
 	return fieldSetting(t, func(k *flow.Key) { k.IPv4Src = [4]byte{1, 2, 3, 4} })
 }
+
+// TestModifyAllTables: a modify aimed at every table changes each table
+// holding a match, as one change: a goto_table that would point backwards
+// from one of them fails the whole modify, and no table changes.
+func TestModifyAllTables(t *testing.T) {
+	ts := NewTables()
+	addFlow(t, ts, FlowMod{Table: 0, Match: tcpDst(80), Priority: 5, Instructions: out(1)})
+	addFlow(t, ts, FlowMod{Table: 3, Match: tcpDst(80), Priority: 5, Instructions: out(1)})
+	actions := func() (a0, a3 uint32) {
+		m := tcpDst(80)
+		return ts.Table(0).Snapshot().Find(&m, 5).Value.Instructions.Apply[0].Port,
+			ts.Table(3).Snapshot().Find(&m, 5).Value.Instructions.Apply[0].Port
+	}
+	bad := FlowMod{Command: CmdModify, Table: openflow.TableAll, Match: tcpDst(80), OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: out(2).Apply, GotoTable: true, Table: 2}}
+	if err := ts.Apply(&bad, t0); ErrKind(err) != ErrBadGotoTable {
+		t.Fatalf("modify with a goto backwards from table 3: %v", err)
+	}
+	if a0, a3 := actions(); a0 != 1 || a3 != 1 {
+		t.Fatalf("a failed modify changed tables: outputs %d, %d", a0, a3)
+	}
+	good := FlowMod{Command: CmdModify, Table: openflow.TableAll, Match: tcpDst(80), OutPort: openflow.PortAny, Instructions: out(2)}
+	if err := ts.Apply(&good, t0); err != nil {
+		t.Fatal(err)
+	}
+	if a0, a3 := actions(); a0 != 2 || a3 != 2 {
+		t.Fatalf("modify of all tables: outputs %d, %d, want 2, 2", a0, a3)
+	}
+	adds := FlowMod{Command: CmdModify, Table: openflow.TableAll, Match: tcpDst(81), Priority: 7, ModifyAdds: true,
+		OutPort: openflow.PortAny, Instructions: out(3)}
+	if err := ts.Apply(&adds, t0); err != nil || ts.Len() != 3 || ts.Table(0).Snapshot().Len() != 2 {
+		t.Fatalf("a 1.0 modify of nothing adds to table 0: err %v, %d flows", err, ts.Len())
+	}
+}

@@ -19,6 +19,9 @@ type Port struct {
 	Type    string // "system", "internal", "vxlan", ...
 	NoFlood bool   // OFPPC_NO_FLOOD: FLOOD and NORMAL's flooding skip it
 	Down    bool   // administratively down (OFPPC_PORT_DOWN): nothing is sent to it
+	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
+	// zero value is a trunk of all VLANs.
+	VLAN PortVLAN
 }
 
 // PortSet is one immutable version of the bridge's ports.
@@ -27,6 +30,10 @@ type PortSet struct {
 	byDP  map[uint32]*Port
 	list  []*Port  // by OpenFlow port number
 	flood []uint32 // datapath ports that take flooded packets
+	// vlans is set when some port has a VLAN configuration other than a
+	// trunk of all VLANs: without one, NORMAL forwards every frame with
+	// the headers it came with, and skips the per-port VLAN work.
+	vlans bool
 }
 
 // ByOF returns the port with OpenFlow number p, or nil.
@@ -64,6 +71,9 @@ func buildPortSet(list []*Port) *PortSet {
 		s.byDP[pt.DPPort] = pt
 		if !pt.NoFlood && !pt.Down {
 			s.flood = append(s.flood, pt.DPPort)
+		}
+		if pt.VLAN.Mode != VLANTrunk || pt.VLAN.Trunks != nil {
+			s.vlans = true
 		}
 	}
 	return s

@@ -12,45 +12,85 @@ import (
 
 // Trace translates a packet with key (InPort in datapath numbering) as
 // the upcall path would, without learning, and describes it in the shape
-// of ovs-appctl ofproto/trace: the flow, the rules it matched table by
-// table, the megaflow and the datapath actions.
-func (b *Bridge) Trace(key *flow.Key) string {
+// of ovs-vswitchd's ofproto/trace: the flow, the rules it matched table by
+// table, the final flow, the megaflow and the datapath actions. The
+// last two lines, "Megaflow: ..." and "Datapath actions: ...", are what
+// scripts and OVS's tests read.
+func (b *Bridge) Trace(key *flow.Key) string { return b.TraceLearn(key, false) }
+
+// TraceLearn is Trace that lets NORMAL learn the source address when
+// learn is set (ofproto/trace -generate), as a real packet would.
+func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	var out Out
-	b.X.Translate(key, time.Now(), false, &out)
+	b.X.Translate(key, time.Now(), learn, &out)
+	ports := b.Ports.Snapshot()
+	of := *key // the packet in OpenFlow numbering
+	if p := ports.ByDP(key.InPort); p != nil {
+		of.InPort = p.OFPort
+	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Flow: %s\n\nbridge(%q)\n%s\n", key.String(), b.Name, strings.Repeat("-", len(b.Name)+10))
+	fm := openflow.FlowMask(&of)
+	sb.WriteString("Flow: ")
+	sb.Write(openflow.AppendMatchText(nil, &of, &fm, openflow.MatchText{Priority: openflow.DefaultPriority}))
+	fmt.Fprintf(&sb, "\n\nbridge(%q)\n%s\n", b.Name, strings.Repeat("-", len(b.Name)+10))
 	if out.NRules == 0 && out.Dropped == "" {
 		sb.WriteString(" 0. No match.\n    drop\n")
 	}
 	for i := 0; i < out.NRules; i++ {
 		r := out.Rules[i]
-		m := openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}
-		match := m.String()
-		if match == "any" {
-			match = "" // OVS prints a catch-all rule's priority alone
-		}
-		if match != "" {
-			match += ", "
+		match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority})
+		if len(match) > 0 {
+			match = append(match, ", "...)
 		}
 		fmt.Fprintf(&sb, " %d. %spriority %d", r.Value.Table, match, r.Priority)
 		if r.Value.Cookie != 0 {
 			fmt.Fprintf(&sb, ", cookie %#x", r.Value.Cookie)
 		}
-		fmt.Fprintf(&sb, "\n    %s\n", InstructionsString(&r.Value.Instructions))
+		sb.WriteByte('\n')
+		for _, a := range instructionList(&r.Value.Instructions) {
+			fmt.Fprintf(&sb, "    %s\n", a)
+		}
 	}
 	if out.Dropped != "" {
 		fmt.Fprintf(&sb, "    >>>> %s <<<<\n", out.Dropped)
 	}
+	sb.WriteString("\nFinal flow: ")
+	if final := out.ctx.flow; final == of {
+		sb.WriteString("unchanged")
+	} else {
+		ffm := openflow.FlowMask(&final)
+		sb.Write(openflow.AppendMatchText(nil, &final, &ffm, openflow.MatchText{Priority: openflow.DefaultPriority}))
+	}
+	sb.WriteString("\nMegaflow: ")
 	wc := out.WC
-	datapath.FitMask(key, &wc)
-	fmt.Fprintf(&sb, "\nFinal flow: unchanged\nMegaflow: %s\nDatapath actions: %s\n",
-		flow.Format(key, &wc), datapath.FormatActions(out.Actions))
+	// As ovs-vswitchd prints it: header bits of an absent header are not
+	// shown (for an untagged packet the datapath matches "no tag" anyway).
+	for i := range wc.VLANs {
+		if key.VLANs[i].TCI&flow.VLANPresent == 0 {
+			wc.VLANs[i] = flow.VLAN{}
+		}
+	}
+	if key.EthType != flow.EthTypeMPLS && key.EthType != flow.EthTypeMPLSM {
+		wc.MPLSLSE = 0
+	}
+	sb.Write(openflow.AppendMatchText(nil, &of, &wc, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
+	fmt.Fprintf(&sb, "\nDatapath actions: %s\n", datapath.FormatActions(out.Actions))
 	return sb.String()
 }
 
 // InstructionsString formats a rule's instructions roughly as ovs-ofctl
 // prints actions, for traces and logs.
 func InstructionsString(in *openflow.Instructions) string {
+	parts := instructionList(in)
+	if len(parts) == 0 {
+		return "drop"
+	}
+	return strings.Join(parts, ",")
+}
+
+// instructionList returns a rule's actions and instructions one by one,
+// as ovs-ofctl names them; none means drop.
+func instructionList(in *openflow.Instructions) []string {
 	var parts []string
 	for i := range in.Apply {
 		parts = append(parts, ActionString(&in.Apply[i]))
@@ -72,9 +112,9 @@ func InstructionsString(in *openflow.Instructions) string {
 		parts = append(parts, fmt.Sprintf("goto_table:%d", in.Table))
 	}
 	if len(parts) == 0 {
-		return "drop"
+		return []string{"drop"}
 	}
-	return strings.Join(parts, ",")
+	return parts
 }
 
 // ActionString formats one action as ovs-ofctl names it.

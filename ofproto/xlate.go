@@ -121,6 +121,7 @@ func (o *Out) reset() {
 
 // xctx is the state of one translation.
 type xctx struct {
+	view  *View // the tables as of the translation's start: goto_table and resubmit see one version
 	x     *Xlator
 	ports *PortSet
 	out   *Out
@@ -153,7 +154,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		out.MACVersion = x.MAC.Version()
 	}
 	c := &out.ctx
-	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
+	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
 	// Some fields are always part of the megaflow, as in OVS: the input
 	// port (every decision below can depend on it), the ethertype (the
 	// datapath rejects a key whose ethertype is wildcarded to zero, and
@@ -185,7 +186,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	c := &out.ctx
-	*c = xctx{x: x, ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
@@ -197,7 +198,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 func (c *xctx) pipeline(id uint8) {
 	for !c.exit {
 		c.table = id
-		r := c.x.Tables.Lookup(id, &c.flow, &c.out.WC)
+		r := c.view.Lookup(id, &c.flow, &c.out.WC)
 		if r == nil {
 			c.miss(id)
 			return
@@ -381,7 +382,7 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		table = c.table
 	}
 	if int(table) < NumTables {
-		r := c.x.Tables.Lookup(table, &c.flow, &c.out.WC)
+		r := c.view.Lookup(table, &c.flow, &c.out.WC)
 		if r != nil {
 			c.note(r)
 			c.table, c.cookie = table, r.Value.Cookie
@@ -458,34 +459,119 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	c.out.Controller = true
 }
 
-// normal is the NORMAL action: an L2 learning switch per VLAN. Its
-// decision depends on the input port, the VLAN and both Ethernet
-// addresses, and nothing above L2, so that is all it adds to the megaflow.
+// normal is the NORMAL action: an L2 learning switch per VLAN, with the
+// ports' VLAN configuration applied as ofproto-dpif's xlate_normal does:
+// the frame's VID (0 when untagged) is mapped to a VLAN by the input port's
+// mode, a frame the port does not accept is dropped, addresses are learned
+// and looked up in that VLAN, and each output port gets the frame tagged or
+// untagged as its mode says. Its decision depends on the input port, the
+// VID and both Ethernet addresses, and nothing above L2, so that is all it
+// adds to the megaflow (a tag change adds the whole popped TCI in commit).
 func (c *xctx) normal() {
 	wc := &c.out.WC
-	wc.EthSrc = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	wc.EthDst = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	wc.EthSrc = ones6
+	wc.EthDst = ones6
 	wc.VLANs[0].TCI |= flow.VLANVIDMask | flow.VLANPresent
-	vlan := c.flow.VLANs[0].TCI & flow.VLANVIDMask
-	mac := c.x.MAC
-	if mac == nil {
-		c.flood(true)
-		return
+	tag := c.flow.VLANs[0]
+	if tag.TCI&flow.VLANPresent == 0 && (c.flow.EthType == flow.EthTypeVLAN || c.flow.EthType == flow.EthTypeQinQ) {
+		return // a VLAN ethertype without a readable tag: malformed, as OVS drops it
 	}
-	if c.learn && maclearn.IsLearnable(c.flow.EthSrc) {
+	in := &trunkAll
+	if c.inPort != nil {
+		in = &c.inPort.VLAN
+	}
+	vlan, ok := in.inputVLAN(tag.TCI & flow.VLANVIDMask)
+	if !ok {
+		return // not a VLAN the input port carries
+	}
+	mac := c.x.MAC
+	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
 		if mac.Learn(vlan, c.flow.EthSrc, c.inPort.OFPort, c.now) {
 			c.out.Learned = true
 		}
 	}
-	if c.flow.EthDst[0]&1 == 0 {
+	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if p != c.inPort.OFPort {
-				c.emitOutput(c.ports.ByOF(p))
+			if pt := c.ports.ByOF(p); pt != nil && pt != c.inPort && pt.VLAN.includes(vlan) {
+				c.normalOutput(pt, vlan, tag)
 			}
 			return
 		}
 	}
-	c.flood(true)
+	if !c.ports.vlans {
+		// Every port a trunk of all VLANs: every port takes the frame as
+		// it came.
+		for _, pt := range c.ports.List() {
+			if pt != c.inPort && pt.OFPort != c.flow.InPort && !pt.Down && !pt.NoFlood {
+				c.emitOutput(pt)
+			}
+		}
+		return
+	}
+	// Flood to every port of the VLAN, grouped by the headers the frame
+	// leaves with, so that each change of tag is made once: first the
+	// ports that take the frame as the datapath has it now, then those
+	// that want the first other header met, then the rest. (A frame leaves
+	// a port untagged or with its VLAN's tag, so there are at most two
+	// headers besides the one it came with.)
+	start := c.base.VLANs
+	var next [2]flow.VLAN
+	haveNext, rest := false, false
+	for pass := 0; pass < 3; pass++ {
+		if pass == 2 && !rest {
+			break
+		}
+		for _, pt := range c.ports.List() {
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || pt.NoFlood || !pt.VLAN.includes(vlan) {
+				continue
+			}
+			h := c.normalHeader(pt, vlan, tag)
+			switch {
+			case pass == 0 && h != start, pass > 0 && h == start:
+				continue
+			case pass == 1 && !haveNext:
+				next, haveNext = h, true
+			case pass == 1 && h != next:
+				rest = true
+				continue
+			case pass == 2 && h == next:
+				continue
+			}
+			c.normalOutput(pt, vlan, tag)
+		}
+	}
+}
+
+// trunkAll is the VLAN configuration of no port: a packet-out from the
+// controller or LOCAL with no port behind it carries any VLAN.
+var trunkAll PortVLAN
+
+// normalHeader returns the VLAN headers a frame of VLAN vlan, received
+// with outer tag in, leaves port pt with: the outer tag replaced by the
+// port's (or removed), any inner tag kept.
+func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
+	vs := c.flow.VLANs
+	if in.TCI&flow.VLANPresent != 0 {
+		vs[0], vs[1] = vs[1], flow.VLAN{}
+	}
+	vid, ok := pt.VLAN.outputVID(vlan)
+	if h := vlanHeader(vid, in.TCI>>13&7, in.TPID); ok && h.TCI&flow.VLANPresent != 0 {
+		vs[1], vs[0] = vs[0], h
+	}
+	return vs
+}
+
+// normalOutput outputs the frame to pt with the VLAN headers the port
+// wants, leaving the frame as it was for the next output.
+func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+	if !c.ports.vlans {
+		c.emitOutput(pt)
+		return
+	}
+	saved := c.flow.VLANs
+	c.flow.VLANs = c.normalHeader(pt, vlan, in)
+	c.emitOutput(pt)
+	c.flow.VLANs = saved
 }
 
 var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
@@ -499,18 +585,27 @@ func (c *xctx) commit() {
 	f, b, wc := &c.flow, &c.base, &c.out.WC
 	acts := c.out.Actions
 
-	// VLAN: pop then push, as the datapath has no "set VLAN".
-	if f.VLANs[0] != b.VLANs[0] {
-		wc.VLANs[0].TCI |= flow.VLANPresent
-		if b.VLANs[0].TCI&flow.VLANPresent != 0 {
+	// VLAN: the datapath has no "set VLAN", so, as OVS's
+	// commit_vlan_action, keep the innermost tags both have in common, pop
+	// the base's others (each popped tag becomes exact in the megaflow: the
+	// action removes all of it) and push the flow's, innermost first.
+	if f.VLANs != b.VLANs {
+		bn, fn := vlanCount(b), vlanCount(f)
+		for bn > 0 && fn > 0 && b.VLANs[bn-1] == f.VLANs[fn-1] {
+			bn--
+			fn--
+		}
+		for i := 0; i < bn; i++ {
+			wc.VLANs[i].TCI = 0xffff
 			acts = datapath.AppendPopVLAN(acts)
 		}
-		if f.VLANs[0].TCI&flow.VLANPresent != 0 {
-			tpid := f.VLANs[0].TPID
+		for i := fn - 1; i >= 0; i-- {
+			wc.VLANs[0].TCI |= flow.VLANPresent
+			tpid := f.VLANs[i].TPID
 			if tpid == 0 {
 				tpid = flow.EthTypeVLAN
 			}
-			acts = datapath.AppendPushVLAN(acts, tpid, f.VLANs[0].TCI)
+			acts = datapath.AppendPushVLAN(acts, tpid, f.VLANs[i].TCI)
 		}
 		b.VLANs = f.VLANs
 	}
@@ -596,4 +691,13 @@ func (c *xctx) commit() {
 		}
 	}
 	c.out.Actions = acts
+}
+
+// vlanCount is how many VLAN tags k has.
+func vlanCount(k *flow.Key) int {
+	n := 0
+	for n < len(k.VLANs) && k.VLANs[n].TCI&flow.VLANPresent != 0 {
+		n++
+	}
+	return n
 }

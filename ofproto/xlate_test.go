@@ -28,7 +28,7 @@ func testBridge(t *testing.T) *Xlator {
 	return &Xlator{Tables: NewTables(), Ports: ports, MAC: maclearn.New(0, 0)}
 }
 
-func mustAdd(t *testing.T, x *Xlator, table uint8, m func(k *flow.Key, m *flow.Mask), prio uint16, in openflow.Instructions) {
+func mustAdd(t testing.TB, x *Xlator, table uint8, m func(k *flow.Key, m *flow.Mask), prio uint16, in openflow.Instructions) {
 	t.Helper()
 	fm := FlowMod{Command: CmdAdd, Table: table, Match: match(m), Priority: prio, Instructions: in, OutPort: openflow.PortAny}
 	if err := x.Tables.Apply(&fm, t0); err != nil {

@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -29,6 +30,7 @@ const (
 // runs transactions.
 type dbClient struct {
 	remote  string
+	tls     *tls.Config         // for ssl: remotes
 	columns map[string][]string // table -> monitored columns
 	onEvent func()              // called after every cache change
 
@@ -45,8 +47,8 @@ type dbClient struct {
 // connect dials remote, reads the schema, builds the cache and starts
 // monitoring columns. It fails if the first connection does; later drops
 // are repaired in the background until Close.
-func connect(ctx context.Context, remote string, columns map[string][]string, onEvent func()) (*dbClient, error) {
-	c := &dbClient{remote: remote, columns: columns, onEvent: onEvent, stop: make(chan struct{})}
+func connect(ctx context.Context, remote string, tlsConf *tls.Config, columns map[string][]string, onEvent func()) (*dbClient, error) {
+	c := &dbClient{remote: remote, tls: tlsConf, columns: columns, onEvent: onEvent, stop: make(chan struct{})}
 	if err := c.dial(ctx); err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (c *dbClient) dial(ctx context.Context) error {
 			}
 		}
 	}
-	conn, err := dialRPC(ctx, c.remote, notify)
+	conn, err := dialRPC(ctx, c.remote, c.tls, notify)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ type BridgeConfig struct {
 	UUID     string
 	Name     string
 	FailMode string // "standalone" or "secure"
-	// Protocols are the OpenFlow wire versions allowed (1 = 1.0, 4 = 1.3);
+	// Protocols are the OpenFlow wire versions allowed (1 = 1.0, 4 = 1.3, 5 = 1.4, 6 = 1.5);
 	// nil means the switch's default.
 	Protocols   []uint8
 	Controllers []ControllerConfig
@@ -59,9 +59,94 @@ type PortConfig struct {
 	// Local marks the bridge's own internal interface (named as the
 	// bridge): the datapath's port 0, which the bridge creates itself.
 	Local bool
+	// VLAN is the Port's tag, trunks and vlan_mode, checked.
+	VLAN VLANConfig
 	// Err, when set, says why the row cannot be configured; the switch is
 	// not asked to add the port, and Err goes to Interface.error.
 	Err string
+}
+
+// VLANConfig is a Port's VLAN columns as the database holds them, checked
+// by Build: Mode is "" (unset) or one of trunk, access, native-tagged,
+// native-untagged; Tag (0-4095) is set when HasTag is; Trunks are VLAN IDs
+// 0-4095, sorted, empty for all. The zero value is no VLAN setting at all:
+// a trunk of every VLAN.
+type VLANConfig struct {
+	Mode   string
+	HasTag bool
+	Tag    int
+	Trunks []int
+}
+
+// Equal reports whether v and w are the same columns.
+func (v *VLANConfig) Equal(w *VLANConfig) bool {
+	if v.Mode != w.Mode || v.HasTag != w.HasTag || v.Tag != w.Tag || len(v.Trunks) != len(w.Trunks) {
+		return false
+	}
+	for i := range v.Trunks {
+		if v.Trunks[i] != w.Trunks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// String describes the columns for logs: "access tag=10", "trunk
+// trunks=10,20".
+func (v VLANConfig) String() string {
+	mode := v.Mode
+	if mode == "" {
+		mode = "trunk"
+		if v.HasTag {
+			mode = "access"
+		}
+	}
+	s := mode
+	if v.HasTag && mode != "trunk" {
+		s += " tag=" + strconv.Itoa(v.Tag)
+	}
+	if len(v.Trunks) > 0 {
+		ts := make([]string, len(v.Trunks))
+		for i, t := range v.Trunks {
+			ts[i] = strconv.Itoa(t)
+		}
+		s += " trunks=" + strings.Join(ts, ",")
+	}
+	return s
+}
+
+// parseVLAN checks a Port's VLAN columns. errMsg, when not empty, is the
+// interface's error; warn is a problem the port runs despite.
+func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
+	if p.VLANMode != nil {
+		v.Mode = *p.VLANMode
+	}
+	switch v.Mode {
+	case "", "trunk", "access", "native-tagged", "native-untagged":
+	case "dot1q-tunnel":
+		return v, fmt.Sprintf("port %s: vlan_mode dot1q-tunnel (802.1ad/QinQ) is not supported by govswitchd", p.Name), ""
+	default:
+		return v, fmt.Sprintf("port %s: vlan_mode %q is not one of trunk, access, native-tagged, native-untagged", p.Name, v.Mode), ""
+	}
+	if p.Tag != nil {
+		if *p.Tag < 0 || *p.Tag > 4095 {
+			return v, fmt.Sprintf("port %s: tag %d is not a VLAN ID (0 to 4095)", p.Name, *p.Tag), ""
+		}
+		v.HasTag, v.Tag = true, *p.Tag
+	}
+	for _, t := range p.Trunks {
+		if t < 0 || t > 4095 {
+			return v, fmt.Sprintf("port %s: trunk %d is not a VLAN ID (0 to 4095)", p.Name, t), ""
+		}
+	}
+	if len(p.Trunks) > 0 && (v.Mode == "access" || v.Mode == "" && v.HasTag) {
+		// As ovs-vswitchd: the port runs as an access port, and the log
+		// says the trunks are ignored.
+		return v, "", fmt.Sprintf("port %s: ignoring trunks in access mode", p.Name)
+	}
+	v.Trunks = append([]int(nil), p.Trunks...)
+	sort.Ints(v.Trunks)
+	return v, "", ""
 }
 
 // settingsEqual reports whether a and b ask for the same bridge-level
@@ -184,10 +269,15 @@ func Build(r *Rows) Desired {
 				if in.Ofport != nil && *in.Ofport > 0 && *in.Ofport < 0xff00 {
 					pc.OFPortHint = uint32(*in.Ofport)
 				}
+				vlan, vlanErr, vlanWarn := parseVLAN(p)
+				pc.VLAN = vlan
+				if vlanWarn != "" && i == 0 {
+					d.Problems = append(d.Problems, vlanWarn)
+				}
 				switch {
 				case pc.Err != "":
-				case p.Tag != nil || len(p.Trunks) > 0 || p.VLANMode != nil:
-					pc.Err = fmt.Sprintf("port %s: VLAN settings (tag, trunks, vlan_mode) are not supported by govswitchd", p.Name)
+				case vlanErr != "":
+					pc.Err = vlanErr
 				case len(p.Interfaces) > 1:
 					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
 				case in.Name == "" || len(in.Name) > 15:
@@ -238,13 +328,17 @@ func parseProtocols(bridge string, ps []string, problems *[]string) []uint8 {
 			vs = append(vs, 1)
 		case "OpenFlow13":
 			vs = append(vs, 4)
+		case "OpenFlow14":
+			vs = append(vs, 5)
+		case "OpenFlow15":
+			vs = append(vs, 6)
 		default:
 			skipped = append(skipped, p)
 		}
 	}
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10 and OpenFlow13 are)", bridge, strings.Join(skipped, ",")))
+		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15 are)", bridge, strings.Join(skipped, ",")))
 	}
 	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
 	return vs
@@ -258,6 +352,12 @@ func parseGlobal(oc map[string]string, problems *[]string) Global {
 	}
 	g.Handlers = parseInt(oc, "n-handler-threads", 1, 1024, "Open_vSwitch", problems)
 	g.Revalidators = parseInt(oc, "n-revalidator-threads", 1, 1024, "Open_vSwitch", problems)
+	// govswitchd matches two VLAN headers, the kernel datapath's limit:
+	// vlan-limit 0 (no further limit) or 2. A lower limit, which changes
+	// what OpenFlow matches see of a double-tagged frame, is not honoured.
+	if v, ok := oc["vlan-limit"]; ok && v != "0" && v != "2" {
+		*problems = append(*problems, fmt.Sprintf("Open_vSwitch other_config:vlan-limit=%q is not supported by govswitchd: it matches 2 VLAN headers, as vlan-limit=2 or 0; ignored", v))
+	}
 	if v, ok := oc["govswitch-governor"]; ok {
 		switch v {
 		case "true":

@@ -104,19 +104,60 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
-			name: "VLAN tag refused",
+			name: "VLAN tag and trunks",
 			rows: func() *Rows {
 				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", DatapathTyp: "netdev"},
+					map[string][]*Interface{"eth1": {iface("eth1", "")}, "eth2": {iface("eth2", "")}})
+				r.Ports["p-eth1"].Tag = ptr(10)
+				mode := "native-untagged"
+				r.Ports["p-eth2"].VLANMode = &mode
+				r.Ports["p-eth2"].Tag = ptr(5)
+				r.Ports["p-eth2"].Trunks = []int{30, 20}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				ps := d.Bridges[0].Ports
+				if want := (VLANConfig{HasTag: true, Tag: 10}); ps[0].Err != "" || !ps[0].VLAN.Equal(&want) {
+					t.Errorf("eth1: Err %q VLAN %+v, want %+v", ps[0].Err, ps[0].VLAN, want)
+				}
+				if want := (VLANConfig{Mode: "native-untagged", HasTag: true, Tag: 5, Trunks: []int{20, 30}}); ps[1].Err != "" || !ps[1].VLAN.Equal(&want) {
+					t.Errorf("eth2: Err %q VLAN %+v, want %+v", ps[1].Err, ps[1].VLAN, want)
+				}
+			},
+			problem: `datapath_type "netdev" is not supported`,
+		},
+		{
+			name: "dot1q-tunnel refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
 					map[string][]*Interface{"eth1": {iface("eth1", "")}})
+				mode := "dot1q-tunnel"
+				r.Ports["p-eth1"].VLANMode = &mode
 				r.Ports["p-eth1"].Tag = ptr(10)
 				return r
 			},
 			check: func(t *testing.T, d Desired) {
-				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "VLAN settings") {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "dot1q-tunnel (802.1ad/QinQ) is not supported") {
 					t.Errorf("Err %q", e)
 				}
 			},
-			problem: `datapath_type "netdev" is not supported`,
+		},
+		{
+			name: "trunks on an access port are ignored",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"eth1": {iface("eth1", "")}})
+				r.Ports["p-eth1"].Tag = ptr(10)
+				r.Ports["p-eth1"].Trunks = []int{20}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				p := d.Bridges[0].Ports[0]
+				if want := (VLANConfig{HasTag: true, Tag: 10}); p.Err != "" || !p.VLAN.Equal(&want) {
+					t.Errorf("Err %q VLAN %+v, want %+v", p.Err, p.VLAN, want)
+				}
+			},
+			problem: "port eth1: ignoring trunks in access mode",
 		},
 		{
 			name: "bridge-named port not internal",
@@ -187,16 +228,37 @@ func TestBuild(t *testing.T) {
 			problem: `mac-aging-time="soon"`,
 		},
 		{
+			name: "vlan-limit below the datapath's is refused",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "1"}},
+					&Bridge{UUID: "b0", Name: "br0"}, nil)
+			},
+			check:   func(t *testing.T, d Desired) {},
+			problem: `vlan-limit="1" is not supported by govswitchd`,
+		},
+		{
+			name: "vlan-limit 2 is what govswitchd does",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "2"}},
+					&Bridge{UUID: "b0", Name: "br0"}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if len(d.Problems) != 0 {
+					t.Errorf("problems %q", d.Problems)
+				}
+			},
+		},
+		{
 			name: "unsupported protocols only",
 			rows: func() *Rows {
-				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow15"}}, nil)
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow11"}}, nil)
 			},
 			check: func(t *testing.T, d Desired) {
 				if d.Bridges[0].Protocols != nil {
 					t.Errorf("protocols %v, want the default", d.Bridges[0].Protocols)
 				}
 			},
-			problem: "OpenFlow15 are not supported",
+			problem: "OpenFlow11 are not supported",
 		},
 		{
 			name: "dangling references",

@@ -15,7 +15,8 @@ type fakeSwitch struct {
 	bridges map[string]*fakeBridge
 	global  Global
 	calls   []string
-	failAdd map[string]error // bridge name -> AddBridge error
+	failAdd map[string]error      // bridge name -> AddBridge error
+	vlans   map[string]VLANConfig // "bridge/port" -> what SetPortVLAN applied
 }
 
 type fakeBridge struct {
@@ -106,7 +107,27 @@ func (f *fakeSwitch) DeletePort(bridge, port string) error {
 		return syscall.ENOENT
 	}
 	delete(b.ports, port)
+	delete(f.vlans, bridge+"/"+port)
 	return nil
+}
+
+func (f *fakeSwitch) SetPortVLAN(bridge string, p *PortConfig) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bridges[bridge]
+	if b == nil {
+		return false, syscall.ENOENT
+	}
+	if f.vlans == nil {
+		f.vlans = map[string]VLANConfig{}
+	}
+	old := f.vlans[bridge+"/"+p.Name]
+	if old.Equal(&p.VLAN) {
+		return false, nil
+	}
+	f.vlans[bridge+"/"+p.Name] = p.VLAN
+	f.record("SetPortVLAN %s %s %s", bridge, p.Name, p.VLAN)
+	return true, nil
 }
 
 func (f *fakeSwitch) Ports(bridge string) ([]PortState, error) {

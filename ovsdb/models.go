@@ -55,8 +55,7 @@ type Port struct {
 	Name        string            `ovsdb:"name"`
 	Interfaces  []string          `ovsdb:"interfaces"` // Interface UUIDs
 	OtherConfig map[string]string `ovsdb:"other_config"`
-	// VLAN settings, which govswitchd does not implement: a port that
-	// sets them is refused rather than switched across VLANs.
+	// VLAN settings: tag, trunks and vlan_mode (dot1q-tunnel is refused).
 	Tag      *int    `ovsdb:"tag"`
 	Trunks   []int   `ovsdb:"trunks"`
 	VLANMode *string `ovsdb:"vlan_mode"`

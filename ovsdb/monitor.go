@@ -2,7 +2,9 @@ package ovsdb
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"time"
@@ -25,13 +27,24 @@ const (
 
 // Monitor keeps a Switch configured from ovsdb-server.
 type Monitor struct {
-	// Remote is the ovsdb-server to connect to, "unix:PATH" or
-	// "tcp:IP:PORT"; "" means DefaultRemote.
+	// Remote is the ovsdb-server to connect to, "unix:PATH",
+	// "tcp:IP:PORT" or "ssl:IP:PORT"; "" means DefaultRemote.
 	Remote string
+	// TLS is the client configuration of an ssl: Remote.
+	TLS *tls.Config
 	// Refresh is the period of state refreshes; 0 means DefaultRefresh.
 	Refresh time.Duration
-	// Logf receives the log lines; nil discards them.
-	Logf func(format string, args ...any)
+	// Logf receives the log lines, with their level (see
+	// Reconciler.Logf); nil discards them.
+	Logf func(level slog.Level, format string, args ...any)
+	// ConfigLogf, if set, takes the reconciler's lines (bridges and ports
+	// added, deleted, refused) instead of Logf, so that a daemon can file
+	// them apart from the connection's.
+	ConfigLogf func(level slog.Level, format string, args ...any)
+	// OnReconciled, if set, is called after each pass that brought the
+	// switch in line with the database (the first one tells a daemon it
+	// is configured).
+	OnReconciled func()
 	// OnApplied, if set, is called after each write-back with the
 	// next_cfg it acknowledged (tests wait on it).
 	OnApplied func(cfg int)
@@ -44,9 +57,9 @@ func NewMonitor(sw Switch, remote string) *Monitor {
 	return &Monitor{sw: sw, Remote: remote}
 }
 
-func (m *Monitor) logf(format string, args ...any) {
+func (m *Monitor) logf(level slog.Level, format string, args ...any) {
 	if m.Logf != nil {
-		m.Logf(format, args...)
+		m.Logf(level, format, args...)
 	}
 }
 
@@ -83,15 +96,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TableController: modelColumns(&Controller{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
-	c, err := connect(cctx, remote, cols, poke)
+	c, err := connect(cctx, remote, m.TLS, cols, poke)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("ovsdb %s: connect: %w (is ovsdb-server running?)", remote, err)
 	}
 	defer c.Close()
-	m.logf("ovsdb %s: connected and monitoring", remote)
+	m.logf(slog.LevelInfo, "%s: connected and monitoring", remote)
 	rec := NewReconciler(m.sw)
 	rec.Logf = m.Logf
+	if m.ConfigLogf != nil {
+		rec.Logf = m.ConfigLogf
+	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
 	poke()
@@ -105,8 +121,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 		if !c.Connected() {
 			continue // the cache is stale; the reconnect repopulates it and kicks us
 		}
-		if err := m.reconcile(ctx, c, rec); err != nil && ctx.Err() == nil {
-			m.logf("ovsdb: %v", err)
+		err := m.reconcile(ctx, c, rec)
+		if err == nil && m.OnReconciled != nil {
+			m.OnReconciled()
+		}
+		if err != nil && ctx.Err() == nil {
+			m.logf(slog.LevelWarn, "%s: %v", remote, err)
 			// A failed write (a conflicting transaction, a reconnect)
 			// is retried on the next change or tick.
 		}

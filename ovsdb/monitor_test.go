@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"runtime"
 	"strings"
@@ -20,7 +21,7 @@ func startMonitor(t *testing.T, srv *ovsdbtest.Server, sw Switch) {
 	m := NewMonitor(sw, srv.Remote)
 	m.Refresh = 200 * time.Millisecond
 	var mu sync.Mutex
-	m.Logf = func(format string, args ...any) {
+	m.Logf = func(_ slog.Level, format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Logf("monitor: "+format, args...)
@@ -100,10 +101,10 @@ func TestMonitorDrivenByVsctl(t *testing.T) {
 		{name: "unsupported type", args: []string{"add-port", "br0", "vx9", "--", "set", "Interface", "vx9", "type=stt"},
 			wantErr: "Error detected while setting up 'vx9'",
 			want:    map[string][]string{"br0": {"br0:65534", "eth1:1", "eth2:7"}}},
-		{name: "VLAN tag refused", args: []string{"add-port", "br0", "eth3", "tag=10"},
-			wantErr: "VLAN settings (tag, trunks, vlan_mode) are not supported",
+		{name: "dot1q-tunnel refused", args: []string{"add-port", "br0", "eth3", "vlan_mode=dot1q-tunnel", "tag=10"},
+			wantErr: "vlan_mode dot1q-tunnel (802.1ad/QinQ) is not supported",
 			want:    map[string][]string{"br0": {"br0:65534", "eth1:1", "eth2:7"}}},
-		{name: "VLAN tag cleared", args: []string{"remove", "Port", "eth3", "tag", "10"},
+		{name: "dot1q-tunnel cleared", args: []string{"clear", "Port", "eth3", "vlan_mode"},
 			want: map[string][]string{"br0": {"br0:65534", "eth1:1", "eth2:7", "eth3:2"}}},
 		{name: "del-port eth3", args: []string{"del-port", "br0", "eth3"},
 			want: map[string][]string{"br0": {"br0:65534", "eth1:1", "eth2:7"}}},

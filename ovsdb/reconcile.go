@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"syscall"
@@ -31,6 +32,9 @@ type Switch interface {
 	AddPort(bridge string, p *PortConfig) error
 	// DeletePort removes a port (not the bridge's own) from the bridge.
 	DeletePort(bridge, port string) error
+	// SetPortVLAN gives a running port (the bridge's own included) the
+	// VLAN configuration p.VLAN, and reports whether that changed it.
+	SetPortVLAN(bridge string, p *PortConfig) (changed bool, err error)
 	// Ports returns the running ports of a bridge and their state.
 	Ports(bridge string) ([]PortState, error)
 	// DatapathID returns the bridge's OpenFlow datapath id.
@@ -78,9 +82,11 @@ type Reconciler struct {
 	sw      Switch
 	running map[string]*applied
 	global  Global
-	// Logf receives one line per change and per problem; nil discards.
-	// A problem is logged when it appears, not again on every pass.
-	Logf func(format string, args ...any)
+	// Logf receives one line per change (at slog.LevelInfo) and per
+	// problem (LevelWarn for configuration refused, LevelError for an
+	// operation that failed); nil discards. A problem is logged when it
+	// appears, not again on every pass.
+	Logf func(level slog.Level, format string, args ...any)
 
 	seen, seenNext map[string]bool // problems logged on the last pass, this pass
 }
@@ -93,19 +99,27 @@ func NewReconciler(sw Switch) *Reconciler {
 
 func (r *Reconciler) logf(format string, args ...any) {
 	if r.Logf != nil {
-		r.Logf(format, args...)
+		r.Logf(slog.LevelInfo, format, args...)
 	}
 }
 
-// problemf logs a problem unless the previous pass logged it too.
-func (r *Reconciler) problemf(format string, args ...any) {
+func (r *Reconciler) errorf(format string, args ...any) {
+	if r.Logf != nil {
+		r.Logf(slog.LevelError, format, args...)
+	}
+}
+
+// problemf logs a problem at level (slog.LevelWarn for configuration
+// refused, LevelError for a bridge or port that failed to come up),
+// unless the previous pass logged it too.
+func (r *Reconciler) problemf(level slog.Level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if r.seenNext == nil {
 		r.seenNext = map[string]bool{}
 	}
 	r.seenNext[msg] = true
-	if !r.seen[msg] {
-		r.logf("%s", msg)
+	if !r.seen[msg] && r.Logf != nil {
+		r.Logf(level, "%s", msg)
 	}
 }
 
@@ -117,7 +131,7 @@ func (r *Reconciler) problemf(format string, args ...any) {
 func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map[string]uint64) {
 	defer func() { r.seen, r.seenNext = r.seenNext, nil }()
 	for _, p := range d.Problems {
-		r.problemf("%s", p)
+		r.problemf(slog.LevelWarn, "%s", p)
 	}
 	want := map[string]*BridgeConfig{}
 	for i := range d.Bridges {
@@ -132,7 +146,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	for _, n := range names {
 		if want[n] == nil {
 			if err := r.sw.DeleteBridge(n); err != nil {
-				r.logf("bridge %s: delete: %v", n, err)
+				r.errorf("bridge %s: delete: %v", n, err)
 			} else {
 				r.logf("bridge %s: deleted", n)
 			}
@@ -149,7 +163,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		bc := &d.Bridges[i]
 		berr := r.applyBridge(bc)
 		if berr != nil {
-			r.problemf("bridge %s: %v", bc.Name, berr)
+			r.problemf(slog.LevelError, "bridge %s: %v", bc.Name, berr)
 			for _, pc := range bc.Ports {
 				msg := pc.Err
 				if msg == "" {
@@ -233,7 +247,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue
 		}
 		if err := r.sw.DeletePort(bc.Name, ps.Name); err != nil {
-			r.logf("bridge %s: port %s: delete: %v", bc.Name, ps.Name, err)
+			r.errorf("bridge %s: port %s: delete: %v", bc.Name, ps.Name, err)
 			continue
 		}
 		delete(byName, ps.Name)
@@ -244,7 +258,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if pc.Err != "" {
-			r.problemf("bridge %s: %s", bc.Name, pc.Err)
+			r.problemf(slog.LevelWarn, "bridge %s: %s", bc.Name, pc.Err)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: pc.Err}
 			continue
 		}
@@ -253,12 +267,16 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		}
 		if err := r.sw.AddPort(bc.Name, pc); err != nil {
 			msg := addError(pc.Name, err)
-			r.problemf("bridge %s: %s", bc.Name, msg)
+			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
 			continue
 		}
 		added = true
-		r.logf("bridge %s: port %s: added", bc.Name, pc.Name)
+		if pc.VLAN.Mode != "" || pc.VLAN.HasTag || len(pc.VLAN.Trunks) > 0 {
+			r.logf("bridge %s: port %s: added (VLAN %s)", bc.Name, pc.Name, pc.VLAN)
+		} else {
+			r.logf("bridge %s: port %s: added", bc.Name, pc.Name)
+		}
 	}
 	if added {
 		if have, err = r.sw.Ports(bc.Name); err != nil {
@@ -267,6 +285,27 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		byName = map[string]PortState{}
 		for _, ps := range have {
 			byName[ps.Name] = ps
+		}
+	}
+	// VLAN settings of every running port, the ones just added included
+	// (AddPort leaves a port a trunk of all VLANs until here).
+	for i := range bc.Ports {
+		pc := &bc.Ports[i]
+		if pc.Err != "" {
+			continue
+		}
+		if _, ok := byName[pc.Name]; !ok {
+			continue
+		}
+		changed, err := r.sw.SetPortVLAN(bc.Name, pc)
+		if err != nil {
+			msg := fmt.Sprintf("port %s: VLAN settings: %v", pc.Name, err)
+			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
+			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			continue
+		}
+		if changed {
+			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
 	for i := range bc.Ports {

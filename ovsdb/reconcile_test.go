@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func TestReconcilerRetriesFailedBridge(t *testing.T) {
 	sw.failAdd["br0"] = errors.New("no datapath module")
 	var logs []string
 	r := NewReconciler(sw)
-	r.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	r.Logf = func(l slog.Level, f string, a ...any) { logs = append(logs, l.String()+" "+fmt.Sprintf(f, a...)) }
 	d := desired(BridgeConfig{UUID: "b", Name: "br0", Ports: []PortConfig{local("br0"), port("a", 0)}})
 	ifaces, dpids := r.Apply(d)
 	if st := ifaces["i-a"]; st.ofport != -1 || !strings.Contains(st.err, "no datapath module") {
@@ -121,7 +122,32 @@ func TestReconcilerRetriesFailedBridge(t *testing.T) {
 	if dpids["b"] == 0 {
 		t.Errorf("no datapath id after the retry")
 	}
-	if n != 1 || !strings.Contains(logs[0], "bridge br0: no datapath module") {
+	if n != 1 || !strings.Contains(logs[0], "ERROR bridge br0: no datapath module") {
 		t.Errorf("log after two failing passes: %q, want the bridge's failure once", logs[:n])
+	}
+}
+
+// TestReconcilerPortVLAN: a VLAN change on a running port is applied in
+// place (no DeletePort/AddPort), and logged.
+func TestReconcilerPortVLAN(t *testing.T) {
+	sw := newFakeSwitch("a")
+	r := NewReconciler(sw)
+	var logs []string
+	r.Logf = func(_ slog.Level, format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+	withVLAN := func(v VLANConfig) *Desired {
+		p := port("a", 0)
+		p.VLAN = v
+		return desired(BridgeConfig{UUID: "b", Name: "br0", Ports: []PortConfig{local("br0"), p}})
+	}
+	r.Apply(withVLAN(VLANConfig{}))
+	sw.calls = nil
+	r.Apply(withVLAN(VLANConfig{HasTag: true, Tag: 10}))
+	r.Apply(withVLAN(VLANConfig{HasTag: true, Tag: 10}))
+	want := []string{"SetPortVLAN br0 a access tag=10"}
+	if !reflect.DeepEqual(sw.calls, want) {
+		t.Errorf("calls %q, want %q", sw.calls, want)
+	}
+	if !strings.Contains(strings.Join(logs, "\n"), "bridge br0: port a: VLAN access tag=10") {
+		t.Errorf("logs lack the VLAN change:\n%s", strings.Join(logs, "\n"))
 	}
 }

@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,20 +48,31 @@ type rpcMessage struct {
 	Error  json.RawMessage `json:"error,omitempty"`
 }
 
-// dialRPC connects to remote ("unix:PATH" or "tcp:HOST:PORT") and starts
+// dialRPC connects to remote ("unix:PATH", "tcp:HOST:PORT", or
+// "ssl:HOST:PORT" with tlsConf, which may not be nil then) and starts
 // reading. notify receives the server's notifications ("update") on the
 // reader goroutine.
-func dialRPC(ctx context.Context, remote string, notify func(string, json.RawMessage)) (*rpcConn, error) {
+func dialRPC(ctx context.Context, remote string, tlsConf *tls.Config, notify func(string, json.RawMessage)) (*rpcConn, error) {
 	network, addr, ok := strings.Cut(remote, ":")
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("remote %q: want unix:PATH or tcp:HOST:PORT", remote)
+		return nil, fmt.Errorf("remote %q: want unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT", remote)
 	case network == "unix", network == "tcp":
+	case network == "ssl" && tlsConf != nil:
+	case network == "ssl":
+		return nil, fmt.Errorf("remote %q: ssl: needs a private key, certificate and CA certificate", remote)
 	default:
-		return nil, fmt.Errorf("remote %q: want unix:PATH or tcp:HOST:PORT", remote)
+		return nil, fmt.Errorf("remote %q: want unix:PATH, tcp:HOST:PORT or ssl:HOST:PORT", remote)
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
+	var c net.Conn
+	var err error
+	if network == "ssl" {
+		d := tls.Dialer{Config: tlsConf}
+		c, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -123,17 +135,25 @@ func (r *rpcConn) Call(ctx context.Context, method string, params ...any) (json.
 	if err := r.write(&rpcMessage{ID: idJSON, Method: method, Params: p}); err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
+	var rep rpcReply
 	select {
-	case rep := <-ch:
-		if rep.err != nil {
-			return nil, fmt.Errorf("%s: %w", method, rep.err)
-		}
-		return rep.result, nil
+	case rep = <-ch:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
 	case <-r.done:
-		return nil, fmt.Errorf("%s: %w", method, r.Err())
+		// The reader hands a reply over before it closes done, so a
+		// reply that came just before the end is there: select picks at
+		// random among ready cases, and must not lose it.
+		select {
+		case rep = <-ch:
+		default:
+			return nil, fmt.Errorf("%s: %w", method, r.Err())
+		}
 	}
+	if rep.err != nil {
+		return nil, fmt.Errorf("%s: %w", method, rep.err)
+	}
+	return rep.result, nil
 }
 
 // errClosed is the error of a connection that ended without a read error.
@@ -163,7 +183,10 @@ func (r *rpcConn) read() {
 		ch := r.calls[id]
 		r.mu.Unlock()
 		if ch != nil {
-			ch <- rep // buffered; each id is answered once
+			select {
+			case ch <- rep: // buffered for the one reply the call waits for
+			default: // a second reply to the same id: a confused server, not a reason to hang
+			}
 		}
 	}
 	r.c.Close()

@@ -55,7 +55,7 @@ func TestRPCEchoErrorsAndClose(t *testing.T) {
 		// Then it goes away.
 	})
 	notes := make(chan string, 1)
-	conn, err := dialRPC(context.Background(), remote, func(method string, _ json.RawMessage) { notes <- method })
+	conn, err := dialRPC(context.Background(), remote, nil, func(method string, _ json.RawMessage) { notes <- method })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestRPCEchoErrorsAndClose(t *testing.T) {
 
 func TestDialRPCBadRemote(t *testing.T) {
 	for _, r := range []string{"db.sock", "ssl:1.2.3.4:6640", "unix:" + t.TempDir() + "/none.sock"} {
-		if c, err := dialRPC(context.Background(), r, nil); err == nil {
+		if c, err := dialRPC(context.Background(), r, nil, nil); err == nil {
 			c.Close()
 			t.Errorf("dial %q succeeded", r)
 		}

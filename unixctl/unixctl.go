@@ -51,14 +51,14 @@ type Server struct {
 	ln      net.Listener
 	wg      sync.WaitGroup
 	connsMu sync.Mutex
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]bool // true while the connection runs a request
 	closed  bool
 }
 
 // NewServer returns a server that knows the built-in commands
 // list-commands, version (answering version) and set-options.
 func NewServer(version string) *Server {
-	s := &Server{commands: make(map[string]command), conns: make(map[net.Conn]struct{})}
+	s := &Server{commands: make(map[string]command), conns: make(map[net.Conn]bool)}
 	s.Register("list-commands", "", 0, 0, s.listCommands)
 	s.Register("version", "", 0, 0, func([]string) (string, error) { return version + "\n", nil })
 	s.Register("set-options", "[--format text|json]", 1, 2, setOptions)
@@ -160,15 +160,18 @@ func (s *Server) accept() {
 			c.Close()
 			continue
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.connsMu.Unlock()
 		s.wg.Add(1)
 		go s.serve(c)
 	}
 }
 
-// Close stops listening, closes every connection, removes the socket and
-// waits for the connection goroutines to end.
+// Close stops listening, closes every idle connection, removes the socket
+// and waits for the connection goroutines to end. A connection running a
+// request is closed once its reply is written, so a command that asks the
+// daemon to stop (exit) still gets its answer; a handler must therefore
+// not wait for Close.
 func (s *Server) Close() error {
 	if s.ln == nil {
 		return nil
@@ -177,8 +180,10 @@ func (s *Server) Close() error {
 	err := s.ln.Close()
 	s.connsMu.Lock()
 	s.closed = true
-	for c := range s.conns {
-		c.Close()
+	for c, busy := range s.conns {
+		if !busy {
+			c.Close()
+		}
 	}
 	s.connsMu.Unlock()
 	s.wg.Wait()
@@ -242,18 +247,47 @@ func (s *Server) serve(c net.Conn) {
 		if req.Method == "" || req.ID == nil {
 			return // not a request; OVS closes such connections too
 		}
+		if !s.setBusy(c, true) {
+			return // closing: take no new request
+		}
 		rep := reply{ID: req.ID}
 		text, err := s.handle(&req)
 		if err != nil {
-			e := err.Error()
+			e := withNewline(err.Error())
 			rep.Error = &e
 		} else {
+			text = withNewline(text)
 			rep.Result = &text
 		}
 		if err := enc.Encode(&rep); err != nil {
 			return
 		}
+		if !s.setBusy(c, false) {
+			return
+		}
 	}
+}
+
+// withNewline ends a non-empty reply with a newline, as ovs-vswitchd's
+// unixctl does, so that ovs-appctl's output (and the error line it prints
+// after a failure) ends its line.
+func withNewline(s string) string {
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		return s + "\n"
+	}
+	return s
+}
+
+// setBusy records whether c runs a request; false means the server is
+// closing and the connection should end.
+func (s *Server) setBusy(c net.Conn, busy bool) bool {
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = busy
+	return true
 }
 
 func (s *Server) handle(req *request) (string, error) {

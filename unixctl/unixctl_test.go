@@ -58,12 +58,12 @@ func TestProtocol(t *testing.T) {
 	}{
 		{"success", `{"id":0,"method":"echo","params":["a","b"]}`, `{"id":0,"result":"a|b\n","error":null}`},
 		{"string id echoed", `{"id":"x7","method":"empty","params":[]}`, `{"id":"x7","result":"","error":null}`},
-		{"handler error", `{"id":2,"method":"fail","params":[]}`, `{"id":2,"result":null,"error":"it failed"}`},
+		{"handler error", `{"id":2,"method":"fail","params":[]}`, `{"id":2,"result":null,"error":"it failed\n"}`},
 		{"unknown", `{"id":3,"method":"nope","params":[]}`,
-			`{"id":3,"result":null,"error":"\"nope\" is not a valid command (use \"list-commands\" to see a list of valid commands)"}`},
-		{"too few", `{"id":4,"method":"echo","params":[]}`, `{"id":4,"result":null,"error":"\"echo\" command requires at least 1 arguments"}`},
-		{"too many", `{"id":5,"method":"echo","params":["1","2","3","4"]}`, `{"id":5,"result":null,"error":"\"echo\" command takes at most 3 arguments"}`},
-		{"non-string", `{"id":6,"method":"echo","params":[1]}`, `{"id":6,"result":null,"error":"\"echo\" command has non-string argument"}`},
+			`{"id":3,"result":null,"error":"\"nope\" is not a valid command (use \"list-commands\" to see a list of valid commands)\n"}`},
+		{"too few", `{"id":4,"method":"echo","params":[]}`, `{"id":4,"result":null,"error":"\"echo\" command requires at least 1 arguments\n"}`},
+		{"too many", `{"id":5,"method":"echo","params":["1","2","3","4"]}`, `{"id":5,"result":null,"error":"\"echo\" command takes at most 3 arguments\n"}`},
+		{"non-string", `{"id":6,"method":"echo","params":[1]}`, `{"id":6,"result":null,"error":"\"echo\" command has non-string argument\n"}`},
 		{"version", `{"id":7,"method":"version","params":[]}`, `{"id":7,"result":"govswitchd (govswitch) test\n","error":null}`},
 		{"set-options text", `{"id":8,"method":"set-options","params":["--format","text"]}`, `{"id":8,"result":"","error":null}`},
 	}
@@ -294,5 +294,56 @@ func TestOvsAppctl(t *testing.T) {
 	// -t with the socket path bypasses the pidfile.
 	if out, _, code := run("-t", s.Addr(), "version"); code != 0 || out != "govswitchd (govswitch) test\n" {
 		t.Errorf("-t path: %q exit %d", out, code)
+	}
+}
+
+// TestCloseAnswersRequestInFlight: a command that makes the daemon close
+// its server (exit) still gets its reply, and idle connections are
+// closed at once.
+func TestCloseAnswersRequestInFlight(t *testing.T) {
+	s := NewServer("test")
+	closing := make(chan struct{})
+	closed := make(chan struct{})
+	s.Register("exit", "", 0, 0, func([]string) (string, error) {
+		close(closing)
+		// Close must not finish before this reply is written.
+		select {
+		case <-closed:
+			return "", errors.New("Close returned while a request was running")
+		case <-time.After(200 * time.Millisecond):
+		}
+		return "bye\n", nil
+	})
+	path := filepath.Join(t.TempDir(), "test.ctl")
+	if err := s.Listen(path); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(`{"id":1,"method":"exit","params":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-closing
+		s.Close()
+		close(closed)
+	}()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if want := `{"id":1,"result":"bye\n","error":null}` + "\n"; line != want || err != nil {
+		t.Fatalf("reply %q, %v; want %q", line, err, want)
+	}
+	<-closed
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil {
+		t.Error("idle connection still open after Close")
 	}
 }

@@ -20,10 +20,8 @@ import (
 // ovs-vswitchd's where scripts are known to parse them.
 func (d *Daemon) registerCommands() {
 	s := d.ctl
-	s.Register("exit", "[--cleanup]", 0, 1, func([]string) (string, error) {
-		d.Exit()
-		return "", nil
-	})
+	s.Register("exit", "[--cleanup]", 0, 1, d.exitCmd)
+	d.registerMoreCommands()
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [DP]", 0, 2, d.dpctlDumpFlows)
@@ -41,14 +39,8 @@ func (d *Daemon) registerCommands() {
 		return "", nil
 	})
 	s.Register("governor/show", "", 0, 0, d.governorShow)
-	s.Register("ofproto/trace", "[bridge] odp_flow", 1, 2, d.trace)
 	s.Register("memory/show", "", 0, 0, d.memoryShow)
 	s.Register("coverage/show", "", 0, 0, d.coverageShow)
-	s.Register("vlog/set", "{spec | PATTERN:destination:pattern}", 0, -1, d.vlogSet)
-	s.Register("vlog/list", "", 0, 0, func([]string) (string, error) {
-		return fmt.Sprintf("                 console    syslog    file\n                 -------    ------    ------\ngovswitchd       %-10s OFF       OFF\n",
-			strings.ToUpper(d.level.Level().String())), nil
-	})
 }
 
 func (d *Daemon) bridgeArg(name string) (*ofproto.Bridge, error) {
@@ -326,52 +318,4 @@ func (d *Daemon) coverageShow([]string) (string, error) {
 	}
 	fmt.Fprintf(&sb, "%d events never hit\n", never)
 	return sb.String(), nil
-}
-
-// vlogSet accepts OVS's forms enough to change the level: "dbg",
-// "ANY:ANY:dbg", "console:info", "govswitchd:warn".
-func (d *Daemon) vlogSet(args []string) (string, error) {
-	if len(args) == 0 {
-		return "", errors.New("no arguments: try vlog/set dbg")
-	}
-	for _, a := range args {
-		parts := strings.Split(a, ":")
-		lvl, err := parseLevel(parts[len(parts)-1])
-		if err != nil {
-			return "", err
-		}
-		d.level.Set(lvl)
-	}
-	return "", nil
-}
-
-// trace is ofproto/trace for a flow in the datapath syntax ovs-dpctl
-// prints (and ovs-vswitchd's trace accepts): in_port(1),eth(...),...
-// Port names may stand for datapath port numbers.
-func (d *Daemon) trace(args []string) (string, error) {
-	bridges := d.Bridges()
-	var b *ofproto.Bridge
-	text := args[len(args)-1]
-	switch {
-	case len(args) == 2:
-		if b = d.Bridge(args[0]); b == nil {
-			return "", fmt.Errorf("%s: unknown bridge", args[0])
-		}
-	case len(bridges) == 1:
-		b = bridges[0]
-	default:
-		return "", errors.New("several bridges: name one (ofproto/trace BRIDGE FLOW)")
-	}
-	ports := map[string]uint32{}
-	for _, p := range b.Ports.Snapshot().List() {
-		ports[p.Name] = p.DPPort
-	}
-	key, mask, err := flow.ParseWithPorts(text, ports)
-	if err != nil {
-		return "", fmt.Errorf("ofproto/trace: %v (give a datapath flow such as in_port(1),eth(src=..,dst=..),eth_type(0x0800),ipv4(...))", err)
-	}
-	if mask.InPort == 0 {
-		return "", errors.New("ofproto/trace: the flow needs an in_port")
-	}
-	return b.Trace(&key), nil
 }

@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +62,19 @@ type Config struct {
 	// (unix:PATH or tcp:IP:PORT), as ovs-vswitchd does; Bridges must then
 	// be empty: ovs-vsctl configures the switch.
 	OVSDB string `json:"ovsdb,omitempty"`
+	// Process-level settings, ovs-vswitchd's command line: see Usage.
+	Detach           bool     `json:"detach,omitempty"`
+	Monitor          bool     `json:"monitor,omitempty"`
+	NoChdir          bool     `json:"no_chdir,omitempty"`
+	OverwritePidfile bool     `json:"overwrite_pidfile,omitempty"`
+	Unixctl          string   `json:"unixctl,omitempty"` // control socket; "" = <rundir>/ovs-vswitchd.<pid>.ctl
+	Mlockall         bool     `json:"mlockall,omitempty"`
+	DisableSystem    bool     `json:"disable_system,omitempty"`
+	BootstrapCACert  string   `json:"bootstrap_ca_cert,omitempty"`
+	LogFile          string   `json:"log_file,omitempty"`      // "" = no log file
+	Verbose          []string `json:"verbose,omitempty"`       // vlog specs, applied in order after LogLevel
+	SyslogMethod     string   `json:"syslog_method,omitempty"` // libc (/dev/log, the default), unix:FILE, udp:IP:PORT
+	SyslogTarget     string   `json:"syslog_target,omitempty"` // HOST:PORT, also sent syslog lines over UDP
 	// Scheduling is the policy of the daemon's threads: "batch" (the
 	// default, SCHED_BATCH: upcalls are taken in batches while the CPU is
 	// busy) or "normal" (SCHED_OTHER). See SetScheduling.
@@ -71,6 +84,7 @@ type Config struct {
 // Defaults.
 const (
 	DefaultRundir = "/var/run/openvswitch"
+	DefaultLogdir = "/var/log/openvswitch"
 )
 
 // withDefaults fills in what the user left out.
@@ -99,6 +113,9 @@ func (c Config) withDefaults() Config {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	if c.SSLCACert == "" && c.BootstrapCACert != "" {
+		c.SSLCACert = c.BootstrapCACert
+	}
 	if c.Scheduling == "" {
 		c.Scheduling = SchedulingBatch
 	}
@@ -121,8 +138,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.OVSDB != "" && len(c.Bridges) > 0:
 		return errors.New("--bridge and --ovsdb exclude each other: with --ovsdb, add bridges with ovs-vsctl add-br")
-	case c.OVSDB != "" && !strings.HasPrefix(c.OVSDB, "unix:") && !strings.HasPrefix(c.OVSDB, "tcp:"):
-		return fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", c.OVSDB)
+	case strings.HasPrefix(c.OVSDB, "ssl:") && (c.SSLPrivateKey == "" || c.SSLCertificate == "" || c.SSLCACert == ""):
+		return fmt.Errorf("database %s needs -p/--private-key, -c/--certificate and -C/--ca-cert", c.OVSDB)
+	case c.OVSDB != "" && !strings.HasPrefix(c.OVSDB, "unix:") && !strings.HasPrefix(c.OVSDB, "tcp:") && !strings.HasPrefix(c.OVSDB, "ssl:"):
+		return fmt.Errorf("--ovsdb %q: want unix:PATH, tcp:IP:PORT or ssl:IP:PORT", c.OVSDB)
 	case c.OVSDB == "" && len(c.Bridges) == 0:
 		return errors.New("no bridge configured: give --bridge NAME (and --port DEV after it), or a database (--ovsdb unix:/var/run/openvswitch/db.sock)")
 	}
@@ -141,7 +160,7 @@ func (c Config) Validate() error {
 		for _, t := range append(append([]string(nil), b.Controllers...), b.Listeners...) {
 			if (strings.HasPrefix(t, "ssl:") || strings.HasPrefix(t, "pssl:")) &&
 				(c.SSLPrivateKey == "" || c.SSLCertificate == "" || c.SSLCACert == "") {
-				return fmt.Errorf("bridge %s: %s needs --ssl-private-key, --ssl-certificate and --ssl-ca-cert", b.Name, t)
+				return fmt.Errorf("bridge %s: %s needs --private-key, --certificate and --ca-cert (or --bootstrap-ca-cert)", b.Name, t)
 			}
 		}
 		for _, p := range b.Ports {
@@ -153,6 +172,16 @@ func (c Config) Validate() error {
 				return fmt.Errorf("port %s is on two bridges", name)
 			}
 			seen["port:"+name] = true
+		}
+	}
+	if c.BootstrapCACert != "" {
+		if _, err := os.Stat(c.BootstrapCACert); err != nil {
+			return fmt.Errorf("--bootstrap-ca-cert %s: %w; govswitchd does not fetch the CA certificate from its peer: put it there or use --ca-cert", c.BootstrapCACert, err)
+		}
+	}
+	if c.SyslogTarget != "" {
+		if _, _, err := net.SplitHostPort(c.SyslogTarget); err != nil {
+			return fmt.Errorf("--syslog-target %q: want HOST:PORT", c.SyslogTarget)
 		}
 	}
 	if _, err := governor.ParseMode(c.GovernorMode); err != nil {
@@ -201,185 +230,4 @@ func jsonDuration(v any) (time.Duration, error) {
 		return time.ParseDuration(v)
 	}
 	return 0, fmt.Errorf("want a duration such as \"10s\"")
-}
-
-// Usage is the daemon's help text.
-const Usage = `usage: govswitchd [OPTIONS] [DATABASE]
-A Go replacement for ovs-vswitchd over the Linux openvswitch datapath.
-Configure it with flags (--bridge ...) or, as ovs-vswitchd, from
-ovsdb-server: govswitchd unix:/var/run/openvswitch/db.sock, then ovs-vsctl.
-
-  --datapath system|dummy   the kernel module (default) or an in-memory datapath
-  --bridge NAME             add a bridge; --port and bridge options that follow apply to it
-  --port DEV[:TYPE]         add device DEV (type system, or internal) to the last bridge
-  --controller TARGET       tcp:IP[:PORT], ssl:IP[:PORT] or unix:PATH controller of the last bridge
-  --listen TARGET           extra OpenFlow listener of the last bridge, ptcp:PORT[:IP] or pssl:PORT[:IP]
-  --fail-mode MODE          standalone (default) or secure, for the last bridge
-  --ovsdb REMOTE, DATABASE  take bridges and ports from ovsdb-server (unix:PATH or
-                            tcp:IP:PORT); excludes --bridge
-  --config FILE             read the configuration from a JSON file
-  --governor                engage the flow-setup governor under many short flows
-  --governor-mode MODE      auto (default), always (install every flow), never
-  --governor-threshold N    installed flows that size engagement (default 2500)
-  --handlers N              upcall handler threads (default: CPUs)
-  --revalidators N          revalidator threads (default 1)
-  --flow-limit N            datapath flow limit (default 200000)
-  --max-flows N             OpenFlow flows per bridge, all tables (default 0: no limit)
-  --ssl-private-key FILE    PEM private key for ssl:/pssl: (ovs-vswitchd -p)
-  --ssl-certificate FILE    PEM certificate for ssl:/pssl: (ovs-vswitchd -c)
-  --ssl-ca-cert FILE        PEM CA certificate peers must chain to (ovs-vswitchd -C)
-  --max-idle DURATION       idle datapath flow lifetime (default 10s)
-  --disable-megaflows       install exact-match datapath flows only
-  --mac-table-size N        MAC learning table size (default 8192)
-  --mac-aging DURATION      MAC learning entry lifetime (default 300s)
-  --rundir DIR              sockets and pidfile (default /var/run/openvswitch)
-  --pidfile FILE            pidfile (default RUNDIR/ovs-vswitchd.pid; - for none)
-  --log-level LEVEL         debug, info, warn or error (default info)
-  --metrics HOST:PORT       serve Prometheus metrics at http://HOST:PORT/metrics (off by default)
-  --scheduling POLICY       batch (default: SCHED_BATCH, upcalls handled in batches while
-                            the CPU is busy) or normal (SCHED_OTHER, as ovs-vswitchd)
-  --version, --help
-`
-
-// ParseArgs parses the command line. Options that configure a bridge
-// apply to the last --bridge before them.
-func ParseArgs(args []string) (cfg Config, help, version bool, err error) {
-	var cur *BridgeSpec
-	needBridge := func(opt string) error {
-		if cur == nil {
-			return fmt.Errorf("%s must follow a --bridge", opt)
-		}
-		return nil
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, val, hasVal := strings.Cut(a, "=")
-		if strings.HasPrefix(a, "unix:") || strings.HasPrefix(a, "tcp:") {
-			// ovs-vswitchd's DATABASE argument.
-			cfg.OVSDB = a
-			continue
-		}
-		if !strings.HasPrefix(name, "--") {
-			return cfg, false, false, fmt.Errorf("unexpected argument %q (options start with --)", a)
-		}
-		name = name[2:]
-		takes := map[string]bool{"datapath": true, "bridge": true, "port": true, "controller": true, "listen": true,
-			"fail-mode": true, "config": true, "governor-mode": true, "governor-threshold": true, "handlers": true,
-			"revalidators": true, "flow-limit": true, "max-idle": true, "mac-table-size": true, "mac-aging": true,
-			"rundir": true, "pidfile": true, "log-level": true, "metrics": true, "ovsdb": true, "max-flows": true,
-			"ssl-private-key": true, "ssl-certificate": true, "ssl-ca-cert": true, "scheduling": true}
-		if takes[name] && !hasVal {
-			if i+1 >= len(args) {
-				return cfg, false, false, fmt.Errorf("--%s needs a value", name)
-			}
-			i++
-			val = args[i]
-		} else if !takes[name] && hasVal {
-			return cfg, false, false, fmt.Errorf("--%s takes no value", name)
-		}
-		num := func() (int, error) {
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 {
-				return 0, fmt.Errorf("--%s %q: want a non-negative number", name, val)
-			}
-			return n, nil
-		}
-		dur := func() (time.Duration, error) {
-			d, err := time.ParseDuration(val)
-			if err != nil {
-				if n, nerr := strconv.Atoi(val); nerr == nil {
-					return time.Duration(n) * time.Millisecond, nil // OVS gives these in ms
-				}
-				return 0, fmt.Errorf("--%s %q: want a duration such as 10s", name, val)
-			}
-			return d, nil
-		}
-		var e error
-		switch name {
-		case "help":
-			return cfg, true, false, nil
-		case "version":
-			return cfg, false, true, nil
-		case "datapath":
-			cfg.Datapath = val
-		case "bridge":
-			cfg.Bridges = append(cfg.Bridges, BridgeSpec{Name: val})
-			cur = &cfg.Bridges[len(cfg.Bridges)-1]
-		case "port":
-			if e = needBridge("--port"); e == nil {
-				cur.Ports = append(cur.Ports, val)
-			}
-		case "controller":
-			if e = needBridge("--controller"); e == nil {
-				cur.Controllers = append(cur.Controllers, val)
-			}
-		case "listen":
-			if e = needBridge("--listen"); e == nil {
-				cur.Listeners = append(cur.Listeners, val)
-			}
-		case "fail-mode":
-			if e = needBridge("--fail-mode"); e == nil {
-				cur.FailMode = val
-			}
-		case "config":
-			var fc Config
-			if fc, e = LoadFile(val); e == nil {
-				cfg = fc
-				cur = nil
-				if n := len(cfg.Bridges); n > 0 {
-					cur = &cfg.Bridges[n-1]
-				}
-			}
-		case "governor":
-			cfg.Governor = true
-		case "governor-mode":
-			cfg.Governor, cfg.GovernorMode = true, val
-		case "governor-threshold":
-			cfg.GovernorThreshold, e = num()
-		case "handlers":
-			cfg.Handlers, e = num()
-		case "revalidators":
-			cfg.Revalidators, e = num()
-		case "flow-limit":
-			cfg.FlowLimit, e = num()
-		case "max-flows":
-			cfg.MaxFlows, e = num()
-		case "ssl-private-key":
-			cfg.SSLPrivateKey = val
-		case "ssl-certificate":
-			cfg.SSLCertificate = val
-		case "ssl-ca-cert":
-			cfg.SSLCACert = val
-		case "max-idle":
-			cfg.MaxIdle, e = dur()
-		case "disable-megaflows":
-			cfg.DisableMegaflows = true
-		case "mac-table-size":
-			cfg.MACTableSize, e = num()
-		case "mac-aging":
-			cfg.MACAging, e = dur()
-		case "rundir":
-			cfg.Rundir = val
-		case "pidfile":
-			cfg.Pidfile = val
-		case "log-level":
-			cfg.LogLevel = val
-		case "metrics":
-			cfg.Metrics = val
-		case "ovsdb":
-			cfg.OVSDB = val
-		case "scheduling":
-			cfg.Scheduling = val
-		default:
-			e = fmt.Errorf("unknown option --%s (see --help)", name)
-		}
-		if e != nil {
-			return cfg, false, false, e
-		}
-		// Reslice after appends: cur must point into the current array.
-		if n := len(cfg.Bridges); n > 0 && cur != nil {
-			cur = &cfg.Bridges[n-1]
-		}
-	}
-	return cfg, false, false, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/datapath/kernel"
 	"github.com/govswitch/govswitch/governor"
+	"github.com/govswitch/govswitch/internal/vlog"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/unixctl"
 	"golang.org/x/sys/unix"
@@ -23,18 +24,32 @@ import (
 // Version is the daemon's version line, as ovs-appctl version prints it.
 const Version = "govswitchd (govswitch) 0.1.0"
 
+// VersionCompat is the second line of --version: the ovs-vswitchd whose
+// interface govswitchd takes. ovs-ctl reads the version it records in the
+// database (ovs_version) from the --version line that says "Open
+// vSwitch", and fails to start anything without one.
+const VersionCompat = "in place of ovs-vswitchd (Open vSwitch) 3.1.0"
+
 // Daemon is a running switch: its bridges, their datapaths, and the
 // control socket.
 type Daemon struct {
 	cfg      Config
-	log      *slog.Logger
-	level    *slog.LevelVar // changed by vlog/set
+	vlog     *vlog.Log    // levels and destinations, vlog/set
+	log      *slog.Logger // module "bridge"
 	provider datapath.Provider
+
+	// OnReady, if set, is called once the daemon is serving: pidfile
+	// written, control socket listening and, from a database, the first
+	// configuration applied (what --detach waits for).
+	OnReady   func()
+	readyOnce sync.Once
 
 	mu      sync.Mutex
 	bridges []*ofproto.Bridge
 	byName  map[string]*ofproto.Bridge
 	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
+	exiting bool                            // set by Cleanup: no bridge comes up any more
+	routes  userRoutes                      // ovs/route/add's routes
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
@@ -46,7 +61,10 @@ type Daemon struct {
 
 // New checks cfg and prepares a daemon. provider may be nil: then
 // cfg.Datapath chooses the kernel module or a fresh in-memory datapath.
-// Logs go to logOut (stderr when nil).
+// Console log lines go to logOut; when it is nil the daemon logs as
+// ovs-vswitchd does, to stderr and to syslog (cfg.SyslogMethod), so tests
+// that pass a writer send nothing to the host's syslog. cfg.LogFile is
+// opened here, so that a bad path fails before the daemon detaches.
 func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -59,32 +77,30 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 			provider = kernel.Provider{}
 		}
 	}
-	if logOut == nil {
-		logOut = os.Stderr
+	vl, err := newVlog(cfg, logOut)
+	if err != nil {
+		return nil, err
 	}
-	lv := new(slog.LevelVar)
-	level, _ := parseLevel(cfg.LogLevel)
-	lv.Set(level)
 	d := &Daemon{
-		cfg: cfg, provider: provider, level: lv,
-		log:    slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lv})),
+		cfg: cfg, provider: provider, vlog: vl, log: vl.Logger("bridge"),
 		byName: map[string]*ofproto.Bridge{}, conns: map[string]*ofproto.ConnManager{}, exit: make(chan struct{}),
 	}
 	return d, nil
 }
 
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug", "dbg":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error", "err":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("log level %q: want debug, info, warn or error", s)
+// ready calls OnReady the first time, then logs that the daemon started:
+// as ovs-vswitchd's version line, after a detached daemon has left the
+// terminal, so that what --detach prints on stderr is only what came
+// before (OVS's test macros check that stderr, filtering known lines).
+func (d *Daemon) ready() {
+	d.readyOnce.Do(func() {
+		if d.OnReady != nil {
+			d.OnReady()
+		}
+		d.log.Info(Version+" started", "datapath", d.cfg.Datapath, "bridges", len(d.Bridges()),
+			"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows,
+			"scheduling", d.cfg.Scheduling)
+	})
 }
 
 // Bridge returns the running bridge called name, or nil.
@@ -113,6 +129,11 @@ func (d *Daemon) Start() error {
 		return fmt.Errorf("rundir %s: %w", d.cfg.Rundir, err)
 	}
 	if d.cfg.Pidfile != "-" {
+		if d.cfg.OverwritePidfile {
+			// Unlinking the file drops whoever holds its lock from
+			// ovs-appctl's view; the new file is ours.
+			os.Remove(d.cfg.Pidfile)
+		}
 		pf, err := unixctl.CreatePidfile(d.cfg.Pidfile)
 		if err != nil {
 			return err
@@ -121,25 +142,30 @@ func (d *Daemon) Start() error {
 	}
 	for _, spec := range d.cfg.Bridges {
 		if err := d.startBridge(spec); err != nil {
-			d.Stop()
+			d.teardown()
 			return err
 		}
 	}
 	d.ctl = unixctl.NewServer(Version)
 	d.registerCommands()
-	if err := d.ctl.Listen(unixctl.SocketPath(d.cfg.Rundir, "ovs-vswitchd", os.Getpid())); err != nil {
-		d.Stop()
+	d.registerVlogCommands()
+	sock := d.cfg.Unixctl
+	if sock == "" {
+		sock = unixctl.SocketPath(d.cfg.Rundir, "ovs-vswitchd", os.Getpid())
+	}
+	if err := d.ctl.Listen(sock); err != nil {
+		d.teardown()
 		return err
 	}
 	if d.cfg.Metrics != "" {
 		if err := d.startMetrics(d.cfg.Metrics); err != nil {
-			d.Stop()
+			d.teardown()
 			return err
 		}
 	}
-	d.log.Info("govswitchd started", "datapath", d.cfg.Datapath, "bridges", len(d.cfg.Bridges),
-		"handlers", d.cfg.Handlers, "governor", d.cfg.Governor, "megaflows", !d.cfg.DisableMegaflows,
-		"scheduling", d.cfg.Scheduling)
+	if d.cfg.OVSDB == "" {
+		d.ready()
+	}
 	return nil
 }
 
@@ -179,9 +205,18 @@ func (d *Daemon) startBridge(spec BridgeSpec) error {
 // and its OpenFlow connection manager, adds missing ports, starts it all
 // and registers the bridge with the daemon.
 func (d *Daemon) bringUp(s bridgeSetup) error {
+	d.mu.Lock()
+	exiting := d.exiting
+	d.mu.Unlock()
+	if exiting {
+		return fmt.Errorf("bridge %s: %w", s.Name, errExiting)
+	}
 	fail, err := ofproto.ParseFailMode(s.FailMode)
 	if err != nil {
 		return fmt.Errorf("bridge %s: %w", s.Name, err)
+	}
+	if d.cfg.DisableSystem && d.cfg.Datapath == "system" {
+		return fmt.Errorf("bridge %s: system datapaths are disabled by --disable-system, and govswitchd has no other real datapath", s.Name)
 	}
 	dpcfg := datapath.Config{Handlers: or(s.Handlers, d.cfg.Handlers)}
 	dp, err := d.provider.Open(s.Name, dpcfg)
@@ -189,8 +224,13 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 	if errors.Is(err, os.ErrNotExist) {
 		dp, err = d.provider.Create(s.Name, dpcfg)
 	}
+	if errors.Is(err, datapath.ErrNotSupported) {
+		// The kernel provider's error already asks whether the module
+		// is loaded; say what to do about it.
+		return fmt.Errorf("bridge %s: datapath: %w; try modprobe openvswitch", s.Name, err)
+	}
 	if err != nil {
-		return fmt.Errorf("bridge %s: datapath: %w (is the openvswitch module loaded? try modprobe openvswitch)", s.Name, err)
+		return fmt.Errorf("bridge %s: datapath: %w", s.Name, err)
 	}
 	up := ofproto.UpcallConfig{FlowLimit: or(s.FlowLimit, d.cfg.FlowLimit), MaxIdle: or(s.MaxIdle, d.cfg.MaxIdle),
 		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
@@ -227,14 +267,14 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		}
 	}
 	b.Udpif.OnGovernorGeneration = func(g governor.Generation) {
-		d.log.Info("governor generation ended", "bridge", s.Name, "packets", g.Packets,
+		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "bridge", s.Name, "packets", g.Packets,
 			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
 			"shortcuts", g.Shortcuts)
 	}
 	// The connection manager hooks packet-ins, port status and flow
 	// removal into the bridge: it must exist before the bridge starts.
 	cc := ofproto.ConnConfig{Rundir: d.cfg.Rundir, Controllers: s.Controllers, Listeners: s.Listeners,
-		Protocols: s.Protocols, ProbeInterval: s.ProbeInterval, MaxBackoff: s.MaxBackoff, Logger: d.log,
+		Protocols: s.Protocols, ProbeInterval: s.ProbeInterval, MaxBackoff: s.MaxBackoff, Logger: d.moduleLogger("connmgr"),
 		SSLPrivateKey: d.cfg.SSLPrivateKey, SSLCertificate: d.cfg.SSLCertificate, SSLCACert: d.cfg.SSLCACert}
 	cm, err := ofproto.NewConnManager(b, cc)
 	if err != nil && s.Lenient && (len(cc.Controllers) > 0 || len(cc.Listeners) > 0) {
@@ -253,6 +293,15 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		return err
 	}
 	d.mu.Lock()
+	if d.exiting {
+		// Cleanup ran while this bridge came up: it must not outlive it.
+		d.mu.Unlock()
+		cm.Close()
+		b.Stop()
+		dp.Close()
+		d.provider.Delete(s.Name)
+		return fmt.Errorf("bridge %s: %w", s.Name, errExiting)
+	}
 	d.bridges = append(d.bridges, b)
 	d.byName[s.Name] = b
 	d.conns[s.Name] = cm
@@ -331,6 +380,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 // ports and flows are left in place: traffic keeps flowing in the kernel,
 // and the next start reattaches.
 func (d *Daemon) Stop() {
+	d.teardown()
+	d.log.Info("govswitchd stopped")
+	d.vlog.Close() // the file and syslog; the console stays
+}
+
+// teardown is Stop without its log line: a start that failed has not
+// run, so it does not say it stopped (the caller reports the error).
+func (d *Daemon) teardown() {
 	if d.ctl != nil {
 		d.ctl.Close()
 	}
@@ -352,7 +409,14 @@ func (d *Daemon) Stop() {
 		d.pidfile.Remove()
 		d.pidfile = nil
 	}
-	d.log.Info("govswitchd stopped")
+}
+
+// Fatal logs err at EMER to the log file and syslog, for an error that
+// ends the daemon (main prints it on stderr, so not to the console
+// again), and closes the log.
+func (d *Daemon) Fatal(err error) {
+	d.vlog.Fatal("vswitchd", err.Error())
+	d.vlog.Close()
 }
 
 // monotonicMillis returns CLOCK_MONOTONIC in milliseconds, the clock the

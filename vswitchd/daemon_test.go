@@ -281,14 +281,13 @@ func TestBadConfig(t *testing.T) {
 	}{
 		{[]string{"--port", "eth0"}, "must follow a --bridge"},
 		{[]string{"--bridge", "br0", "--datapath", "vpp"}, "want system or dummy"},
-		{nil, "no bridge configured"},
 		{[]string{"--bridge", "averyveryverylongname"}, "1 to 15 characters"},
 		{[]string{"--bridge", "br0", "--fail-mode", "open"}, "fail mode"},
 		{[]string{"--bridge", "br0", "--flow-limit", "lots"}, "non-negative number"},
-		{[]string{"--bridge", "br0", "--bogus"}, "unknown option"},
+		{[]string{"--bridge", "br0", "--bogus"}, "unrecognized option '--bogus'"},
 		{[]string{"--bridge", "br0", "--port", "p1", "--bridge", "br1", "--port", "p1"}, "on two bridges"},
 		{[]string{"unix:/run/db.sock", "--bridge", "br0"}, "exclude each other"},
-		{[]string{"--ovsdb", "ssl:1.2.3.4:6640"}, "want unix:PATH or tcp:IP:PORT"},
+		{[]string{"--ovsdb", "ssl:1.2.3.4:6640"}, "database ssl:1.2.3.4:6640 needs -p/--private-key"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

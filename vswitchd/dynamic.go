@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -42,8 +43,8 @@ func SplitOVSDBArgs(args []string) (remote string, rest []string, err error) {
 			rest = append(rest, a)
 		}
 	}
-	if remote != "" && !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") {
-		return "", nil, fmt.Errorf("--ovsdb %q: want unix:PATH or tcp:IP:PORT", remote)
+	if remote != "" && !strings.HasPrefix(remote, "unix:") && !strings.HasPrefix(remote, "tcp:") && !strings.HasPrefix(remote, "ssl:") {
+		return "", nil, fmt.Errorf("--ovsdb %q: want unix:PATH, tcp:IP:PORT or ssl:IP:PORT", remote)
 	}
 	return remote, rest, nil
 }
@@ -74,7 +75,18 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	}
 	sw := newOVSDBSwitch(d)
 	m := ovsdb.NewMonitor(sw, remote)
-	m.Logf = func(format string, args ...any) { d.log.Info(fmt.Sprintf(format, args...), "ovsdb", m.String()) }
+	if strings.HasPrefix(remote, "ssl:") {
+		tc, err := ofproto.ClientTLSConfig(d.cfg.SSLPrivateKey, d.cfg.SSLCertificate, d.cfg.SSLCACert)
+		if err != nil {
+			d.teardown()
+			return fmt.Errorf("database %s: %w", remote, err)
+		}
+		m.TLS = tc
+	}
+	idl := d.moduleLogger("reconnect")
+	m.Logf = func(l slog.Level, format string, args ...any) { idl.Log(ctx, l, fmt.Sprintf(format, args...)) }
+	m.ConfigLogf = func(l slog.Level, format string, args ...any) { d.log.Log(ctx, l, fmt.Sprintf(format, args...)) }
+	m.OnReconciled = d.ready
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Run(mctx) }()
@@ -90,8 +102,12 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 	if !ran {
 		err = <-done
 	}
+	if err != nil {
+		d.teardown() // the caller reports err; "stopped" would come first
+		return err
+	}
 	d.Stop()
-	return err
+	return nil
 }
 
 // ovsdbSwitch is the ovsdb.Switch of a daemon. Its methods run on the
@@ -147,10 +163,10 @@ func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global)
 	// secure bridge must not keep forwarding by its standalone flows):
 	// start the new bridge from an empty datapath flow table.
 	if err := b.DP.FlushFlows(); err != nil {
-		s.d.log.Warn("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
+		s.d.log.Error("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
 	}
 	if err := b.DP.Close(); err != nil {
-		s.d.log.Warn("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
+		s.d.log.Error("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
 	}
 	return s.build(cfg, g, ofports)
 }
@@ -186,8 +202,16 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 			setup.Controllers = append(setup.Controllers, c.Target)
 		case strings.HasPrefix(c.Target, "ptcp:"), strings.HasPrefix(c.Target, "punix:"):
 			setup.Listeners = append(setup.Listeners, c.Target) // a passive controller target is a listener
+		case (strings.HasPrefix(c.Target, "ssl:") || strings.HasPrefix(c.Target, "pssl:")) && !s.d.hasTLS():
+			s.d.log.Warn("controller target needs -p/--private-key, -c/--certificate and -C/--ca-cert on the command line (the SSL table is not read); ignored",
+				"bridge", cfg.Name, "target", c.Target)
+			continue
+		case strings.HasPrefix(c.Target, "ssl:"):
+			setup.Controllers = append(setup.Controllers, c.Target)
+		case strings.HasPrefix(c.Target, "pssl:"):
+			setup.Listeners = append(setup.Listeners, c.Target)
 		default:
-			s.d.log.Warn("controller target not supported (tcp:, unix:, ptcp: and punix: are); ignored",
+			s.d.log.Warn("controller target not supported (tcp:, ssl:, unix:, ptcp:, pssl: and punix: are); ignored",
 				"bridge", cfg.Name, "target", c.Target)
 			continue
 		}
@@ -236,10 +260,57 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	} else if p.OFPortHint != 0 && b.Ports.Snapshot().ByOF(p.OFPortHint) == nil {
 		ofport = p.OFPortHint
 	}
-	if _, err := b.AddPort(p.Name, p.Type, ofport); err != nil {
+	v, err := portVLAN(&p.VLAN)
+	if err != nil {
+		return err
+	}
+	if _, err := b.AddPortVLAN(p.Name, p.Type, ofport, v); err != nil {
 		return err
 	}
 	s.invalidate(b)
+	return nil
+}
+
+// SetPortVLAN applies the port's VLAN columns; a change re-translates
+// every datapath flow now, as a port change does.
+func (s *ovsdbSwitch) SetPortVLAN(bridge string, p *ovsdb.PortConfig) (bool, error) {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return false, fmt.Errorf("bridge %s: not running", bridge)
+	}
+	v, err := portVLAN(&p.VLAN)
+	if err != nil {
+		return false, err
+	}
+	pt := portByName(b, p.Name)
+	if pt == nil {
+		return false, fmt.Errorf("port %s: %w", p.Name, ofproto.ErrNoPort)
+	}
+	if pt.VLAN.Equal(&v) {
+		return false, nil
+	}
+	if err := b.SetPortVLAN(p.Name, v); err != nil {
+		return false, err
+	}
+	s.invalidate(b)
+	return true, nil
+}
+
+// portVLAN turns the database's VLAN columns into the port's setting.
+func portVLAN(c *ovsdb.VLANConfig) (ofproto.PortVLAN, error) {
+	tag := -1
+	if c.HasTag {
+		tag = c.Tag
+	}
+	return ofproto.NewPortVLAN(c.Mode, tag, c.Trunks)
+}
+
+func portByName(b *ofproto.Bridge, name string) *ofproto.Port {
+	for _, pt := range b.Ports.Snapshot().List() {
+		if pt.Name == name {
+			return pt
+		}
+	}
 	return nil
 }
 
@@ -328,4 +399,10 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 		(g.Governor == nil) != (old.Governor == nil) || g.Governor != nil && *g.Governor != *old.Governor) {
 		s.d.log.Warn("other_config changed: n-handler-threads, max-idle and govswitch-governor apply to bridges added from now on; restart govswitchd to apply them to running bridges")
 	}
+}
+
+// hasTLS reports whether the command line gave the TLS files that ssl:
+// and pssl: targets need.
+func (d *Daemon) hasTLS() bool {
+	return d.cfg.SSLPrivateKey != "" && d.cfg.SSLCertificate != "" && d.cfg.SSLCACert != ""
 }

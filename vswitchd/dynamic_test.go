@@ -3,11 +3,14 @@ package vswitchd
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/internal/testpki"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
@@ -46,6 +50,7 @@ type ovsdbSwitchUnderTest struct {
 	prov *dummy.Provider
 	dir  string
 	log  *syncBuffer
+	tls  [3]string // -p, -c, -C for the daemon
 }
 
 func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
@@ -67,7 +72,8 @@ func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
 func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
 	log := &syncBuffer{}
-	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2}, s.prov, log)
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2,
+		SSLPrivateKey: s.tls[0], SSLCertificate: s.tls[1], SSLCACert: s.tls[2]}, s.prov, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,10 +278,63 @@ func TestOVSDBFailModeAndController(t *testing.T) {
 			t.Errorf("set-controller %s: p1 ofport %s", target, got)
 		}
 	}
-	for _, want := range []string{"controller target not supported", "controllers not usable"} {
+	for _, want := range []string{"|bridge|WARN|controller target needs -p/--private-key", "controllers not usable"} {
 		if !strings.Contains(s.log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, s.log.String())
 		}
+	}
+}
+
+// TestOVSDBSSLController: with -p, -c and -C on the command line, an
+// ssl: controller set with ovs-vsctl is connected to over TLS, each side
+// checking the other's certificate against the CA.
+func TestOVSDBSSLController(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	prov := dummy.New()
+	prov.AddNetdev("p1")
+	pki := testpki.New(t, t.TempDir(), "ca")
+	key, cert := pki.Issue(t, "switch")
+	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir(), tls: [3]string{key, cert, pki.CAFile}}
+	t.Cleanup(s.startDaemon(t))
+	ckey, ccert := pki.Issue(t, "controller")
+	pair, err := tls.LoadX509KeyPair(ccert, ckey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(pki.CA())
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s.must(t, "add-br", "br0")
+	s.must(t, "set-controller", "br0", "ssl:"+ln.Addr().String())
+	type result struct {
+		hdr []byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		hdr := make([]byte, 8)
+		_, err = io.ReadFull(c, hdr)
+		got <- result{hdr, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err != nil || r.hdr[1] != 0 /* OFPT_HELLO */ {
+			t.Errorf("controller got %x, %v; want an OpenFlow hello over TLS", r.hdr, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the bridge did not connect to its ssl: controller:\n%s", s.log.String())
 	}
 }
 
@@ -349,7 +408,7 @@ func TestOVSDBOtherConfig(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if !strings.Contains(s.log.String(), `flow-limit=\"oops\"`) {
+	if !strings.Contains(s.log.String(), `|bridge|WARN|Open_vSwitch other_config:flow-limit="oops"`) {
 		t.Errorf("bad flow-limit not logged:\n%s", s.log.String())
 	}
 }
@@ -438,5 +497,77 @@ func TestRunOVSDBNoServer(t *testing.T) {
 	}
 	if ctls, _ := filepath.Glob(filepath.Join(dir, "*.ctl")); len(ctls) != 0 {
 		t.Errorf("control socket left behind: %v", ctls)
+	}
+}
+
+// TestOVSDBOverSSL: DATABASE ssl:IP:PORT with -p, -c and -C reaches a
+// real ovsdb-server's pssl: remote, each side checking the other's
+// certificate, and the bridges come from it.
+func TestOVSDBOverSSL(t *testing.T) {
+	for _, bin := range []string{"ovsdb-server", "ovsdb-tool", "ovs-vsctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (Debian package openvswitch-switch)", bin)
+		}
+	}
+	pki := testpki.New(t, t.TempDir(), "ca")
+	skey, scert := pki.Issue(t, "ovsdb")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "conf.db")
+	if out, err := exec.Command("ovsdb-tool", "create", db, ovsdbtest.Schema).CombinedOutput(); err != nil {
+		t.Fatalf("ovsdb-tool: %v\n%s", err, out)
+	}
+	sock := filepath.Join(dir, "db.sock")
+	cmd := exec.Command("ovsdb-server", db, "--remote=punix:"+sock, fmt.Sprintf("--remote=pssl:%d:127.0.0.1", port),
+		"--private-key="+skey, "--certificate="+scert, "--ca-cert="+pki.CAFile,
+		"--unixctl="+filepath.Join(dir, "ctl"), "--no-chdir", "-vconsole:off", "--log-file="+filepath.Join(dir, "ovsdb-server.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	vsctl := func(args ...string) {
+		t.Helper()
+		full := append([]string{"--db=unix:" + sock, "--timeout=20"}, args...)
+		if out, err := exec.Command("ovs-vsctl", full...).CombinedOutput(); err != nil {
+			t.Fatalf("ovs-vsctl %v: %v\n%s", args, err, out)
+		}
+	}
+	waitFor(t, func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	vsctl("--no-wait", "init")
+	vsctl("--no-wait", "add-br", "br0")
+
+	key, cert := pki.Issue(t, "switch")
+	log := &syncBuffer{}
+	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: t.TempDir(), Pidfile: "-", Handlers: 1,
+		SSLPrivateKey: key, SSLCertificate: cert, SSLCACert: pki.CAFile}, dummy.New(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.RunOVSDB(ctx, fmt.Sprintf("ssl:127.0.0.1:%d", port)) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunOVSDB: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for d.Bridge("br0") == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no bridge from the ssl: database:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -182,9 +182,9 @@ func TestBadFlags(t *testing.T) {
 		want string
 	}{
 		{name: "max-flows not a number", args: []string{"--bridge", "br0", "--max-flows", "many"}, want: "non-negative number"},
-		{name: "pssl without files", args: []string{"--bridge", "br0", "--listen", "pssl:6653"}, want: "--ssl-private-key, --ssl-certificate and --ssl-ca-cert"},
+		{name: "pssl without files", args: []string{"--bridge", "br0", "--listen", "pssl:6653"}, want: "needs --private-key, --certificate and --ca-cert"},
 		{name: "ssl without CA", args: []string{"--ssl-private-key", "k", "--ssl-certificate", "c", "--bridge", "br0",
-			"--controller", "ssl:127.0.0.1"}, want: "--ssl-ca-cert"},
+			"--controller", "ssl:127.0.0.1"}, want: "--ca-cert"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

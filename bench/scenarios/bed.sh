@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bed.sh: the side-by-side flow-setup scenarios, run INSIDE the UML bed as
-# root (bench/scenarios/run starts it through scripts/kernel-test --exec).
+# bed.sh: the side-by-side flow-setup scenarios, run INSIDE the bed (UML, or
+# the vm bed with --bed vm) as root (bench/scenarios/run starts it through
+# scripts/kernel-test --exec).
 #
 #   bash bed.sh OUTDIR
 #
@@ -215,9 +216,10 @@ dpstats() { # prints "missed lost flows masks" of the one datapath there is
 		END { printf "%d %d %d %d\n", m, l, f, k }'
 }
 
-# idle_ticks prints the bed's idle + iowait jiffies: with one CPU, the
-# share of a run the CPU had nothing to do says whether the load was CPU
-# bound or waiting (on the switch's latency, say).
+# idle_ticks prints the bed's idle + iowait jiffies, summed over its CPUs
+# (one in UML, two in the vm bed): the share of a run the CPUs had nothing
+# to do says whether the load was CPU bound or waiting (on the switch's
+# latency, say).
 idle_ticks() { awk '/^cpu / {print $5 + $6; exit}' /proc/stat; }
 # ctxt prints the bed's context switches so far; in UML a switch between
 # processes is costly, so switches per attempt matter as much as CPU.

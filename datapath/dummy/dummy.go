@@ -185,6 +185,7 @@ func features(cfg datapath.Config) datapath.Features {
 		Raw:            datapath.DPFeatureUnaligned | datapath.DPFeatureVportPIDs,
 		PerCPUDispatch: !cfg.NoPerCPU,
 		UFID:           true,
+		CtZone:         true,
 	}
 	if f.PerCPUDispatch {
 		f.Raw |= datapath.DPFeaturePerCPUDispatch

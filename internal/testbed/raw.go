@@ -22,11 +22,20 @@ type RawConn struct {
 	fd      int
 	ifname  string
 	ifindex int
-	buf     []byte // receive buffer, reused across Recv calls
+	buf     []byte   // receive buffer, reused across Recv calls
+	stats   RawStats // PACKET_STATISTICS so far (the kernel resets its own on each read)
 }
 
 // maxFrame bounds one received frame; larger ones are cut to it.
 const maxFrame = 65536
+
+// rawRcvBuf is the receive buffer each socket asks for (the kernel doubles
+// it). The default, net.core.rmem_default (208 KiB), holds only about 250
+// small frames: a test that sends a burst of hundreds while its receiver
+// falls behind (UML's syscalls are slow, and a busy host slower) lost up to
+// a quarter of them in its own socket, though the switch had delivered
+// them all. 4 MiB holds any burst a test sends, however late the reader.
+const rawRcvBuf = 4 << 20
 
 // OpenRaw opens a packet socket on ifname in ns (nil: the caller's network
 // namespace). The socket is bound before it receives anything, so Recv sees
@@ -68,6 +77,11 @@ func openRaw(ifname string) (*RawConn, error) {
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
+	}
+	// FORCE passes net.core.rmem_max; it needs CAP_NET_ADMIN, which the
+	// bed has. Without it, take what SO_RCVBUF gives (up to rmem_max).
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rawRcvBuf); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rawRcvBuf)
 	}
 	sa := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}
 	if err := unix.Bind(fd, sa); err != nil {
@@ -144,6 +158,32 @@ func (c *RawConn) Recv(timeout time.Duration, match func(frame []byte) bool) ([]
 			return append([]byte(nil), frame...), nil
 		}
 	}
+}
+
+// RawStats are a socket's receive counters since it was opened.
+type RawStats struct {
+	// Arrived counts the frames the kernel offered the socket, Dropped
+	// among them included: every frame that reached the interface, as far
+	// as the socket could see (outgoing ones excepted).
+	Arrived uint64
+	// Dropped counts frames the socket itself discarded because its
+	// receive buffer was full: the network delivered them, the reader was
+	// too slow. A test that counts received frames should report these as
+	// its own loss, not the system under test's.
+	Dropped uint64
+}
+
+// Stats returns the socket's PACKET_STATISTICS since it was opened. It may
+// be called concurrently with Send, but not with Recv or Close.
+func (c *RawConn) Stats() (RawStats, error) {
+	st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	if err != nil {
+		return c.stats, fmt.Errorf("stats of %s: %w", c.ifname, os.NewSyscallError("getsockopt", err))
+	}
+	// tp_packets already counts the dropped frames.
+	c.stats.Arrived += uint64(st.Packets)
+	c.stats.Dropped += uint64(st.Drops)
+	return c.stats, nil
 }
 
 // Close closes the socket. It is safe to call more than once.

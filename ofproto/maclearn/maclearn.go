@@ -58,6 +58,30 @@ type Table struct {
 	n       int
 	aging   time.Duration
 	version atomic.Uint64
+	stats   Stats // under mu
+}
+
+// Stats count what happened to a table's entries since it was made or
+// its stats last cleared (fdb/stats-show). Flushes are not counted.
+type Stats struct {
+	Learned uint64 // entries added
+	Expired uint64 // entries removed for age
+	Evicted uint64 // entries removed to make room for a new one
+	Moved   uint64 // entries that moved to another port
+}
+
+// Stats returns the table's counters.
+func (t *Table) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stats
+}
+
+// ClearStats zeroes the counters (fdb/stats-clear).
+func (t *Table) ClearStats() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stats = Stats{}
 }
 
 // New returns a table of the given capacity (DefaultCapacity if <= 0)
@@ -203,6 +227,7 @@ func (t *Table) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) bool
 			return false
 		}
 		s.port = port
+		t.stats.Moved++
 		t.version.Add(1)
 		return true
 	}
@@ -214,6 +239,7 @@ func (t *Table) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) bool
 		t.free = int32(len(t.slots) - 1)
 	default:
 		t.remove(t.tail) // evict the least recently seen
+		t.stats.Evicted++
 	}
 	i = t.free
 	s := &t.slots[i]
@@ -222,6 +248,7 @@ func (t *Table) Learn(vlan uint16, mac [6]byte, port uint32, now time.Time) bool
 	t.buckets[b] = i + 1
 	t.lruPushFront(i)
 	t.n++
+	t.stats.Learned++
 	t.version.Add(1)
 	return true
 }
@@ -249,6 +276,7 @@ func (t *Table) Expire(now time.Time) int {
 		t.remove(t.tail)
 		removed++
 	}
+	t.stats.Expired += uint64(removed)
 	if removed > 0 {
 		t.version.Add(1)
 	}

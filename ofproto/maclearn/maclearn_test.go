@@ -258,3 +258,29 @@ func TestSlotsTakenAsLearned(t *testing.T) {
 		t.Errorf("learn after Flush: port %d, %v", p, ok)
 	}
 }
+
+// TestStats: learned, moved, evicted and expired entries are counted,
+// refreshes and flushes are not, and ClearStats zeroes the counters.
+func TestStats(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tb := New(2, time.Minute)
+	a, b, c := [6]byte{2, 0, 0, 0, 0, 1}, [6]byte{2, 0, 0, 0, 0, 2}, [6]byte{2, 0, 0, 0, 0, 3}
+	tb.Learn(0, a, 1, now)
+	tb.Learn(0, a, 1, now) // refresh
+	tb.Learn(0, a, 2, now) // move
+	tb.Learn(0, b, 1, now)
+	tb.Learn(0, c, 1, now.Add(time.Second)) // evicts a, the least recently seen
+	tb.Expire(now.Add(time.Minute + time.Millisecond))
+	want := Stats{Learned: 3, Moved: 1, Evicted: 1, Expired: 1}
+	if got := tb.Stats(); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
+	tb.Flush()
+	if got := tb.Stats(); got != want {
+		t.Errorf("a flush changed the stats: %+v", got)
+	}
+	tb.ClearStats()
+	if got := tb.Stats(); got != (Stats{}) {
+		t.Errorf("after ClearStats: %+v", got)
+	}
+}

@@ -257,4 +257,62 @@ var captureChecks = map[string]func(*testing.T, []Msg){
 			t.Errorf("%d port desc requests", n)
 		}
 	},
+	"of14-add-flow": func(t *testing.T, msgs []Msg) {
+		fm, _ := findMsg[*FlowMod](msgs)
+		if fm == nil || fm.Version != Version14 || fm.Importance != 7 || fm.TableID != 1 || fm.Priority != 10 ||
+			len(fm.Instructions.Apply) != 2 || fm.Match.Key.TpDst != 443 {
+			t.Errorf("flow mod = %+v", fm)
+		}
+	},
+	"of15-packet-out": func(t *testing.T, msgs []Msg) {
+		po, _ := findMsg[*PacketOut](msgs)
+		if po == nil || po.Version != Version15 || po.InPort != 1 || po.BufferID != NoBuffer || len(po.Actions) != 1 ||
+			!po.Actions[0].Equal(Output(2, 0)) || len(po.Data) != 42 {
+			t.Errorf("packet out = %+v", po)
+		}
+	},
+	"of15-dump-ports-desc": func(t *testing.T, msgs []Msg) {
+		if r, n := findMsg[*PortDescRequest](msgs); n != 1 || r.PortNo != PortAny {
+			t.Errorf("%d port desc requests, %+v", n, r)
+		}
+	},
+	"of14-mod-port": func(t *testing.T, msgs []Msg) {
+		pm, _ := findMsg[*PortMod](msgs)
+		if pm == nil || pm.PortNo != 1 || pm.HWAddr != [6]byte{2, 0, 0, 0, 0, 1} || pm.Config != PortConfigDown ||
+			pm.Mask != PortConfigDown || pm.Advertise != 0 {
+			t.Errorf("port mod = %+v", pm)
+		}
+	},
+	"of13-bundle-add-flows": checkBundleCapture(Version13),
+	"of14-bundle-add-flows": checkBundleCapture(Version14),
+}
+
+// checkBundleCapture checks ovs-ofctl --bundle add-flows of flows.txt: an
+// atomic, ordered bundle opened, three flow mods added (each with the
+// add's xid), a barrier, and a commit.
+func checkBundleCapture(v uint8) func(*testing.T, []Msg) {
+	return func(t *testing.T, msgs []Msg) {
+		var ctl []uint16
+		var prios []int
+		for _, m := range msgs {
+			switch m := m.(type) {
+			case *BundleControl:
+				if m.Flags != BundleAtomic|BundleOrdered || m.Version != v {
+					t.Errorf("bundle control %+v", m)
+				}
+				ctl = append(ctl, m.Type)
+			case *BundleAdd:
+				inner, err := Decode(m.Message)
+				fm, ok := inner.(*FlowMod)
+				if err != nil || !ok || fm.Xid != m.Xid || fm.Command != FlowAdd || m.Flags != BundleAtomic|BundleOrdered {
+					t.Errorf("bundled message %T %+v: %v", inner, inner, err)
+					continue
+				}
+				prios = append(prios, int(fm.Priority))
+			}
+		}
+		if fmt.Sprint(ctl, prios) != "[0 4] [10 20 30]" {
+			t.Errorf("bundle controls %v, bundled priorities %v", ctl, prios)
+		}
+	}
 }

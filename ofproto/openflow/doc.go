@@ -1,6 +1,6 @@
 // Package openflow is the OpenFlow wire codec of govswitch: framing and
-// stream reassembly, OpenFlow 1.0 and 1.3 messages, and the Nicira (NXM)
-// extensions that ovs-ofctl uses.
+// stream reassembly, OpenFlow 1.0, 1.3, 1.4 and 1.5 messages, bundles, and
+// the Nicira (NXM) and ONF extensions that ovs-ofctl uses.
 //
 // Messages are typed structs that embed an Envelope (version and xid).
 // Decode turns one whole message into a Msg; (Msg).Append encodes one into a
@@ -11,7 +11,9 @@
 // flow.Mask (see Match), actions are a flat []Action, and OpenFlow 1.3
 // instructions are an Instructions value whose Apply list also carries the
 // OpenFlow 1.0 action list. The version-specific wire forms live at the
-// edges, in the Append and Decode functions.
+// edges, in the Append and Decode functions: OpenFlow 1.4 and 1.5 reuse
+// 1.3's structs, their property lists and OXS statistics decoding into the
+// same fields (msg14.go), and bundles wrap whole messages (bundle.go).
 //
 // Port numbers are 32-bit everywhere in this package, in OpenFlow 1.3
 // numbering: the 1.0 reserved ports 0xff00..0xffff are widened to

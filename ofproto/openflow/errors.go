@@ -188,12 +188,16 @@ const (
 // about: Type and Code are the OFPT_ERROR type and code in Version's
 // numbering. Err is the codec's category (ErrBadLength, ErrUnsupported, …)
 // and may be nil.
+//
+// Experimenter is the experimenter id of a 1.3+ experimenter error (Type
+// Err13TypeExperimenter, Code the exp_type).
 type Error struct {
-	Version uint8
-	Type    uint16
-	Code    uint16
-	Err     error
-	Detail  string
+	Version      uint8
+	Type         uint16
+	Code         uint16
+	Experimenter uint32
+	Err          error
+	Detail       string
 }
 
 func (e *Error) Error() string {
@@ -220,7 +224,8 @@ func (e *Error) Reply(req []byte) *ErrorMsg {
 	if len(req) > 64 {
 		req = req[:64]
 	}
-	return &ErrorMsg{Envelope: Envelope{Version: e.Version, Xid: xid}, Type: e.Type, Code: e.Code, Data: req}
+	return &ErrorMsg{Envelope: Envelope{Version: e.Version, Xid: xid}, Type: e.Type, Code: e.Code,
+		Experimenter: e.Experimenter, Data: req}
 }
 
 func versionName(v uint8) string {
@@ -229,6 +234,10 @@ func versionName(v uint8) string {
 		return "1.0"
 	case Version13:
 		return "1.3"
+	case Version14:
+		return "1.4"
+	case Version15:
+		return "1.5"
 	}
 	return fmt.Sprintf("version 0x%02x", v)
 }
@@ -323,7 +332,7 @@ var codes13 = [...][2]uint16{
 // wrap ErrBadLength, everything else ErrUnsupported.
 func errOf(v uint8, k kind, format string, args ...any) *Error {
 	tc := codes10[k]
-	if v == Version13 {
+	if v >= Version13 {
 		tc = codes13[k]
 	}
 	var cat error = ErrUnsupported

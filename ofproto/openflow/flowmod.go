@@ -47,6 +47,7 @@ type FlowMod struct {
 	OutPort      uint32
 	OutGroup     uint32
 	Flags        uint16
+	Importance   uint16 // 1.4+: eviction precedence
 	Match        Match
 	Instructions Instructions
 }
@@ -129,6 +130,9 @@ func decodeFlowMod13(env Envelope, body []byte) (Msg, error) {
 	m.Cookie, m.CookieMask, m.TableID, m.Command = u64(body), u64(body[8:]), body[16], body[17]
 	m.IdleTimeout, m.HardTimeout, m.Priority = u16(body[18:]), u16(body[20:]), u16(body[22:])
 	m.BufferID, m.OutPort, m.OutGroup, m.Flags = u32(body[24:]), u32(body[28:]), u32(body[32:]), u16(body[36:])
+	if env.Version >= Version14 {
+		m.Importance = u16(body[38:])
+	}
 	if m.Command > FlowDeleteStrict {
 		return nil, errOf(env.Version, kFlowModBadCommand, "flow mod command %d", m.Command)
 	}
@@ -146,7 +150,7 @@ func (m *FlowMod) Append(b []byte) ([]byte, error) {
 	if err := checkVersion(m.Version); err != nil {
 		return b, err
 	}
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		return m.append13(b)
 	}
 	if !m.Instructions.onlyApply() {
@@ -191,7 +195,11 @@ func (m *FlowMod) append13(b []byte) ([]byte, error) {
 	b, start := begin(b, m.Version, TypeFlowMod, m.Xid)
 	b = append(be64(be64(b, m.Cookie), m.CookieMask), m.TableID, m.Command)
 	b = be16(be16(be16(b, m.IdleTimeout), m.HardTimeout), m.Priority)
-	b = be16(be16(be32(be32(be32(b, m.BufferID), m.OutPort), m.OutGroup), m.Flags), 0)
+	var importance uint16
+	if m.Version >= Version14 {
+		importance = m.Importance
+	}
+	b = be16(be16(be32(be32(be32(b, m.BufferID), m.OutPort), m.OutGroup), m.Flags), importance)
 	var err error
 	if b, err = AppendOXM(b, &m.Match); err != nil {
 		return b[:start], err

@@ -49,7 +49,7 @@ func goldenNicira() []golden {
 			00002320 0000000b    // vendor Nicira, subtype ROLE_REPLY
 			00000002             // NX_ROLE_SLAVE`},
 		{"nx set async config", &SetAsync{Envelope: env10(21), AsyncConfig: AsyncConfig{
-			PacketInMask: [2]uint32{3, 0}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{0xf, 0}}}, `
+			PacketInMask: [2]uint32{3, 0}, PortStatusMask: [2]uint32{7, 7}, FlowRemovedMask: [2]uint32{0xf, 0}}, Props: async13Props}, `
 			01 04 0028 00000015  // header: VENDOR, length 40
 			00002320 00000013    // vendor Nicira, subtype SET_ASYNC_CONFIG
 			00000003 00000000    // packet_in_mask master/other, slave
@@ -220,7 +220,7 @@ func goldenStats10() []golden {
 			0005 0000            // type QUEUE, flags
 			0001 0000 00000002   // port_no, pad, queue_id
 			0000000000000003 0000000000000004 0000000000000005 // tx_bytes, tx_packets, tx_errors`},
-		{"port desc request", &PortDescRequest{Envelope: env10(7)}, `01 10 000c 00000007 000d 0000 // STATS_REQUEST PORT_DESC (OVS)`},
+		{"port desc request", &PortDescRequest{Envelope: env10(7), PortNo: PortAny}, `01 10 000c 00000007 000d 0000 // STATS_REQUEST PORT_DESC (OVS)`},
 		{"port desc reply", &PortDescReply{Envelope: env10(7), Ports: []Port{port10()}}, `
 			01 11 003c 00000007  // header: STATS_REPLY, length 60
 			000d 0000            // type PORT_DESC, flags
@@ -360,7 +360,7 @@ func golden13() []golden {
 			00000003 00000000    // packet_in_mask master/equal, slave
 			00000007 00000007    // port_status_mask
 			0000000f 00000000    // flow_removed_mask`},
-		{"set async", &SetAsync{Envelope: env13(13), AsyncConfig: AsyncConfig{PacketInMask: [2]uint32{1, 1}}}, `
+		{"set async", &SetAsync{Envelope: env13(13), AsyncConfig: AsyncConfig{PacketInMask: [2]uint32{1, 1}}, Props: async13Props}, `
 			04 1c 0020 0000000d  // header: SET_ASYNC
 			00000001 00000001 00000000 00000000 00000000 00000000`},
 	}
@@ -431,7 +431,7 @@ func goldenMultipart13() []golden {
 			00000001 00000002    // port_no, queue_id
 			0000000000000003 0000000000000004 0000000000000005 // tx_bytes, tx_packets, tx_errors
 			00000006 00000007    // duration`},
-		{"port desc request", &PortDescRequest{Envelope: env13(7)}, `04 12 0010 00000007 000d 0000 00000000`},
+		{"port desc request", &PortDescRequest{Envelope: env13(7), PortNo: PortAny}, `04 12 0010 00000007 000d 0000 00000000`},
 		{"port desc reply", &PortDescReply{Envelope: env13(7), Ports: []Port{port13()}}, `
 			04 13 0050 00000007  // header: MULTIPART_REPLY, length 80
 			000d 0000 00000000   // type PORT_DESC
@@ -455,7 +455,8 @@ func TestGoldenMultipart13(t *testing.T) { checkGolden(t, goldenMultipart13()) }
 // allGoldenMsgs returns the message of every golden case.
 func allGoldenMsgs(t *testing.T) []Msg {
 	var out []Msg
-	for _, cases := range [][]golden{golden10(), goldenNicira(), goldenStats10(), golden13(), goldenMultipart13()} {
+	for _, cases := range [][]golden{golden10(), goldenNicira(), goldenStats10(), golden13(), goldenMultipart13(),
+		golden14(), golden15()} {
 		for _, c := range cases {
 			out = append(out, c.msg)
 		}

@@ -10,7 +10,14 @@ import (
 const (
 	Version10 uint8 = 0x01
 	Version13 uint8 = 0x04
+	Version14 uint8 = 0x05
+	Version15 uint8 = 0x06
 )
+
+// SupportedVersion reports whether the codec speaks wire version v.
+func SupportedVersion(v uint8) bool {
+	return v == Version10 || v >= Version13 && v <= Version15
+}
 
 // HeaderLen is the size of the OpenFlow header that starts every message.
 const HeaderLen = 8
@@ -61,6 +68,15 @@ const (
 	Type13GetAsyncReply     uint8 = 27
 	Type13SetAsync          uint8 = 28
 	Type13MeterMod          uint8 = 29
+)
+
+// Message types new in OpenFlow 1.4.
+const (
+	Type14RoleStatus       uint8 = 30
+	Type14TableStatus      uint8 = 31
+	Type14RequestForward   uint8 = 32
+	Type14BundleControl    uint8 = 33
+	Type14BundleAddMessage uint8 = 34
 )
 
 // Header is the 8-byte header that starts every OpenFlow message.
@@ -131,7 +147,7 @@ var (
 	// ErrUnsupported: the message, action or field exists but this codec
 	// (or the message's version) cannot express it.
 	ErrUnsupported = errors.New("not supported")
-	// ErrBadVersion: the version byte is neither 1.0 nor 1.3.
+	// ErrBadVersion: the version byte is not 1.0, 1.3, 1.4 or 1.5.
 	ErrBadVersion = errors.New("unsupported OpenFlow version")
 )
 

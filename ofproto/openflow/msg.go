@@ -27,7 +27,7 @@ func Decode(b []byte) (Msg, error) {
 	switch h.Version {
 	case Version10:
 		return decode10(env, h.Type, body)
-	case Version13:
+	case Version13, Version14, Version15:
 		return decode13(env, h.Type, body)
 	}
 	return nil, errOf(Version13, kBadVersion, "version 0x%02x", h.Version)
@@ -96,6 +96,9 @@ func decode13(env Envelope, typ uint8, body []byte) (Msg, error) {
 	case TypePacketIn:
 		return decodePacketIn13(env, body)
 	case TypeFlowRemoved:
+		if env.Version >= Version15 {
+			return decodeFlowRemoved15(env, body)
+		}
 		return decodeFlowRemoved13(env, body)
 	case TypePortStatus:
 		return decodePortStatus(env, body)
@@ -118,14 +121,27 @@ func decode13(env Envelope, typ uint8, body []byte) (Msg, error) {
 	case Type13GetAsyncRequest:
 		return &GetAsyncRequest{Envelope: env}, nil
 	case Type13GetAsyncReply, Type13SetAsync:
+		if env.Version >= Version14 {
+			return decodeAsync14(env, typ, body)
+		}
 		return decodeAsync(env, typ, body)
+	}
+	if env.Version >= Version14 {
+		switch typ {
+		case Type14RoleStatus:
+			return decodeRoleStatus(env, body)
+		case Type14BundleControl:
+			return decodeBundleControl(env, body)
+		case Type14BundleAddMessage:
+			return decodeBundleAdd(env, body)
+		}
 	}
 	return nil, errOf(env.Version, kBadType, "message type %d", typ)
 }
 
 // checkVersion fails for a version this codec cannot encode.
 func checkVersion(v uint8) error {
-	if v != Version10 && v != Version13 {
+	if !SupportedVersion(v) {
 		return fmt.Errorf("openflow: encode in version 0x%02x: %w", v, ErrBadVersion)
 	}
 	return nil
@@ -133,7 +149,7 @@ func checkVersion(v uint8) error {
 
 // by10or13 picks the message type number for v.
 func by10or13(v uint8, t10, t13 uint8) uint8 {
-	if v == Version13 {
+	if v >= Version13 {
 		return t13
 	}
 	return t10
@@ -222,7 +238,7 @@ func decodeError(env Envelope, body []byte) (Msg, error) {
 		return nil, badLen(env.Version, "error", len(body), 4)
 	}
 	m := &ErrorMsg{Envelope: env, Type: u16(body), Code: u16(body[2:]), Data: body[4:]}
-	if env.Version == Version13 && m.Type == Err13TypeExperimenter {
+	if env.Version >= Version13 && m.Type == Err13TypeExperimenter {
 		if len(body) < 8 {
 			return nil, badLen(env.Version, "experimenter error", len(body), 8)
 		}
@@ -237,7 +253,7 @@ func (m *ErrorMsg) Append(b []byte) ([]byte, error) {
 	}
 	b, start := begin(b, m.Version, TypeError, m.Xid)
 	b = be16(be16(b, m.Type), m.Code)
-	if m.Version == Version13 && m.Type == Err13TypeExperimenter {
+	if m.Version >= Version13 && m.Type == Err13TypeExperimenter {
 		b = be32(b, m.Experimenter)
 	}
 	b = append(b, m.Data...)
@@ -325,7 +341,7 @@ const (
 )
 
 func portLen(v uint8) int {
-	if v == Version13 {
+	if v >= Version13 {
 		return Port13Len
 	}
 	return Port10Len
@@ -334,7 +350,7 @@ func portLen(v uint8) int {
 // decodePort reads one port; len(b) >= portLen(v).
 func decodePort(v uint8, b []byte) Port {
 	var p Port
-	if v == Version13 {
+	if v >= Version13 {
 		p.PortNo = u32(b)
 		copy(p.HWAddr[:], b[8:14])
 		p.Name = cstring(b[16:32])
@@ -347,14 +363,17 @@ func decodePort(v uint8, b []byte) Port {
 	}
 	p.Config, p.State, p.Curr = u32(b), u32(b[4:]), u32(b[8:])
 	p.Advertised, p.Supported, p.Peer = u32(b[12:]), u32(b[16:]), u32(b[20:])
-	if v == Version13 {
+	if v >= Version13 {
 		p.CurrSpeed, p.MaxSpeed = u32(b[24:]), u32(b[28:])
 	}
 	return p
 }
 
 func appendPort(b []byte, v uint8, p *Port) ([]byte, error) {
-	if v == Version13 {
+	if v >= Version14 {
+		return appendPort14(b, p), nil
+	}
+	if v >= Version13 {
 		b = append(zeros(be32(b, p.PortNo), 4), p.HWAddr[:]...)
 		b = zeros(b, 2)
 	} else {
@@ -367,7 +386,7 @@ func appendPort(b []byte, v uint8, p *Port) ([]byte, error) {
 	b = appendCString(b, p.Name, 16)
 	b = be32(be32(be32(b, p.Config), p.State), p.Curr)
 	b = be32(be32(be32(b, p.Advertised), p.Supported), p.Peer)
-	if v == Version13 {
+	if v >= Version13 {
 		b = be32(be32(b, p.CurrSpeed), p.MaxSpeed)
 	}
 	return b, nil
@@ -375,6 +394,9 @@ func appendPort(b []byte, v uint8, p *Port) ([]byte, error) {
 
 // decodePorts reads a whole array of ports.
 func decodePorts(v uint8, b []byte) ([]Port, error) {
+	if v >= Version14 {
+		return decodePorts14(v, b)
+	}
 	n := portLen(v)
 	if len(b)%n != 0 {
 		return nil, errOf(v, kBadLen, "port array of %d bytes is not a multiple of %d", len(b), n)
@@ -408,6 +430,7 @@ const (
 	CapQueueStats uint32 = 1 << 6
 	Cap10ARPMatch uint32 = 1 << 7
 	Cap13Groups   uint32 = 1 << 3
+	Cap14Bundles  uint32 = 1 << 9 // OFPC14_BUNDLES
 )
 
 func decodeFeaturesReply(env Envelope, body []byte) (Msg, error) {
@@ -416,7 +439,7 @@ func decodeFeaturesReply(env Envelope, body []byte) (Msg, error) {
 	}
 	m := &FeaturesReply{Envelope: env, DatapathID: u64(body), NBuffers: u32(body[8:]), NTables: body[12],
 		Capabilities: u32(body[16:])}
-	if env.Version == Version13 {
+	if env.Version >= Version13 {
 		if len(body) != 24 {
 			return nil, badLen(env.Version, "features reply", len(body), 24)
 		}
@@ -436,7 +459,7 @@ func (m *FeaturesReply) Append(b []byte) ([]byte, error) {
 	b, start := begin(b, m.Version, TypeFeaturesReply, m.Xid)
 	b = be32(be64(b, m.DatapathID), m.NBuffers)
 	b = append(b, m.NTables, 0, 0, 0)
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		b[len(b)-3] = m.AuxiliaryID
 		if len(m.Ports) > 0 {
 			return b[:start], fmt.Errorf("openflow: 1.3 features reply carries no ports: %w", ErrUnsupported)
@@ -468,6 +491,19 @@ type PortStatus struct {
 }
 
 func decodePortStatus(env Envelope, body []byte) (Msg, error) {
+	if env.Version >= Version14 {
+		if len(body) < 8 {
+			return nil, badLen(env.Version, "port status", len(body), 8)
+		}
+		ports, err := decodePorts14(env.Version, body[8:])
+		if err != nil {
+			return nil, err
+		}
+		if len(ports) != 1 {
+			return nil, errOf(env.Version, kBadLen, "port status with %d ports", len(ports))
+		}
+		return &PortStatus{Envelope: env, Reason: body[0], Port: ports[0]}, nil
+	}
 	want := 8 + portLen(env.Version)
 	if len(body) != want {
 		return nil, badLen(env.Version, "port status", len(body), want)
@@ -500,7 +536,10 @@ type PortMod struct {
 
 func decodePortMod(env Envelope, body []byte) (Msg, error) {
 	m := &PortMod{Envelope: env}
-	if env.Version == Version13 {
+	if env.Version >= Version14 {
+		return decodePortMod14(env, body)
+	}
+	if env.Version >= Version13 {
 		if len(body) != 32 {
 			return nil, badLen(env.Version, "port mod", len(body), 32)
 		}
@@ -523,8 +562,11 @@ func (m *PortMod) Append(b []byte) ([]byte, error) {
 	if err := checkVersion(m.Version); err != nil {
 		return b, err
 	}
+	if m.Version >= Version14 {
+		return m.append14(b)
+	}
 	b, start := begin(b, m.Version, by10or13(m.Version, Type10PortMod, Type13PortMod), m.Xid)
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		b = zeros(append(zeros(be32(b, m.PortNo), 4), m.HWAddr[:]...), 2)
 	} else {
 		p, ok := Port32To10(m.PortNo)

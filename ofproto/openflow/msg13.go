@@ -43,7 +43,7 @@ func appendRole(b []byte, e *Envelope, typ uint8, role uint32, gen uint64) ([]by
 		}
 		return appendNXRole(b, e, sub, role)
 	}
-	if e.Version != Version13 {
+	if e.Version < Version13 {
 		return b, fmt.Errorf("openflow: role messages in version %d: %w", e.Version, ErrUnsupported)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)
@@ -61,17 +61,32 @@ func (m *RoleReply) Append(b []byte) ([]byte, error) {
 // AsyncConfig says which asynchronous messages a controller receives:
 // element 0 applies in the master/equal role, element 1 as slave; bit n
 // enables reason n.
+// The role status, table status and request-forward masks exist only in
+// 1.4+.
 type AsyncConfig struct {
-	PacketInMask    [2]uint32
-	PortStatusMask  [2]uint32
-	FlowRemovedMask [2]uint32
+	PacketInMask       [2]uint32
+	PortStatusMask     [2]uint32
+	FlowRemovedMask    [2]uint32
+	RoleStatusMask     [2]uint32
+	TableStatusMask    [2]uint32
+	RequestForwardMask [2]uint32
+}
+
+// Merge copies into c the masks of from that props (bit t: async
+// property type t, see SetAsync.Props) selects.
+func (c *AsyncConfig) Merge(from *AsyncConfig, props uint32) {
+	for t := uint16(0); t < asyncPropCount; t++ {
+		if props&(1<<t) != 0 {
+			*c.mask(t) = *from.mask(t)
+		}
+	}
 }
 
 // GetAsyncRequest is OFPT_GET_ASYNC_REQUEST (1.3).
 type GetAsyncRequest struct{ Envelope }
 
 func (m *GetAsyncRequest) Append(b []byte) ([]byte, error) {
-	if m.Version != Version13 {
+	if m.Version < Version13 {
 		return b, fmt.Errorf("openflow: async config needs OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	return appendBodyless(b, &m.Envelope, Type13GetAsyncRequest)
@@ -83,10 +98,16 @@ type GetAsyncReply struct {
 	AsyncConfig
 }
 
-// SetAsync is OFPT_SET_ASYNC (1.3), or NXT_SET_ASYNC_CONFIG in 1.0.
+// SetAsync is OFPT_SET_ASYNC (1.3+), or NXT_SET_ASYNC_CONFIG in 1.0.
+// Props says which masks it sets: bit t for async property type t
+// (AsyncPropPacketInSlave...). A 1.4+ set-async may carry only some; a
+// 1.0 or 1.3 one sets the first six (packet-in, port status, flow
+// removed). A 1.4+ SetAsync encodes exactly the properties Props names
+// (AsyncPropsAll for every one).
 type SetAsync struct {
 	Envelope
 	AsyncConfig
+	Props uint32
 }
 
 func decodeAsync(env Envelope, typ uint8, body []byte) (Msg, error) {
@@ -98,14 +119,20 @@ func decodeAsync(env Envelope, typ uint8, body []byte) (Msg, error) {
 	c.PortStatusMask = [2]uint32{u32(body[8:]), u32(body[12:])}
 	c.FlowRemovedMask = [2]uint32{u32(body[16:]), u32(body[20:])}
 	if typ == Type13SetAsync {
-		return &SetAsync{Envelope: env, AsyncConfig: c}, nil
+		return &SetAsync{Envelope: env, AsyncConfig: c, Props: async13Props}, nil
 	}
 	return &GetAsyncReply{Envelope: env, AsyncConfig: c}, nil
 }
 
-func appendAsync(b []byte, e *Envelope, typ uint8, c *AsyncConfig) ([]byte, error) {
-	if e.Version != Version13 {
+// async13Props are the properties a 1.0 or 1.3 async config carries.
+const async13Props uint32 = 1<<(AsyncPropFlowRemovedMaster+1) - 1
+
+func appendAsync(b []byte, e *Envelope, typ uint8, c *AsyncConfig, present uint32) ([]byte, error) {
+	if e.Version < Version13 || !SupportedVersion(e.Version) {
 		return b, fmt.Errorf("openflow: async config needs OpenFlow 1.3: %w", ErrUnsupported)
+	}
+	if e.Version >= Version14 {
+		return appendAsync14(b, e, typ, c, present)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)
 	return finish(appendAsyncBody(b, c), start)
@@ -119,7 +146,7 @@ func appendAsyncBody(b []byte, c *AsyncConfig) []byte {
 }
 
 func (m *GetAsyncReply) Append(b []byte) ([]byte, error) {
-	return appendAsync(b, &m.Envelope, Type13GetAsyncReply, &m.AsyncConfig)
+	return appendAsync(b, &m.Envelope, Type13GetAsyncReply, &m.AsyncConfig, AsyncPropsAll)
 }
 
 func (m *SetAsync) Append(b []byte) ([]byte, error) {
@@ -130,7 +157,7 @@ func (m *SetAsync) Append(b []byte) ([]byte, error) {
 		}
 		return finish(appendAsyncBody(b, &m.AsyncConfig), start)
 	}
-	return appendAsync(b, &m.Envelope, Type13SetAsync, &m.AsyncConfig)
+	return appendAsync(b, &m.Envelope, Type13SetAsync, &m.AsyncConfig, m.Props)
 }
 
 // Table feature property types (OFPTFPT_*).
@@ -251,7 +278,7 @@ func appendTableFeature(b []byte, t *TableFeatures) ([]byte, error) {
 }
 
 func (m *TableFeaturesRequest) Append(b []byte) ([]byte, error) {
-	if m.Version != Version13 {
+	if m.Version < Version13 {
 		return b, fmt.Errorf("openflow: table features need OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	b, start, err := statsHeader(b, &m.Envelope, false, StatsTableFeatures, m.Flags, false, 0)
@@ -270,7 +297,7 @@ func (m *TableFeaturesReply) body() replyBody {
 }
 
 func (m *TableFeaturesReply) Append(b []byte) ([]byte, error) {
-	if m.Version != Version13 {
+	if m.Version < Version13 {
 		return b, fmt.Errorf("openflow: table features need OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	return appendReply(b, m.body(), 0, false)
@@ -279,7 +306,7 @@ func (m *TableFeaturesReply) Append(b []byte) ([]byte, error) {
 // AppendParts splits the reply as FlowStatsReply.AppendParts does; a
 // switch with all 254 tables and their properties needs it.
 func (m *TableFeaturesReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
-	if m.Version != Version13 {
+	if m.Version < Version13 {
 		return b, fmt.Errorf("openflow: table features need OpenFlow 1.3: %w", ErrUnsupported)
 	}
 	return appendReply(b, m.body(), maxLen, true)

@@ -39,7 +39,7 @@ func TestDecodeErrorReplies(t *testing.T) {
 		{"1.3 flow mod standard match", "04 0e 0038 00000009 00*40 0000 0004 00000000",
 			Err13TypeBadMatch, BadMatch13BadType},
 		{"1.3 packet out actions past end", "04 0d 0018 00000009 ffffffff fffffffd 0010 000000000000", ErrTypeBadRequest, BadRequestBadLen},
-		{"unsupported version", "05 02 0008 00000009", ErrTypeBadRequest, BadRequestBadVersion},
+		{"unsupported version", "07 02 0008 00000009", ErrTypeBadRequest, BadRequestBadVersion},
 		{"length beyond buffer", "01 02 0010 00000009", ErrTypeBadRequest, BadRequestBadLen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,11 +46,22 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 		return nil, badLen(v, "vendor message", len(body), 8)
 	}
 	vendor, sub := u32(body), u32(body[4:])
+	if vendor == ONFVendorID && v == Version13 {
+		switch sub {
+		case ONFTRoleStatus:
+			return decodeRoleStatus(env, body[8:])
+		case ONFTBundleControl:
+			return decodeBundleControl(env, body[8:])
+		case ONFTBundleAddMessage:
+			return decodeBundleAdd(env, body[8:])
+		}
+		return nil, errOf(v, kBadSubtype, "ONF message %d", sub)
+	}
 	if vendor != NXVendorID {
 		return nil, errOf(v, kBadVendor, "vendor %#08x", vendor)
 	}
 	if v != Version10 {
-		return nil, errOf(v, kBadSubtype, "Nicira message %d in OpenFlow 1.3", sub)
+		return nil, errOf(v, kBadSubtype, "Nicira message %d in OpenFlow %s", sub, versionName(v))
 	}
 	rest := body[8:]
 	switch sub {

@@ -68,7 +68,8 @@ func (s *fakeSwitch) addr() string { return "tcp:" + s.ln.Addr().String() }
 
 func (s *fakeSwitch) serve(c net.Conn) {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	out, _ := (&Hello{Envelope: Envelope{Version: Version13}, Versions: VersionBitmap(Version10, Version13)}).Append(nil)
+	out, _ := (&Hello{Envelope: Envelope{Version: Version15},
+		Versions: VersionBitmap(Version10, Version13, Version14, Version15)}).Append(nil)
 	if _, err := c.Write(out); err != nil {
 		return
 	}
@@ -195,6 +196,13 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 		return &AggregateStatsReply{Envelope: env, NXM: m.NXM, PacketCount: 7, ByteCount: 700, FlowCount: uint32(len(s.flows))}
 	case *PortStatsRequest:
 		return &PortStatsReply{Envelope: env, Stats: []PortStats{{PortNo: 1, RxPackets: 11, TxPackets: 22, RxBytes: 1100, TxBytes: 2200}}}
+	case *QueueStatsRequest:
+		return &QueueStatsReply{Envelope: env, Stats: []QueueStats{{PortNo: 1, QueueID: 2, TxBytes: 3, TxPackets: 4,
+			TxErrors: 5, DurationSec: 6, DurationNsec: 7}}}
+	case *BundleControl:
+		if m.Type%2 == 0 {
+			return &BundleControl{Envelope: env, BundleID: m.BundleID, Type: m.Type + 1}
+		}
 	}
 	return nil // flow mods, packet outs, NX settings: accepted silently
 }
@@ -285,6 +293,25 @@ var ofctlCaptures = []capture{
 	{"of13-del-flows", []string{"-O", "OpenFlow13", "del-flows", "SW", "table=1,ipv6,ipv6_src=::1,out_port=2"}},
 	{"of13-packet-out", []string{"-O", "OpenFlow13", "packet-out", "SW", "LOCAL", "output:1",
 		"ffffffffffff00000000000108060001080006040001000000000001c0a80001000000000000c0a80002"}},
+	{"of14-show", []string{"-O", "OpenFlow14", "show", "SW"}},
+	{"of14-queue-stats", []string{"-O", "OpenFlow14", "queue-stats", "SW"}},
+	{"of15-show", []string{"-O", "OpenFlow15", "show", "SW"}},
+	{"of14-add-flow", []string{"-O", "OpenFlow14", "add-flow", "SW",
+		"table=1,importance=7,priority=10,tcp,tp_dst=443,actions=set_field:10.0.0.1->ip_dst,output:2"}},
+	{"of15-add-flow", []string{"-O", "OpenFlow15", "add-flow", "SW",
+		"table=0,priority=10,ipv6,ipv6_dst=2001:db8::/32,actions=push_vlan:0x8100,set_field:5->vlan_vid,goto_table:1"}},
+	{"of14-dump-flows", []string{"-O", "OpenFlow14", "dump-flows", "SW"}},
+	{"of15-dump-flows", []string{"-O", "OpenFlow15", "dump-flows", "SW"}},
+	{"of15-dump-aggregate", []string{"-O", "OpenFlow15", "dump-aggregate", "SW"}},
+	{"of14-dump-ports", []string{"-O", "OpenFlow14", "dump-ports", "SW"}},
+	{"of15-dump-ports-desc", []string{"-O", "OpenFlow15", "dump-ports-desc", "SW"}},
+	{"of15-del-flows", []string{"-O", "OpenFlow15", "del-flows", "SW", "table=1,ipv6,ipv6_src=::1,out_port=2"}},
+	{"of15-packet-out", []string{"-O", "OpenFlow15", "packet-out", "SW",
+		"in_port=1 packet=ffffffffffff00000000000108060001080006040001000000000001c0a80001000000000000c0a80002 actions=output:2"}},
+	{"of14-mod-port", []string{"-O", "OpenFlow14", "mod-port", "SW", "p1", "down"}},
+	{"of14-bundle-add-flows", []string{"-O", "OpenFlow14", "--bundle", "add-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
+	{"of13-bundle-add-flows", []string{"-O", "OpenFlow13", "--bundle", "add-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
+	{"of15-bundle-replace-flows", []string{"-O", "OpenFlow15", "--bundle", "replace-flows", "SW", "testdata/ovs-ofctl/flows.txt"}},
 }
 
 func dumpFlows() []FlowStats {
@@ -368,6 +395,16 @@ func TestOvsOfctl(t *testing.T) {
 		{"dump-ports-desc", "2(p2): addr:02:00:00:00:00:02"},
 		{"of13-dump-tables", "active=1, lookup=10, matched=5"},
 		{"of13-dump-ports", "port  1: rx pkts=11, bytes=1100"},
+		{"of14-show", "2(p2): addr:02:00:00:00:00:02"},
+		{"of14-queue-stats", "port 1 queue 2: bytes=3, pkts=4, errors=5, duration=6.000000007s"},
+		{"of15-show", "OFPT_FEATURES_REPLY (OF1.5)"},
+		{"of15-show", "speed: 1000 Mbps now, 1000 Mbps max"},
+		{"of14-dump-flows", "priority=300,tcp,tp_dst=80 actions=output:2"},
+		{"of15-dump-flows", "cookie=0x1234, duration=4s, table=0, n_packets=10, n_bytes=600, priority=300,tcp,tp_dst=80 actions=output:2"},
+		{"of15-dump-flows", "ipv6,reg0=0x5,ipv6_src=2001:db8::1 actions=resubmit(,2),CONTROLLER:65535"},
+		{"of15-dump-aggregate", "packet_count=7 byte_count=700 flow_count=2"},
+		{"of14-dump-ports", "port  1: rx pkts=11, bytes=1100"},
+		{"of15-dump-ports-desc", "LOCAL(br0): addr:02:00:00:00:00:fe"},
 	} {
 		if !strings.Contains(outputs[tc.name], tc.want) {
 			t.Errorf("%s: output lacks %q:\n%s", tc.name, tc.want, outputs[tc.name])

@@ -79,7 +79,7 @@ func (m *PacketIn) Append(b []byte) ([]byte, error) {
 	}
 	var err error
 	switch {
-	case m.Version == Version13:
+	case m.Version >= Version13:
 		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
 		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
 		b = be64(b, m.Cookie)
@@ -125,9 +125,12 @@ type PacketOut struct {
 
 func decodePacketOut(env Envelope, body []byte) (Msg, error) {
 	v := env.Version
+	if v >= Version15 {
+		return decodePacketOut15(env, body)
+	}
 	m := &PacketOut{Envelope: env}
 	var alen, fixed int
-	if v == Version13 {
+	if v >= Version13 {
 		if len(body) < 16 {
 			return nil, badLen(v, "packet out", len(body), 16)
 		}
@@ -143,7 +146,7 @@ func decodePacketOut(env Envelope, body []byte) (Msg, error) {
 	}
 	acts := body[fixed : fixed+alen]
 	var err error
-	if v == Version13 {
+	if v >= Version13 {
 		m.Actions, err = DecodeActions13(make([]Action, 0, alen/8), acts)
 	} else {
 		m.Actions, err = DecodeActions10(make([]Action, 0, alen/8), acts)
@@ -159,11 +162,14 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 	if err := checkVersion(m.Version); err != nil {
 		return b, err
 	}
+	if m.Version >= Version15 {
+		return m.append15(b)
+	}
 	b, start := begin(b, m.Version, TypePacketOut, m.Xid)
 	b = be32(b, m.BufferID)
 	var lenAt int
 	var err error
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		b = be32(b, m.InPort)
 		lenAt = len(b)
 		b = zeros(b, 8)
@@ -177,7 +183,7 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 		b = zeros(b, 2)
 	}
 	at := len(b)
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		b, err = AppendActions13(b, m.Actions)
 	} else {
 		b, err = AppendActions10(b, m.Actions)
@@ -256,7 +262,19 @@ func (m *FlowRemoved) Append(b []byte) ([]byte, error) {
 	}
 	var err error
 	switch {
-	case m.Version == Version13:
+	case m.Version >= Version15:
+		b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
+		b = append(b, m.TableID, m.Reason)
+		b = be64(be16(be16(be16(b, m.Priority), m.IdleTimeout), m.HardTimeout), m.Cookie)
+		if b, err = AppendOXM(b, &m.Match); err != nil {
+			return b[:start], err
+		}
+		st := oxsStats{durSec: m.DurationSec, durNsec: m.DurationNsec, packets: m.PacketCount, bytes: m.ByteCount}
+		st.set(OXSDuration)
+		st.set(OXSPacketCount)
+		st.set(OXSByteCount)
+		return finish(appendOXS(b, &st), start)
+	case m.Version >= Version13:
 		b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
 		b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, m.TableID)
 		b = be16(be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout), m.HardTimeout)
@@ -304,4 +322,88 @@ func decodeNXFlowRemoved(env Envelope, body []byte) (Msg, error) {
 		return nil, badLen(env.Version, "NXT_FLOW_REMOVED", len(body), len(body)-len(rest))
 	}
 	return m, nil
+}
+
+func decodeFlowRemoved15(env Envelope, body []byte) (Msg, error) {
+	v := env.Version
+	if len(body) < 16 {
+		return nil, badLen(v, "flow removed", len(body), 16)
+	}
+	m := &FlowRemoved{Envelope: env, TableID: body[0], Reason: body[1], Priority: u16(body[2:]),
+		IdleTimeout: u16(body[4:]), HardTimeout: u16(body[6:]), Cookie: u64(body[8:])}
+	n, err := DecodeOXM(body[16:], &m.Match)
+	if err != nil {
+		return nil, err
+	}
+	st, sn, err := decodeOXS(v, body[16+n:])
+	if err != nil {
+		return nil, err
+	}
+	if 16+n+sn != len(body) {
+		return nil, badLen(v, "flow removed", len(body), 16+n+sn)
+	}
+	m.DurationSec, m.DurationNsec, m.PacketCount, m.ByteCount = st.durSec, st.durNsec, st.packets, st.bytes
+	return m, nil
+}
+
+// decodePacketOut15 reads a 1.5 packet-out, whose input port travels in a
+// match. Only in_port may be in it: the other pipeline fields 1.5 allows
+// there (metadata, registers, tunnel) are refused with OFPBMC_BAD_FIELD
+// rather than ignored.
+func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
+	v := env.Version
+	if len(body) < 8 {
+		return nil, badLen(v, "packet out", len(body), 8)
+	}
+	m := &PacketOut{Envelope: env, BufferID: u32(body), InPort: PortAny}
+	alen := int(u16(body[4:]))
+	var match Match
+	n, err := DecodeOXM(body[8:], &match)
+	if err != nil {
+		return nil, err
+	}
+	inMask := match.Mask.InPort
+	match.Mask.InPort = 0
+	if match.Mask != (Match{}).Mask {
+		return nil, errOf(v, kMatchBadField, "packet out match sets fields other than in_port")
+	}
+	if inMask == ^uint32(0) {
+		m.InPort = match.Key.InPort
+	} else if inMask != 0 {
+		return nil, errOf(v, kMatchBadMask, "packet out in_port with a mask")
+	}
+	fixed := 8 + n
+	if fixed+alen > len(body) {
+		return nil, errOf(v, kBadLen, "packet out actions_len %d in %d bytes", alen, len(body)-fixed)
+	}
+	if m.Actions, err = DecodeActions13(make([]Action, 0, alen/8), body[fixed:fixed+alen]); err != nil {
+		return nil, err
+	}
+	m.Data = body[fixed+alen:]
+	return m, nil
+}
+
+func (m *PacketOut) append15(b []byte) ([]byte, error) {
+	b, start := begin(b, m.Version, TypePacketOut, m.Xid)
+	b = be32(b, m.BufferID)
+	lenAt := len(b)
+	b = zeros(b, 4)
+	var match Match
+	if m.InPort != PortAny {
+		match.Key.InPort, match.Mask.InPort = m.InPort, ^uint32(0)
+	}
+	var err error
+	if b, err = AppendOXM(b, &match); err != nil {
+		return b[:start], err
+	}
+	at := len(b)
+	if b, err = AppendActions13(b, m.Actions); err != nil {
+		return b[:start], err
+	}
+	n := len(b) - at
+	if n > 0xffff {
+		return b[:start], ErrTooLong
+	}
+	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+	return finish(append(b, m.Data...), start)
 }

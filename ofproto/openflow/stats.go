@@ -43,7 +43,7 @@ const (
 func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 	v := env.Version
 	hdr := 4
-	if v == Version13 {
+	if v >= Version13 {
 		hdr = 8
 	}
 	if len(body) < hdr {
@@ -77,6 +77,17 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 			}
 			return r, nil
 		}
+		if typ == StatsAggregate && v >= Version15 {
+			st, n, err := decodeOXS(v, rest)
+			if err != nil {
+				return nil, err
+			}
+			if n != len(rest) {
+				return nil, errOf(v, kBadLen, "aggregate reply: %d bytes after the stats", len(rest)-n)
+			}
+			return &AggregateStatsReply{Envelope: env, Flags: flags, PacketCount: st.packets, ByteCount: st.bytes,
+				FlowCount: st.flowCount}, nil
+		}
 		if typ == StatsAggregate {
 			if err := exact(24); err != nil {
 				return nil, err
@@ -107,8 +118,14 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 		}
 		return decodeQueueStatsReply(env, flags, rest)
 	case StatsPortDesc:
+		if !reply && v >= Version15 {
+			if err := exact(8); err != nil {
+				return nil, err
+			}
+			return &PortDescRequest{Envelope: env, Flags: flags, PortNo: u32(rest)}, nil
+		}
 		if !reply {
-			return &PortDescRequest{Envelope: env, Flags: flags}, exactOrNil(exact(0))
+			return &PortDescRequest{Envelope: env, Flags: flags, PortNo: PortAny}, exactOrNil(exact(0))
 		}
 		ports, err := decodePorts(v, rest)
 		if err != nil {
@@ -116,7 +133,7 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 		}
 		return &PortDescReply{Envelope: env, Flags: flags, Ports: ports}, nil
 	case StatsTableFeatures:
-		if v != Version13 {
+		if v < Version13 {
 			break
 		}
 		tables, err := decodeTableFeatures(rest)
@@ -142,7 +159,7 @@ func exactOrNil(e error) error {
 }
 
 func portAt(v uint8, b []byte) uint32 {
-	if v == Version13 {
+	if v >= Version13 {
 		return u32(b)
 	}
 	return Port10To32(u16(b))
@@ -151,7 +168,7 @@ func portAt(v uint8, b []byte) uint32 {
 func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, error) {
 	v := env.Version
 	hdr := 12 // vendor, subtype, pad
-	if v == Version13 {
+	if v >= Version13 {
 		hdr = 8
 	}
 	if len(b) < 4 {
@@ -199,9 +216,9 @@ func statsHeader(b []byte, e *Envelope, reply bool, typ, flags uint16, nx bool, 
 	}
 	var t uint8
 	switch {
-	case e.Version == Version13 && reply:
+	case e.Version >= Version13 && reply:
 		t = Type13MultipartReply
-	case e.Version == Version13:
+	case e.Version >= Version13:
 		t = Type13MultipartRequest
 	case reply:
 		t = Type10StatsReply
@@ -213,7 +230,7 @@ func statsHeader(b []byte, e *Envelope, reply bool, typ, flags uint16, nx bool, 
 	}
 	b, start := begin(b, e.Version, t, e.Xid)
 	b = be16(be16(b, typ), flags)
-	if e.Version == Version13 {
+	if e.Version >= Version13 {
 		b = zeros(b, 4)
 	}
 	if nx {
@@ -297,7 +314,7 @@ func decodeFlowStatsRequest(env Envelope, flags uint16, b []byte, nx bool) (*Flo
 		if len(rest) != 0 {
 			return nil, badLen(v, "NX flow stats request", len(b), len(b)-len(rest))
 		}
-	case v == Version13:
+	case v >= Version13:
 		if len(b) < 32 {
 			return nil, badLen(v, "flow stats request", len(b), 32)
 		}
@@ -325,7 +342,7 @@ func appendFlowStatsRequest(b []byte, m *FlowStatsRequest, typ uint16, sub uint3
 	if err != nil {
 		return b, err
 	}
-	if m.Version == Version13 {
+	if m.Version >= Version13 {
 		b = zeros(be32(be32(zeros(append(b, m.TableID), 3), m.OutPort), m.OutGroup), 4)
 		b = be64(be64(b, m.Cookie), m.CookieMask)
 		if b, err = AppendOXM(b, &m.Match); err != nil {
@@ -362,9 +379,11 @@ func (m *AggregateStatsRequest) Append(b []byte) ([]byte, error) {
 	return appendFlowStatsRequest(b, (*FlowStatsRequest)(m), StatsAggregate, NXSTAggregate)
 }
 
-// FlowStats is one flow in a flow stats reply. Flags exist only in 1.3;
-// IdleAge and HardAge (seconds since last hit / modification, plus one)
-// only in NXST_FLOW; 1.0 and NX replies carry only Instructions.Apply.
+// FlowStats is one flow in a flow stats reply. Flags exist only in 1.3+,
+// Importance in 1.4+; IdleAge and HardAge (seconds since last hit /
+// modification, plus one; 0 unknown) only in NXST_FLOW, and IdleAge also
+// in 1.5 (the OXS idle time); 1.0 and NX replies carry only
+// Instructions.Apply.
 type FlowStats struct {
 	TableID      uint8
 	DurationSec  uint32
@@ -373,6 +392,7 @@ type FlowStats struct {
 	IdleTimeout  uint16
 	HardTimeout  uint16
 	Flags        uint16
+	Importance   uint16 // 1.4+
 	IdleAge      uint16
 	HardAge      uint16
 	Cookie       uint64
@@ -395,8 +415,11 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 	v := env.Version
 	m := &FlowStatsReply{Envelope: env, Flags: flags, NXM: nx}
 	fixed := 48
-	if v == Version10 && !nx {
+	switch {
+	case v == Version10 && !nx:
 		fixed = 88
+	case v >= Version15:
+		fixed = flowStats15Len
 	}
 	for len(b) > 0 {
 		if len(b) < fixed {
@@ -409,6 +432,13 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 		e, rest := b[:n], b[n:]
 		b = rest
 		var s FlowStats
+		if v >= Version15 {
+			if err := decodeFlowStats15(v, e, &s); err != nil {
+				return nil, err
+			}
+			m.Stats = append(m.Stats, s)
+			continue
+		}
 		s.TableID, s.DurationSec, s.DurationNsec = e[2], u32(e[4:]), u32(e[8:])
 		s.Priority, s.IdleTimeout, s.HardTimeout = u16(e[12:]), u16(e[14:]), u16(e[16:])
 		s.Cookie, s.PacketCount, s.ByteCount = u64(e[24:]), u64(e[32:]), u64(e[40:])
@@ -421,8 +451,11 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 				return nil, err
 			}
 			s.Instructions.Apply, err = DecodeActions10(make([]Action, 0, len(acts)/8), acts)
-		case v == Version13:
+		case v >= Version13:
 			s.Flags = u16(e[18:])
+			if v >= Version14 {
+				s.Importance = u16(e[20:])
+			}
 			var mn int
 			if mn, err = DecodeOXM(e[48:], &s.Match); err != nil {
 				return nil, err
@@ -458,6 +491,9 @@ func (m *FlowStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
 }
 
 func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
+	if v >= Version15 {
+		return appendFlowStats15(b, s)
+	}
 	at := len(b)
 	var err error
 	b = append(zeros(b, 2), s.TableID, 0)
@@ -476,9 +512,13 @@ func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 			return b, fmt.Errorf("openflow: NX flow stats with instructions: %w", ErrUnsupported)
 		}
 		b, err = AppendActions10(b, s.Instructions.Apply)
-	case v == Version13:
+	case v >= Version13:
 		b = be16(be16(be16(be32(be32(b, s.DurationSec), s.DurationNsec), s.Priority), s.IdleTimeout), s.HardTimeout)
-		b = zeros(be16(b, s.Flags), 4)
+		var importance uint16
+		if v >= Version14 {
+			importance = s.Importance
+		}
+		b = zeros(be16(be16(b, s.Flags), importance), 2)
 		b = be64(be64(be64(b, s.Cookie), s.PacketCount), s.ByteCount)
 		if b, err = AppendOXM(b, &s.Match); err != nil {
 			return b, err
@@ -522,6 +562,13 @@ func (m *AggregateStatsReply) Append(b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
+	if m.Version >= Version15 {
+		st := oxsStats{packets: m.PacketCount, bytes: m.ByteCount, flowCount: m.FlowCount}
+		st.set(OXSPacketCount)
+		st.set(OXSByteCount)
+		st.set(OXSFlowCount)
+		return finish(appendOXS(b, &st), start)
+	}
 	return finish(zeros(be32(be64(be64(b, m.PacketCount), m.ByteCount), m.FlowCount), 4), start)
 }
 
@@ -560,7 +607,7 @@ type TableStatsReply struct {
 
 func decodeTableStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 	n := tableStats10Len
-	if env.Version == Version13 {
+	if env.Version >= Version13 {
 		n = tableStats13Len
 	}
 	if len(b)%n != 0 {
@@ -570,7 +617,7 @@ func decodeTableStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 	for ; len(b) > 0; b = b[n:] {
 		var s TableStats
 		s.TableID = b[0]
-		if env.Version == Version13 {
+		if env.Version >= Version13 {
 			s.ActiveCount, s.LookupCount, s.MatchedCount = u32(b[4:]), u64(b[8:]), u64(b[16:])
 		} else {
 			s.Name, s.Wildcards, s.MaxEntries = cstring(b[4:36]), u32(b[36:]), u32(b[40:])
@@ -586,7 +633,7 @@ func (m *TableStatsReply) body() replyBody {
 		entry: func(b []byte, i int) ([]byte, error) {
 			s := &m.Stats[i]
 			b = zeros(append(b, s.TableID), 3)
-			if m.Version == Version13 {
+			if m.Version >= Version13 {
 				return be64(be64(be32(b, s.ActiveCount), s.LookupCount), s.MatchedCount), nil
 			}
 			b = be32(be32(be32(appendCString(b, s.Name, 32), s.Wildcards), s.MaxEntries), s.ActiveCount)
@@ -610,7 +657,7 @@ type PortStatsRequest struct {
 }
 
 func appendPortNo(b []byte, v uint8, p uint32) ([]byte, error) {
-	if v == Version13 {
+	if v >= Version13 {
 		return be32(b, p), nil
 	}
 	n, ok := Port32To10(p)
@@ -660,8 +707,11 @@ type PortStatsReply struct {
 }
 
 func decodePortStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
+	if env.Version >= Version14 {
+		return decodePortStatsReply14(env, flags, b)
+	}
 	n := portStats10Len
-	if env.Version == Version13 {
+	if env.Version >= Version13 {
 		n = portStats13Len
 	}
 	if len(b)%n != 0 {
@@ -674,7 +724,7 @@ func decodePortStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 		for i, p := range s.counters() {
 			*p = u64(c[8*i:])
 		}
-		if env.Version == Version13 {
+		if env.Version >= Version13 {
 			s.DurationSec, s.DurationNsec = u32(b[104:]), u32(b[108:])
 		}
 		m.Stats = append(m.Stats, s)
@@ -692,6 +742,9 @@ func (m *PortStatsReply) body() replyBody {
 	return replyBody{env: &m.Envelope, typ: StatsPort, flags: m.Flags, n: len(m.Stats),
 		entry: func(b []byte, i int) ([]byte, error) {
 			s := &m.Stats[i]
+			if m.Version >= Version14 {
+				return appendPortStats14(b, s), nil
+			}
 			at := len(b)
 			b, err := appendPortNo(b, m.Version, s.PortNo)
 			if err != nil {
@@ -701,7 +754,7 @@ func (m *PortStatsReply) body() replyBody {
 			for _, p := range s.counters() {
 				b = be64(b, *p)
 			}
-			if m.Version == Version13 {
+			if m.Version >= Version13 {
 				b = be32(be32(b, s.DurationSec), s.DurationNsec)
 			}
 			return b, nil
@@ -754,8 +807,11 @@ type QueueStatsReply struct {
 }
 
 func decodeQueueStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
+	if env.Version >= Version14 {
+		return decodeQueueStatsReply14(env, flags, b)
+	}
 	n := queueStats10Len
-	if env.Version == Version13 {
+	if env.Version >= Version13 {
 		n = queueStats13Len
 	}
 	if len(b)%n != 0 {
@@ -765,7 +821,7 @@ func decodeQueueStatsReply(env Envelope, flags uint16, b []byte) (Msg, error) {
 	for ; len(b) > 0; b = b[n:] {
 		s := QueueStats{PortNo: portAt(env.Version, b), QueueID: u32(b[4:]),
 			TxBytes: u64(b[8:]), TxPackets: u64(b[16:]), TxErrors: u64(b[24:])}
-		if env.Version == Version13 {
+		if env.Version >= Version13 {
 			s.DurationSec, s.DurationNsec = u32(b[32:]), u32(b[36:])
 		}
 		m.Stats = append(m.Stats, s)
@@ -777,6 +833,9 @@ func (m *QueueStatsReply) body() replyBody {
 	return replyBody{env: &m.Envelope, typ: StatsQueue, flags: m.Flags, n: len(m.Stats),
 		entry: func(b []byte, i int) ([]byte, error) {
 			s := &m.Stats[i]
+			if m.Version >= Version14 {
+				b = zeros(be16(b, queueStats14Len), 6)
+			}
 			at := len(b)
 			b, err := appendPortNo(b, m.Version, s.PortNo)
 			if err != nil {
@@ -784,7 +843,7 @@ func (m *QueueStatsReply) body() replyBody {
 			}
 			b = be32(zeros(b, 4-(len(b)-at)), s.QueueID)
 			b = be64(be64(be64(b, s.TxBytes), s.TxPackets), s.TxErrors)
-			if m.Version == Version13 {
+			if m.Version >= Version13 {
 				b = be32(be32(b, s.DurationSec), s.DurationNsec)
 			}
 			return b, nil
@@ -801,15 +860,22 @@ func (m *QueueStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
 // PortDescRequest asks for the port list (OFPMP_PORT_DESC; in 1.0 the OVS
 // extension stats type 13, which ovs-ofctl uses only when the features
 // reply could not hold every port).
+//
+// PortNo (1.5+) asks for one port; PortAny for all. Earlier versions
+// always ask for all and decode as PortAny.
 type PortDescRequest struct {
 	Envelope
-	Flags uint16
+	Flags  uint16
+	PortNo uint32
 }
 
 func (m *PortDescRequest) Append(b []byte) ([]byte, error) {
 	b, start, err := statsHeader(b, &m.Envelope, false, StatsPortDesc, m.Flags, false, 0)
 	if err != nil {
 		return b, err
+	}
+	if m.Version >= Version15 {
+		b = zeros(be32(b, m.PortNo), 4)
 	}
 	return finish(b, start)
 }

@@ -1,0 +1,299 @@
+package vswitchd
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/govswitch/govswitch/classifier"
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// ofprotoList is ofproto/list: the bridges' names, one a line.
+func (d *Daemon) ofprotoList([]string) (string, error) {
+	var sb strings.Builder
+	for _, b := range d.Bridges() {
+		sb.WriteString(b.Name + "\n")
+	}
+	return sb.String(), nil
+}
+
+// dpifDumpFlows is dpif/dump-flows [-m] [--names | --no-names] BRIDGE:
+// the bridge's datapath flows, as ovs-vswitchd prints them. -m adds the
+// UFID and names ports (as --names does). Unlike ovs-vswitchd, -m does
+// not list the attributes a flow wildcards entirely ("dp_hash(0/0)").
+func (d *Daemon) dpifDumpFlows(args []string) (string, error) {
+	verbose, names := false, false
+	var rest []string
+	for _, a := range args {
+		switch a {
+		case "-m", "--more":
+			verbose, names = true, true
+		case "--names":
+			names = true
+		case "--no-names":
+			names = false
+		default:
+			if strings.HasPrefix(a, "-") {
+				return "", fmt.Errorf("dpif/dump-flows: unknown option %s (-m, --names and --no-names are known)", a)
+			}
+			rest = append(rest, a)
+		}
+	}
+	if len(rest) != 1 {
+		return "", errors.New("dpif/dump-flows: name one bridge")
+	}
+	b := d.Bridge(rest[0])
+	if b == nil {
+		return "", errors.New("no such bridge")
+	}
+	var dpNames map[uint32]string
+	if names {
+		dpNames = map[uint32]string{}
+		for _, p := range b.Ports.Snapshot().List() {
+			dpNames[p.DPPort] = p.Name
+		}
+	}
+	var sb strings.Builder
+	err := b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+		if verbose && !f.UFID.IsZero() {
+			sb.WriteString(f.UFID.String() + " ")
+		}
+		sb.WriteString(namePorts(flow.Format(&f.Key, &f.Mask), dpNames))
+		fmt.Fprintf(&sb, ", packets:%d, bytes:%d, used:%s, actions:%s\n",
+			f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), nameActionPorts(datapath.FormatActions(f.Actions), dpNames))
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+// namePorts replaces in_port(N) in a datapath flow's text with the port's
+// name, when names has one.
+func namePorts(key string, names map[uint32]string) string {
+	if names == nil {
+		return key
+	}
+	const attr = "in_port("
+	i := strings.Index(key, attr)
+	if i < 0 {
+		return key
+	}
+	j := strings.IndexByte(key[i:], ')')
+	if j < 0 {
+		return key
+	}
+	n, err := strconv.ParseUint(key[i+len(attr):i+j], 10, 32)
+	name, ok := names[uint32(n)]
+	if err != nil || !ok {
+		return key
+	}
+	return key[:i+len(attr)] + name + key[i+j:]
+}
+
+// nameActionPorts replaces the top-level output actions (bare port
+// numbers) of a datapath action list's text with the ports' names.
+func nameActionPorts(acts string, names map[uint32]string) string {
+	if names == nil {
+		return acts
+	}
+	var out []string
+	depth, start := 0, 0
+	emit := func(tok string) {
+		if n, err := strconv.ParseUint(tok, 10, 32); err == nil {
+			if name, ok := names[uint32(n)]; ok {
+				tok = name
+			}
+		}
+		out = append(out, tok)
+	}
+	for i := 0; i < len(acts); i++ {
+		switch acts[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				emit(acts[start:i])
+				start = i + 1
+			}
+		}
+	}
+	emit(acts[start:])
+	return strings.Join(out, ",")
+}
+
+// bridgeDumpFlows is bridge/dump-flows BRIDGE: every OpenFlow flow with
+// its counters, as ovs-vswitchd prints them (ovs-vswitchd also lists
+// hidden flows in table 254; govswitchd has none).
+func (d *Daemon) bridgeDumpFlows(args []string) (string, error) {
+	if len(args) != 1 {
+		if len(args) == 2 && args[0] == "--offload-stats" {
+			return "", errors.New("bridge/dump-flows: --offload-stats: govswitchd offloads nothing")
+		}
+		return "", errors.New("bridge/dump-flows: name one bridge")
+	}
+	b := d.Bridge(args[0])
+	if b == nil {
+		return "", fmt.Errorf("%s: unknown bridge", args[0])
+	}
+	rules := b.Tables.Select(openflow.TableAll, &classifier.Match{}, 0, 0, openflow.PortAny)
+	// Table by table, then as ovs-vswitchd walks a table: highest priority first.
+	sort.SliceStable(rules, func(i, j int) bool {
+		if rules[i].Value.Table != rules[j].Value.Table {
+			return rules[i].Value.Table < rules[j].Value.Table
+		}
+		return rules[i].Priority > rules[j].Priority
+	})
+	now := time.Now()
+	var sb strings.Builder
+	for _, r := range rules {
+		sb.WriteString(formatRule(r, now))
+		sb.WriteByte('\n')
+	}
+	return sb.String(), nil
+}
+
+// formatRule prints a rule as bridge/dump-flows does: "duration=1s,
+// n_packets=0, n_bytes=0, priority=10,ip,in_port=1,actions=output:2".
+func formatRule(r *ofproto.Rule, now time.Time) string {
+	e := r.Value
+	var sb strings.Builder
+	if e.Table != 0 {
+		fmt.Fprintf(&sb, "table_id=%d, ", e.Table)
+	}
+	if e.Cookie != 0 {
+		fmt.Fprintf(&sb, "cookie=%#x, ", e.Cookie)
+	}
+	packets, bytes := e.Stats()
+	fmt.Fprintf(&sb, "duration=%ds, n_packets=%d, n_bytes=%d, ", int(now.Sub(e.Created).Seconds()), packets, bytes)
+	if e.IdleTimeout != 0 {
+		fmt.Fprintf(&sb, "idle_timeout=%d, ", e.IdleTimeout)
+	}
+	if e.HardTimeout != 0 {
+		fmt.Fprintf(&sb, "hard_timeout=%d, ", e.HardTimeout)
+	}
+	// OVS prints the priority of every rule here, the default included.
+	fmt.Fprintf(&sb, "priority=%d", r.Priority)
+	if match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority}); len(match) > 0 {
+		sb.WriteByte(',')
+		sb.Write(match)
+	}
+	sb.WriteString(",actions=" + ofproto.InstructionsString(&e.Instructions))
+	return sb.String()
+}
+
+// dpFeature is one line of dpif/show-dp-features: a datapath feature
+// govswitchd probes when it opens the datapath.
+type dpFeature struct {
+	name, title string
+	on          func(datapath.Features) bool
+}
+
+// dpFeatures are the features govswitchd probes, named and titled as
+// ovs-vswitchd names them. ovs-vswitchd probes many more (actions such as
+// clone and check_pkt_len, conntrack fields); govswitchd reports only
+// what it has probed.
+var dpFeatures = []dpFeature{
+	{"ufid", "Ufid", func(f datapath.Features) bool { return f.UFID }},
+	{"ct_zone", "CT zone", func(f datapath.Features) bool { return f.CtZone }},
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "Yes"
+	}
+	return "No"
+}
+
+// dpifShowDPFeatures is dpif/show-dp-features BRIDGE.
+func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
+	b := d.Bridge(args[0])
+	if b == nil {
+		return "", errors.New("no such bridge")
+	}
+	f := b.DP.Features()
+	var sb strings.Builder
+	for _, ft := range dpFeatures {
+		fmt.Fprintf(&sb, "%s: %s\n", ft.title, yesNo(ft.on(f)))
+	}
+	return sb.String(), nil
+}
+
+// dpifSetDPFeatures is dpif/set-dp-features BRIDGE [FEATURE [true|false]].
+// Alone it lists the probed features as ovs-vswitchd does ("[run
+// time]" and "[boot time]" are the same: govswitchd changes none at run
+// time). Asking to change one is refused.
+func (d *Daemon) dpifSetDPFeatures(args []string) (string, error) {
+	b := d.Bridge(args[0])
+	if b == nil {
+		return "", errors.New("no such bridge")
+	}
+	f := b.DP.Features()
+	if len(args) == 1 {
+		var sb strings.Builder
+		for _, ft := range dpFeatures {
+			v := strconv.FormatBool(ft.on(f))
+			fmt.Fprintf(&sb, "%s (%s) : [run time]:%s, [boot time]:%s\n", ft.name, ft.title, v, v)
+		}
+		return sb.String(), nil
+	}
+	for _, ft := range dpFeatures {
+		if ft.name == args[1] {
+			return "", fmt.Errorf("dpif/set-dp-features: govswitchd cannot change %s at run time (it is %v, as probed when the datapath was opened)",
+				ft.name, ft.on(f))
+		}
+	}
+	return "", fmt.Errorf("dpif/set-dp-features: unknown feature %q (govswitchd knows %s)", args[1], featureNames())
+}
+
+func featureNames() string {
+	var n []string
+	for _, ft := range dpFeatures {
+		n = append(n, ft.name)
+	}
+	return strings.Join(n, ", ")
+}
+
+// fdbStatsShow is fdb/stats-show BRIDGE, in ovs-vswitchd's words.
+func (d *Daemon) fdbStatsShow(args []string) (string, error) {
+	b := d.Bridge(args[0])
+	if b == nil {
+		return "", errors.New("no such bridge")
+	}
+	st := b.MAC.Stats()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Statistics for bridge %q:\n", b.Name)
+	fmt.Fprintf(&sb, "  Current/maximum MAC entries in the table: %d/%d\n", b.MAC.Len(), b.MAC.Capacity())
+	fmt.Fprintf(&sb, "  Current static MAC entries in the table : %d\n", 0)
+	fmt.Fprintf(&sb, "  Total number of learned MAC entries     : %d\n", st.Learned)
+	fmt.Fprintf(&sb, "  Total number of expired MAC entries     : %d\n", st.Expired)
+	fmt.Fprintf(&sb, "  Total number of evicted MAC entries     : %d\n", st.Evicted)
+	fmt.Fprintf(&sb, "  Total number of port moved MAC entries  : %d\n", st.Moved)
+	return sb.String(), nil
+}
+
+// fdbStatsClear is fdb/stats-clear [BRIDGE].
+func (d *Daemon) fdbStatsClear(args []string) (string, error) {
+	bridges := d.Bridges()
+	if len(args) == 1 {
+		b := d.Bridge(args[0])
+		if b == nil {
+			return "", errors.New("no such bridge")
+		}
+		bridges = []*ofproto.Bridge{b}
+	}
+	for _, b := range bridges {
+		b.MAC.ClearStats()
+	}
+	return "statistics successfully cleared\n", nil
+}

@@ -1,0 +1,63 @@
+package vswitchd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// exitCmd is ovs-appctl exit [--cleanup]. Plain exit stops the daemon and
+// leaves its datapaths, ports and flows in the kernel, so traffic keeps
+// flowing and the next start reattaches. With --cleanup it first deletes
+// what the daemon created, as ovs-vswitchd does: every bridge's datapath,
+// and with it the datapath's ports (internal ports and their network
+// devices vanish; system devices are only detached). The reply comes once
+// that is done, so that when ovs-appctl returns the kernel is clean
+// (ovs-vswitchd 3.1 answers first and cleans up as it exits, so its
+// callers wait for the process to end; they may still do that here).
+func (d *Daemon) exitCmd(args []string) (string, error) {
+	cleanup := false
+	if len(args) == 1 {
+		if args[0] != "--cleanup" {
+			return "", fmt.Errorf("exit: unknown option %q (the only one is --cleanup)", args[0])
+		}
+		cleanup = true
+	}
+	var err error
+	if cleanup {
+		err = d.Cleanup()
+	}
+	d.Exit()
+	if err != nil {
+		return "", fmt.Errorf("exit --cleanup: %w", err)
+	}
+	return "", nil
+}
+
+// Cleanup stops every bridge and deletes its datapath, and keeps the
+// daemon from bringing up bridges afterwards (a database change arriving
+// meanwhile must not recreate one). It is for a daemon about to stop.
+func (d *Daemon) Cleanup() error {
+	d.mu.Lock()
+	d.exiting = true
+	names := make([]string, 0, len(d.bridges))
+	for _, b := range d.bridges {
+		names = append(names, b.Name)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, name := range names {
+		if b := d.takeDown(name); b != nil {
+			b.DP.Close()
+		}
+		if err := d.provider.Delete(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("bridge %s: delete datapath: %w", name, err))
+			continue
+		}
+		d.log.Info("datapath deleted", "bridge", name)
+	}
+	return errors.Join(errs...)
+}
+
+// errExiting refuses to start a bridge after Cleanup.
+var errExiting = errors.New("govswitchd is exiting (exit --cleanup)")
