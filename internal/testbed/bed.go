@@ -69,7 +69,13 @@ func require(tb testing.TB, inBed, mustBeInBed bool, pkgDir string) {
 	if inBed {
 		return
 	}
-	msg := "needs the openvswitch kernel module: run scripts/kernel-test " + pkgDir
+	skipOrFail(tb, mustBeInBed, "needs the openvswitch kernel module: run scripts/kernel-test "+pkgDir)
+}
+
+// skipOrFail ends a test that cannot run here: a skip with msg, or, when
+// mustBeInBed (EnvRequireBed is "1"), a failure.
+func skipOrFail(tb testing.TB, mustBeInBed bool, msg string) {
+	tb.Helper()
 	if mustBeInBed {
 		tb.Fatal(msg + " (" + EnvRequireBed + "=1 forbids skipping)")
 		return

@@ -54,9 +54,5 @@ func requireVM(tb testing.TB, kind string, mustBeInBed bool, pkgDir string) {
 	if kind != "" {
 		msg += " (this is the " + kind + " bed)"
 	}
-	if mustBeInBed {
-		tb.Fatal(msg + " (" + EnvRequireBed + "=1 forbids skipping)")
-		return
-	}
-	tb.Skip(msg)
+	skipOrFail(tb, mustBeInBed, msg)
 }
