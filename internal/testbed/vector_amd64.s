@@ -8,6 +8,26 @@
 // out. Only RAX, RCX, R11 (the syscall's), BX, DX, SI, DI and the vector
 // registers are used.
 
+// YIELDS makes BX sched_yield calls (system call 24), each after spin+24(FP) iterations of
+// an empty loop, touching only AX, BX, CX, DX and R11. Labels are local to
+// a TEXT block, so each holder expands it once.
+#define YIELDS \
+loop: \
+	TESTQ BX, BX; \
+	JZ done; \
+	MOVQ spin+24(FP), DX; \
+spin: \
+	TESTQ DX, DX; \
+	JZ sys; \
+	DECQ DX; \
+	JMP spin; \
+sys: \
+	MOVQ $24, AX; \
+	SYSCALL; \
+	DECQ BX; \
+	JMP loop; \
+done:
+
 // func holdZMM(in, out *byte, yields, spin int)
 // 32 zmm registers (64 bytes each) at 0..2047, then k1..k7 (2 bytes each,
 // KMOVW: AVX512F) at 2048..2061.
@@ -54,21 +74,7 @@ TEXT ·holdZMM(SB), NOSPLIT, $0-32
 	KMOVW 2056(SI), K5
 	KMOVW 2058(SI), K6
 	KMOVW 2060(SI), K7
-zloop:
-	TESTQ BX, BX
-	JZ zdone
-	MOVQ spin+24(FP), DX
-zspin:
-	TESTQ DX, DX
-	JZ zsys
-	DECQ DX
-	JMP zspin
-zsys:
-	MOVQ $24, AX // SYS_sched_yield
-	SYSCALL
-	DECQ BX
-	JMP zloop
-zdone:
+	YIELDS
 	VMOVDQU64 Z0, 0(DI)
 	VMOVDQU64 Z1, 64(DI)
 	VMOVDQU64 Z2, 128(DI)
@@ -133,21 +139,7 @@ TEXT ·holdYMM(SB), NOSPLIT, $0-32
 	VMOVDQU 416(SI), Y13
 	VMOVDQU 448(SI), Y14
 	VMOVDQU 480(SI), Y15
-yloop:
-	TESTQ BX, BX
-	JZ ydone
-	MOVQ spin+24(FP), DX
-yspin:
-	TESTQ DX, DX
-	JZ ysys
-	DECQ DX
-	JMP yspin
-ysys:
-	MOVQ $24, AX // SYS_sched_yield
-	SYSCALL
-	DECQ BX
-	JMP yloop
-ydone:
+	YIELDS
 	VMOVDQU Y0, 0(DI)
 	VMOVDQU Y1, 32(DI)
 	VMOVDQU Y2, 64(DI)
