@@ -59,10 +59,23 @@ func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopDaemon := runOVSDB(t, d, s.srv.Remote, 10*time.Second)
+	s.d, s.log = d, log
+	return func() {
+		stopDaemon()
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", log.String())
+		}
+	}
+}
+
+// runOVSDB runs d against the database at remote, and returns what stops
+// it: cancel, then fail the test if RunOVSDB erred or took over wait to
+// return.
+func runOVSDB(t *testing.T, d *Daemon, remote string, wait time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.RunOVSDB(ctx, s.srv.Remote) }()
-	s.d, s.log = d, log
+	go func() { done <- d.RunOVSDB(ctx, remote) }()
 	return func() {
 		cancel()
 		select {
@@ -70,11 +83,8 @@ func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 			if err != nil {
 				t.Errorf("RunOVSDB: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(wait):
 			t.Errorf("RunOVSDB did not return after cancel")
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", log.String())
 		}
 	}
 }
