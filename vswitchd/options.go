@@ -130,6 +130,16 @@ func (p *argParser) options() []option {
 	refuse := func(why string) func(*argParser, string, bool) error {
 		return func(*argParser, string, bool) error { return fmt.Errorf("%s", why) }
 	}
+	// bridgeOpt is an option of the last --bridge: set applies its value.
+	bridgeOpt := func(name string, set func(b *BridgeSpec, v string)) func(*argParser, string, bool) error {
+		return func(p *argParser, v string, _ bool) error {
+			b, err := p.needBridge(name)
+			if err == nil {
+				set(b, v)
+			}
+			return err
+		}
+	}
 	c := &p.cfg
 	return []option{
 		// ovs-vswitchd's options.
@@ -191,34 +201,10 @@ func (p *argParser) options() []option {
 			c.Bridges = append(c.Bridges, BridgeSpec{Name: v})
 			return nil
 		}},
-		{"port", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("port")
-			if err == nil {
-				b.Ports = append(b.Ports, v)
-			}
-			return err
-		}},
-		{"controller", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("controller")
-			if err == nil {
-				b.Controllers = append(b.Controllers, v)
-			}
-			return err
-		}},
-		{"listen", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("listen")
-			if err == nil {
-				b.Listeners = append(b.Listeners, v)
-			}
-			return err
-		}},
-		{"fail-mode", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("fail-mode")
-			if err == nil {
-				b.FailMode = v
-			}
-			return err
-		}},
+		{"port", 0, reqArg, bridgeOpt("port", func(b *BridgeSpec, v string) { b.Ports = append(b.Ports, v) })},
+		{"controller", 0, reqArg, bridgeOpt("controller", func(b *BridgeSpec, v string) { b.Controllers = append(b.Controllers, v) })},
+		{"listen", 0, reqArg, bridgeOpt("listen", func(b *BridgeSpec, v string) { b.Listeners = append(b.Listeners, v) })},
+		{"fail-mode", 0, reqArg, bridgeOpt("fail-mode", func(b *BridgeSpec, v string) { b.FailMode = v })},
 		{"config", 0, reqArg, func(p *argParser, v string, _ bool) error {
 			fc, err := LoadFile(v)
 			if err == nil {
