@@ -238,21 +238,7 @@ func ParseEntry(b []byte) (Entry, error) {
 		case ctaCountersReply:
 			ad.Nested(func(n *netlink.AttributeDecoder) error { return parseCounters(n, &e.ReplyCnt) })
 		case ctaProtoinfo:
-			ad.Nested(func(n *netlink.AttributeDecoder) error {
-				for n.Next() {
-					if n.Type() == ctaProtoinfoTCP {
-						n.Nested(func(t *netlink.AttributeDecoder) error {
-							for t.Next() {
-								if t.Type() == ctaProtoinfoTCPState {
-									e.TCPState, e.HasTCPState = t.Uint8(), true
-								}
-							}
-							return nil
-						})
-					}
-				}
-				return nil
-			})
+			ad.Nested(func(n *netlink.AttributeDecoder) error { return parseProtoinfo(n, &e) })
 		}
 	}
 	if err := ad.Err(); err != nil {
@@ -268,39 +254,65 @@ func parseTuple(ad *netlink.AttributeDecoder, t *Tuple) error {
 	for ad.Next() {
 		switch ad.Type() {
 		case ctaTupleIP:
-			ad.Nested(func(n *netlink.AttributeDecoder) error {
-				for n.Next() {
-					a, ok := netip.AddrFromSlice(n.Bytes())
-					switch typ := n.Type(); {
-					case (typ == ctaIPv4Src || typ == ctaIPv4Dst) && ok && a.Is4(),
-						(typ == ctaIPv6Src || typ == ctaIPv6Dst) && ok && a.Is6():
-						if typ == ctaIPv4Src || typ == ctaIPv6Src {
-							t.Src = a
-						} else {
-							t.Dst = a
-						}
-					case typ >= ctaIPv4Src && typ <= ctaIPv6Dst:
-						return fmt.Errorf("bad address attribute %d of %d bytes", typ, len(n.Bytes()))
-					}
-				}
-				return nil
-			})
+			ad.Nested(func(n *netlink.AttributeDecoder) error { return parseTupleIP(n, t) })
 		case ctaTupleProto:
-			ad.Nested(func(n *netlink.AttributeDecoder) error {
-				for n.Next() {
-					switch n.Type() {
-					case ctaProtoNum:
-						t.Proto = n.Uint8()
-					case ctaProtoSrcPort:
-						t.SrcPort = n.Uint16()
-					case ctaProtoDstPort:
-						t.DstPort = n.Uint16()
-					case ctaProtoICMPID, ctaProtoICMP6ID:
-						t.ICMPID = n.Uint16()
-					case ctaProtoICMPType, ctaProtoICMP6Typ:
-						t.ICMPType = n.Uint8()
-					case ctaProtoICMPCode, ctaProtoICMP6Cod:
-						t.ICMPCode = n.Uint8()
+			ad.Nested(func(n *netlink.AttributeDecoder) error { return parseTupleProto(n, t) })
+		}
+	}
+	return nil
+}
+
+// parseTupleIP takes t's addresses from CTA_TUPLE_IP; an address of the
+// wrong length for its family is an error.
+func parseTupleIP(n *netlink.AttributeDecoder, t *Tuple) error {
+	for n.Next() {
+		a, ok := netip.AddrFromSlice(n.Bytes())
+		switch typ := n.Type(); {
+		case (typ == ctaIPv4Src || typ == ctaIPv4Dst) && ok && a.Is4(),
+			(typ == ctaIPv6Src || typ == ctaIPv6Dst) && ok && a.Is6():
+			if typ == ctaIPv4Src || typ == ctaIPv6Src {
+				t.Src = a
+			} else {
+				t.Dst = a
+			}
+		case typ >= ctaIPv4Src && typ <= ctaIPv6Dst:
+			return fmt.Errorf("bad address attribute %d of %d bytes", typ, len(n.Bytes()))
+		}
+	}
+	return nil
+}
+
+// parseTupleProto takes t's protocol, ports and ICMP fields from
+// CTA_TUPLE_PROTO.
+func parseTupleProto(n *netlink.AttributeDecoder, t *Tuple) error {
+	for n.Next() {
+		switch n.Type() {
+		case ctaProtoNum:
+			t.Proto = n.Uint8()
+		case ctaProtoSrcPort:
+			t.SrcPort = n.Uint16()
+		case ctaProtoDstPort:
+			t.DstPort = n.Uint16()
+		case ctaProtoICMPID, ctaProtoICMP6ID:
+			t.ICMPID = n.Uint16()
+		case ctaProtoICMPType, ctaProtoICMP6Typ:
+			t.ICMPType = n.Uint8()
+		case ctaProtoICMPCode, ctaProtoICMP6Cod:
+			t.ICMPCode = n.Uint8()
+		}
+	}
+	return nil
+}
+
+// parseProtoinfo takes the TCP state from CTA_PROTOINFO's
+// CTA_PROTOINFO_TCP, the one protocol's information ovs-dpctl prints.
+func parseProtoinfo(ad *netlink.AttributeDecoder, e *Entry) error {
+	for ad.Next() {
+		if ad.Type() == ctaProtoinfoTCP {
+			ad.Nested(func(t *netlink.AttributeDecoder) error {
+				for t.Next() {
+					if t.Type() == ctaProtoinfoTCPState {
+						e.TCPState, e.HasTCPState = t.Uint8(), true
 					}
 				}
 				return nil

@@ -49,9 +49,9 @@ func (d *Daemon) dpifDumpFlows(args []string) (string, error) {
 	if len(rest) != 1 {
 		return "", errors.New("dpif/dump-flows: name one bridge")
 	}
-	b := d.Bridge(rest[0])
-	if b == nil {
-		return "", errors.New("no such bridge")
+	b, err := d.bridgeArg(rest[0])
+	if err != nil {
+		return "", err
 	}
 	var dpNames map[uint32]string
 	if names {
@@ -61,7 +61,7 @@ func (d *Daemon) dpifDumpFlows(args []string) (string, error) {
 		}
 	}
 	var sb strings.Builder
-	err := b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+	err = b.DP.DumpFlows(false, func(f *datapath.Flow) error {
 		if verbose && !f.UFID.IsZero() {
 			sb.WriteString(f.UFID.String() + " ")
 		}
@@ -217,9 +217,9 @@ func yesNo(b bool) string {
 
 // dpifShowDPFeatures is dpif/show-dp-features BRIDGE.
 func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
-	b := d.Bridge(args[0])
-	if b == nil {
-		return "", errors.New("no such bridge")
+	b, err := d.bridgeArg(args[0])
+	if err != nil {
+		return "", err
 	}
 	f := b.DP.Features()
 	var sb strings.Builder
@@ -234,9 +234,9 @@ func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
 // time]" and "[boot time]" are the same: govswitchd changes none at run
 // time). Asking to change one is refused.
 func (d *Daemon) dpifSetDPFeatures(args []string) (string, error) {
-	b := d.Bridge(args[0])
-	if b == nil {
-		return "", errors.New("no such bridge")
+	b, err := d.bridgeArg(args[0])
+	if err != nil {
+		return "", err
 	}
 	f := b.DP.Features()
 	if len(args) == 1 {
@@ -266,9 +266,9 @@ func featureNames() string {
 
 // fdbStatsShow is fdb/stats-show BRIDGE, in ovs-vswitchd's words.
 func (d *Daemon) fdbStatsShow(args []string) (string, error) {
-	b := d.Bridge(args[0])
-	if b == nil {
-		return "", errors.New("no such bridge")
+	b, err := d.bridgeArg(args[0])
+	if err != nil {
+		return "", err
 	}
 	st := b.MAC.Stats()
 	var sb strings.Builder
@@ -286,9 +286,9 @@ func (d *Daemon) fdbStatsShow(args []string) (string, error) {
 func (d *Daemon) fdbStatsClear(args []string) (string, error) {
 	bridges := d.Bridges()
 	if len(args) == 1 {
-		b := d.Bridge(args[0])
-		if b == nil {
-			return "", errors.New("no such bridge")
+		b, err := d.bridgeArg(args[0])
+		if err != nil {
+			return "", err
 		}
 		bridges = []*ofproto.Bridge{b}
 	}

@@ -391,17 +391,25 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 	}
 }
 
+// startPingingWithInternal starts govswitchd on a new bed with an
+// internal port (the bed's name and "i"), and checks the hosts ping.
+func startPingingWithInternal(t *testing.T) (b *bed, intName string) {
+	t.Helper()
+	b = newBed(t)
+	intName = b.name + "i"
+	b.start(t, "--port", intName+":internal")
+	if loss := b.ping(t, 2); loss != 0 {
+		t.Fatalf("lost %d pings", loss)
+	}
+	return b, intName
+}
+
 // TestIntegrationExitCleanup: exit --cleanup removes the datapath and its
 // internal ports before ovs-appctl returns; plain exit leaves them, and
 // traffic keeps flowing through the kernel's flows.
 func TestIntegrationExitCleanup(t *testing.T) {
 	t.Run("cleanup", func(t *testing.T) {
-		b := newBed(t)
-		intName := b.name + "i"
-		b.start(t, "--port", intName+":internal")
-		if loss := b.ping(t, 2); loss != 0 {
-			t.Fatalf("lost %d pings", loss)
-		}
+		b, intName := startPingingWithInternal(t)
 		if !strings.Contains(dumpDPs(t), "system@"+b.name) || !linkExists(intName) {
 			t.Fatalf("no datapath or internal port before exit:\n%s", dumpDPs(t))
 		}
@@ -423,12 +431,7 @@ func TestIntegrationExitCleanup(t *testing.T) {
 		}
 	})
 	t.Run("plain", func(t *testing.T) {
-		b := newBed(t)
-		intName := b.name + "i"
-		b.start(t, "--port", intName+":internal")
-		if loss := b.ping(t, 2); loss != 0 {
-			t.Fatalf("lost %d pings", loss)
-		}
+		b, intName := startPingingWithInternal(t)
 		if r := appctlAt(t, b.d.ctl.Addr(), "exit"); r.code != 0 {
 			t.Fatalf("exit: exit %d: %s", r.code, r.err)
 		}

@@ -213,6 +213,20 @@ func monitor(cfg Config, ready *os.File) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	everReady := false
+	// becameReady, when the first daemon is ready, tells the --detach
+	// parent so and lets go of the console.
+	becameReady := func() {
+		everReady = true
+		if ready != nil {
+			ready.Write([]byte{1})
+			ready.Close()
+			ready = nil
+		}
+		if cfg.Detach {
+			vl.SetConsole(nil)
+			toDevNull()
+		}
+	}
 	for {
 		started := time.Now()
 		child, readyR, err := startStage(exe, "daemon", false)
@@ -231,16 +245,7 @@ func monitor(cfg Config, ready *os.File) int {
 			select {
 			case ok := <-readyCh:
 				if ok && !everReady {
-					everReady = true
-					if ready != nil {
-						ready.Write([]byte{1})
-						ready.Close()
-						ready = nil
-					}
-					if cfg.Detach {
-						vl.SetConsole(nil)
-						toDevNull()
-					}
+					becameReady()
 				}
 			case s := <-sigs:
 				stopping = true

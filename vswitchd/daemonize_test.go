@@ -42,6 +42,22 @@ func asOVSVswitchd(t *testing.T, dir string, args ...string) *exec.Cmd {
 
 var vlogFileLine = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\|\d{5}\|[a-z_]+\|(EMER|ERR|WARN|INFO|DBG)\|`)
 
+// readVlogFile reads a daemon's log file, failing the test if it cannot
+// be read and flagging each line not in vlog's file format.
+func readVlogFile(t *testing.T, path string) []byte {
+	t.Helper()
+	log, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if !vlogFileLine.MatchString(l) {
+			t.Errorf("log line not in vlog format: %q", l)
+		}
+	}
+	return log
+}
+
 // TestDetach: --detach returns only once the daemon serves: the pidfile
 // names a live, locked process, the control socket answers, the log file
 // is in vlog format; the daemon runs in its own session, in /, under the
@@ -91,16 +107,7 @@ func TestDetach(t *testing.T) {
 	}
 	waitUntil(t, 10*time.Second, "pidfile removed", func() bool { _, err := os.Stat(pidfile); return os.IsNotExist(err) })
 	waitUntil(t, 10*time.Second, "the daemon to exit", func() bool { return gone(pid) })
-	log, err := os.ReadFile(filepath.Join(dir, "ovs-vswitchd.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
-	for _, l := range lines {
-		if !vlogFileLine.MatchString(l) {
-			t.Errorf("log line not in vlog format: %q", l)
-		}
-	}
+	log := readVlogFile(t, filepath.Join(dir, "ovs-vswitchd.log"))
 	if !strings.Contains(string(log), "|vlog|INFO|opened log file "+filepath.Join(dir, "ovs-vswitchd.log")) ||
 		!strings.Contains(string(log), "|bridge|INFO|govswitchd stopped") {
 		t.Errorf("log:\n%s", log)

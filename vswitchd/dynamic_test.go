@@ -1,7 +1,6 @@
 package vswitchd
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,33 +13,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/internal/testpki"
+	"github.com/govswitch/govswitch/internal/testutil"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // ovsdbSwitchUnderTest is a daemon on the in-memory datapath configured
 // from a real ovsdb-server.
@@ -49,7 +31,7 @@ type ovsdbSwitchUnderTest struct {
 	srv  *ovsdbtest.Server
 	prov *dummy.Provider
 	dir  string
-	log  *syncBuffer
+	log  *testutil.SyncBuffer
 	tls  [3]string // -p, -c, -C for the daemon
 }
 
@@ -71,16 +53,29 @@ func startOVSDBSwitch(t *testing.T, devices ...string) *ovsdbSwitchUnderTest {
 // what stops it (and logs its log if the test failed).
 func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testutil.SyncBuffer{}
 	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: s.dir, Pidfile: "-", Handlers: 2,
 		SSLPrivateKey: s.tls[0], SSLCertificate: s.tls[1], SSLCACert: s.tls[2]}, s.prov, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopDaemon := runOVSDB(t, d, s.srv.Remote, 10*time.Second)
+	s.d, s.log = d, log
+	return func() {
+		stopDaemon()
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", log.String())
+		}
+	}
+}
+
+// runOVSDB runs d against the database at remote, and returns what stops
+// it: cancel, then fail the test if RunOVSDB erred or took over wait to
+// return.
+func runOVSDB(t *testing.T, d *Daemon, remote string, wait time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- d.RunOVSDB(ctx, s.srv.Remote) }()
-	s.d, s.log = d, log
+	go func() { done <- d.RunOVSDB(ctx, remote) }()
 	return func() {
 		cancel()
 		select {
@@ -88,11 +83,8 @@ func (s *ovsdbSwitchUnderTest) startDaemon(t *testing.T) (stop func()) {
 			if err != nil {
 				t.Errorf("RunOVSDB: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(wait):
 			t.Errorf("RunOVSDB did not return after cancel")
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", log.String())
 		}
 	}
 }
@@ -548,7 +540,7 @@ func TestOVSDBOverSSL(t *testing.T) {
 	vsctl("--no-wait", "add-br", "br0")
 
 	key, cert := pki.Issue(t, "switch")
-	log := &syncBuffer{}
+	log := &testutil.SyncBuffer{}
 	d, err := NewForOVSDB(Config{Datapath: "dummy", Rundir: t.TempDir(), Pidfile: "-", Handlers: 1,
 		SSLPrivateKey: key, SSLCertificate: cert, SSLCACert: pki.CAFile}, dummy.New(), log)
 	if err != nil {

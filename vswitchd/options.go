@@ -37,18 +37,20 @@ type option struct {
 // argParser is the state of one ParseArgs call.
 type argParser struct {
 	cfg    Config
-	cur    *BridgeSpec
 	getenv func(string) string
 	help   bool
 	ver    bool
 	dbArgs []string
 }
 
+// needBridge is the bridge a bridge option applies to: the last one given
+// (by --bridge or a --config file).
 func (p *argParser) needBridge(opt string) (*BridgeSpec, error) {
-	if p.cur == nil {
+	n := len(p.cfg.Bridges)
+	if n == 0 {
 		return nil, fmt.Errorf("--%s must follow a --bridge", opt)
 	}
-	return p.cur, nil
+	return &p.cfg.Bridges[n-1], nil
 }
 
 func flagNum(name, val string) (int, error) {
@@ -130,6 +132,16 @@ func (p *argParser) options() []option {
 	refuse := func(why string) func(*argParser, string, bool) error {
 		return func(*argParser, string, bool) error { return fmt.Errorf("%s", why) }
 	}
+	// bridgeOpt is an option of the last --bridge: set applies its value.
+	bridgeOpt := func(name string, set func(b *BridgeSpec, v string)) func(*argParser, string, bool) error {
+		return func(p *argParser, v string, _ bool) error {
+			b, err := p.needBridge(name)
+			if err == nil {
+				set(b, v)
+			}
+			return err
+		}
+	}
 	c := &p.cfg
 	return []option{
 		// ovs-vswitchd's options.
@@ -191,34 +203,10 @@ func (p *argParser) options() []option {
 			c.Bridges = append(c.Bridges, BridgeSpec{Name: v})
 			return nil
 		}},
-		{"port", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("port")
-			if err == nil {
-				b.Ports = append(b.Ports, v)
-			}
-			return err
-		}},
-		{"controller", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("controller")
-			if err == nil {
-				b.Controllers = append(b.Controllers, v)
-			}
-			return err
-		}},
-		{"listen", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("listen")
-			if err == nil {
-				b.Listeners = append(b.Listeners, v)
-			}
-			return err
-		}},
-		{"fail-mode", 0, reqArg, func(p *argParser, v string, _ bool) error {
-			b, err := p.needBridge("fail-mode")
-			if err == nil {
-				b.FailMode = v
-			}
-			return err
-		}},
+		{"port", 0, reqArg, bridgeOpt("port", func(b *BridgeSpec, v string) { b.Ports = append(b.Ports, v) })},
+		{"controller", 0, reqArg, bridgeOpt("controller", func(b *BridgeSpec, v string) { b.Controllers = append(b.Controllers, v) })},
+		{"listen", 0, reqArg, bridgeOpt("listen", func(b *BridgeSpec, v string) { b.Listeners = append(b.Listeners, v) })},
+		{"fail-mode", 0, reqArg, bridgeOpt("fail-mode", func(b *BridgeSpec, v string) { b.FailMode = v })},
 		{"config", 0, reqArg, func(p *argParser, v string, _ bool) error {
 			fc, err := LoadFile(v)
 			if err == nil {
@@ -288,17 +276,6 @@ func parseArgs(args []string, getenv func(string) string) (Config, bool, bool, e
 			byShort[opts[i].short] = &opts[i]
 		}
 	}
-	run := func(o *option, val string, has bool) error {
-		if err := o.set(p, val, has); err != nil {
-			return err
-		}
-		// Bridge options follow the last --bridge (appends move the array).
-		p.cur = nil
-		if n := len(p.cfg.Bridges); n > 0 {
-			p.cur = &p.cfg.Bridges[n-1]
-		}
-		return nil
-	}
 	fail := func(err error) (Config, bool, bool, error) { return p.cfg, false, false, err }
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -327,7 +304,7 @@ func parseArgs(args []string, getenv func(string) string) (Config, bool, bool, e
 				i++
 				val, has = args[i], true
 			}
-			if err := run(o, val, has); err != nil {
+			if err := o.set(p, val, has); err != nil {
 				return fail(err)
 			}
 		case strings.HasPrefix(a, "-") && a != "-":
@@ -340,12 +317,12 @@ func parseArgs(args []string, getenv func(string) string) (Config, bool, bool, e
 				rest := a[j+1:]
 				switch o.arg {
 				case noArg:
-					if err := run(o, "", false); err != nil {
+					if err := o.set(p, "", false); err != nil {
 						return fail(err)
 					}
 					continue
 				case optArg:
-					if err := run(o, rest, rest != ""); err != nil {
+					if err := o.set(p, rest, rest != ""); err != nil {
 						return fail(err)
 					}
 				case reqArg:
@@ -356,7 +333,7 @@ func parseArgs(args []string, getenv func(string) string) (Config, bool, bool, e
 						i++
 						rest = args[i]
 					}
-					if err := run(o, rest, true); err != nil {
+					if err := o.set(p, rest, true); err != nil {
 						return fail(err)
 					}
 				}

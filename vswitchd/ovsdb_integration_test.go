@@ -1,7 +1,6 @@
 package vswitchd
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,20 +22,7 @@ func TestIntegrationOVSDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.RunOVSDB(ctx, srv.Remote) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("RunOVSDB: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("RunOVSDB did not return after cancel")
-		}
-	}()
+	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
 	// UML's syscalls are slow; still, a command that waits for the
 	// switch must come back in seconds.
 	const limit = 15 * time.Second

@@ -1,7 +1,6 @@
 package vswitchd
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -224,20 +223,7 @@ func TestIntegrationVLAN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.RunOVSDB(ctx, srv.Remote) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("RunOVSDB: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("RunOVSDB did not return after cancel")
-		}
-	}()
+	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
 	vsctl := func(args ...string) string {
 		t.Helper()
 		out, err := srv.Vsctl(15*time.Second, args...)

@@ -15,12 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/internal/testpki"
+	"github.com/govswitch/govswitch/internal/testutil"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 	"github.com/govswitch/govswitch/vswitchd"
 )
@@ -315,7 +315,7 @@ func TestSSLControllerInterop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			swKey, swCert := tt.pki.Issue(t, "switch-"+strings.Fields(tt.name)[2])
 			port := freePort(t)
-			var log syncBuffer
+			var log testutil.SyncBuffer
 			cmd := exec.Command(tc, "-p", ctlKey, "-c", ctlCert, "-C", ca.CAFile, "-vconsole:info", "-vvconn:console:dbg",
 				"--no-chdir", "pssl:"+strconv.Itoa(port)+":127.0.0.1")
 			cmd.Env = append(os.Environ(), "OVS_RUNDIR="+dir)
@@ -343,21 +343,4 @@ func TestSSLControllerInterop(t *testing.T) {
 			}
 		})
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
