@@ -63,18 +63,21 @@ type Config struct {
 	// be empty: ovs-vsctl configures the switch.
 	OVSDB string `json:"ovsdb,omitempty"`
 	// Process-level settings, ovs-vswitchd's command line: see Usage.
-	Detach           bool     `json:"detach,omitempty"`
-	Monitor          bool     `json:"monitor,omitempty"`
-	NoChdir          bool     `json:"no_chdir,omitempty"`
-	OverwritePidfile bool     `json:"overwrite_pidfile,omitempty"`
-	Unixctl          string   `json:"unixctl,omitempty"` // control socket; "" = <rundir>/ovs-vswitchd.<pid>.ctl
-	Mlockall         bool     `json:"mlockall,omitempty"`
-	DisableSystem    bool     `json:"disable_system,omitempty"`
-	BootstrapCACert  string   `json:"bootstrap_ca_cert,omitempty"`
-	LogFile          string   `json:"log_file,omitempty"`      // "" = no log file
-	Verbose          []string `json:"verbose,omitempty"`       // vlog specs, applied in order after LogLevel
-	SyslogMethod     string   `json:"syslog_method,omitempty"` // libc (/dev/log, the default), unix:FILE, udp:IP:PORT
-	SyslogTarget     string   `json:"syslog_target,omitempty"` // HOST:PORT, also sent syslog lines over UDP
+	Detach           bool   `json:"detach,omitempty"`
+	Monitor          bool   `json:"monitor,omitempty"`
+	NoChdir          bool   `json:"no_chdir,omitempty"`
+	OverwritePidfile bool   `json:"overwrite_pidfile,omitempty"`
+	Unixctl          string `json:"unixctl,omitempty"` // control socket; "" = <rundir>/ovs-vswitchd.<pid>.ctl
+	Mlockall         bool   `json:"mlockall,omitempty"`
+	DisableSystem    bool   `json:"disable_system,omitempty"`
+	// DisableSystemRoute leaves the kernel's routes out of the route
+	// table (ovs/route/*): only those added with ovs/route/add are in it.
+	DisableSystemRoute bool     `json:"disable_system_route,omitempty"`
+	BootstrapCACert    string   `json:"bootstrap_ca_cert,omitempty"`
+	LogFile            string   `json:"log_file,omitempty"`      // "" = no log file
+	Verbose            []string `json:"verbose,omitempty"`       // vlog specs, applied in order after LogLevel
+	SyslogMethod       string   `json:"syslog_method,omitempty"` // libc (/dev/log, the default), unix:FILE, udp:IP:PORT
+	SyslogTarget       string   `json:"syslog_target,omitempty"` // HOST:PORT, also sent syslog lines over UDP
 	// Scheduling is the policy of the daemon's threads: "batch" (the
 	// default, SCHED_BATCH: upcalls are taken in batches while the CPU is
 	// busy) or "normal" (SCHED_OTHER). See SetScheduling.

@@ -188,7 +188,7 @@ func (p *argParser) options() []option {
 		// govswitchd confines itself to nothing and reads no system
 		// routing table, so these ask for what it does anyway.
 		{"no-self-confinement", 0, noArg, func(*argParser, string, bool) error { return nil }},
-		{"disable-system-route", 0, noArg, func(*argParser, string, bool) error { return nil }},
+		{"disable-system-route", 0, noArg, flag(&c.DisableSystemRoute)},
 		{"user", 0, reqArg, refuse("--user: not supported; run govswitchd as root (the datapath needs CAP_NET_ADMIN)")},
 		{"private-key", 'p', reqArg, str(&c.SSLPrivateKey)},
 		{"certificate", 'c', reqArg, str(&c.SSLCertificate)},
@@ -445,9 +445,9 @@ Daemon options:
   --mlockall                lock all memory (mlockall MCL_CURRENT|MCL_FUTURE)
   --disable-system          refuse system (kernel) datapaths; govswitchd has no other
                             real datapath, so every bridge then fails to come up
-  --no-self-confinement, --disable-system-route
-                            accepted: govswitchd neither confines itself nor reads
-                            the system routing table
+  --disable-system-route    leave the kernel's routes out of the route table
+                            (ovs/route/show lists only ovs/route/add's)
+  --no-self-confinement     accepted: govswitchd does not confine itself
 
 Logging options (vlog, as ovs-vswitchd):
   -vSPEC, --verbose=SPEC    set levels: [MODULE][:console|syslog|file][:LEVEL],

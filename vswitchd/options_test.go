@@ -70,8 +70,10 @@ func TestParseOVSCommandLines(t *testing.T) {
 					c.MACAging == time.Minute && c.Rundir == "/x"
 			}},
 		{"-- ends options", []string{"--", "unix:/db"}, env(), func(c *Config) bool { return c.OVSDB == "unix:/db" }},
-		{"accepted, nothing to do", strings.Fields("--no-self-confinement --disable-system-route"), env(),
-			func(c *Config) bool { return true }},
+		{"accepted, nothing to do", strings.Fields("--no-self-confinement"), env(),
+			func(c *Config) bool { return !c.DisableSystemRoute }},
+		{"--disable-system-route", strings.Fields("--disable-system-route"), env(),
+			func(c *Config) bool { return c.DisableSystemRoute }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,13 +160,17 @@ func systemRoutes() ([]route, error) {
 	return out, nil
 }
 
-// table returns the whole table: the kernel's routes and the user's,
-// one per prefix, mark and priority (a later route replaces an earlier
-// one, as in ovs-vswitchd), highest priority first.
-func (u *userRoutes) table() ([]route, error) {
-	sys, err := systemRoutes()
-	if err != nil {
-		return nil, err
+// table returns the whole table: the kernel's routes (unless system is
+// false: --disable-system-route) and the user's, one per prefix, mark and
+// priority (a later route replaces an earlier one, as in ovs-vswitchd),
+// highest priority first.
+func (u *userRoutes) table(system bool) ([]route, error) {
+	var sys []route
+	if system {
+		var err error
+		if sys, err = systemRoutes(); err != nil {
+			return nil, err
+		}
 	}
 	u.mu.Lock()
 	all := append(sys, u.routes...)
@@ -292,7 +296,7 @@ func (d *Daemon) routeDel(args []string) (string, error) {
 
 // routeShow is ovs/route/show.
 func (d *Daemon) routeShow([]string) (string, error) {
-	rs, err := d.routes.table()
+	rs, err := d.routes.table(!d.cfg.DisableSystemRoute)
 	if err != nil {
 		return "", err
 	}
@@ -317,7 +321,7 @@ func (d *Daemon) routeLookup(args []string) (string, error) {
 			return "", errors.New("Invalid pkt_mark")
 		}
 	}
-	rs, err := d.routes.table()
+	rs, err := d.routes.table(!d.cfg.DisableSystemRoute)
 	if err != nil {
 		return "", err
 	}

@@ -90,3 +90,25 @@ func FuzzParseRoutePrefix(f *testing.F) {
 		}
 	})
 }
+
+// TestDisableSystemRoute: with --disable-system-route the kernel's routes
+// stay out of the table; ovs/route/add's are still in it.
+func TestDisableSystemRoute(t *testing.T) {
+	if _, err := sourceAddr("lo", netip.MustParseAddr("127.0.0.1")); err != nil {
+		t.Skipf("lo has no 127.0.0.1 here: %v", err)
+	}
+	s := startSwitch(t, nil, t.TempDir(), "--disable-system-route")
+	defer s.d.Stop()
+	if show := s.appctl(t, "ovs/route/show"); show != "Route Table:\n" {
+		t.Errorf("ovs/route/show with --disable-system-route:\n%s", show)
+	}
+	if out, err := s.d.ctl.Run("ovs/route/add", []string{"127.1.0.0/16", "lo"}); err != nil || out != "OK\n" {
+		t.Fatalf("add: %q %v", out, err)
+	}
+	if show := s.appctl(t, "ovs/route/show"); show != "Route Table:\nUser: 127.1.0.0/16 dev lo SRC 127.0.0.1\n" {
+		t.Errorf("ovs/route/show after add:\n%s", show)
+	}
+	if _, err := s.d.ctl.Run("ovs/route/lookup", []string{"127.0.0.1"}); err == nil || err.Error() != "Not found" {
+		t.Errorf("lookup of a kernel-only route: %v, want Not found", err)
+	}
+}
