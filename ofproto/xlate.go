@@ -559,11 +559,7 @@ func (c *xctx) normal() {
 	if !c.ports.vlans {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
-		for _, pt := range c.ports.List() {
-			if pt != c.inPort && pt.OFPort != c.flow.InPort && !pt.Down && !pt.NoFlood {
-				c.emitOutput(pt)
-			}
-		}
+		c.flood(true)
 		return
 	}
 	// Flood to every port of the VLAN, grouped by the headers the frame
