@@ -510,10 +510,5 @@ func appendFlowStats15(b []byte, s *FlowStats) ([]byte, error) {
 	if b, err = AppendInstructions13(b, &s.Instructions); err != nil {
 		return b, err
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b, ErrTooLong
-	}
-	b[at], b[at+1] = byte(n>>8), byte(n)
-	return b, nil
+	return b, putLen16(b, at, at)
 }

@@ -194,14 +194,12 @@ func (m *PacketOut) appendActionsData(b []byte, start, lenAt int) ([]byte, error
 	} else {
 		b, err = AppendActions10(b, m.Actions)
 	}
+	if err == nil {
+		err = putLen16(b, lenAt, at)
+	}
 	if err != nil {
 		return b[:start], err
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b[:start], ErrTooLong
-	}
-	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
 	return finish(append(b, m.Data...), start)
 }
 
