@@ -209,11 +209,9 @@ func (b *Bridge) AddPortVLAN(name, typ string, ofport uint32, v PortVLAN) (Port,
 // ErrNoPort is returned for a port name the bridge does not have.
 var ErrNoPort = errors.New("no such port")
 
-// DeletePort removes the port called name from the bridge and the
-// datapath, and forgets what the MAC table learned on it.
-func (b *Bridge) DeletePort(name string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+// portNamed is the port called name, or an error wrapping ErrNoPort.
+// The caller holds b.mu.
+func (b *Bridge) portNamed(name string) (*Port, error) {
 	var p *Port
 	for _, q := range b.Ports.Snapshot().List() {
 		if q.Name == name {
@@ -221,7 +219,19 @@ func (b *Bridge) DeletePort(name string) error {
 		}
 	}
 	if p == nil {
-		return fmt.Errorf("port %s: %w", name, ErrNoPort)
+		return nil, fmt.Errorf("port %s: %w", name, ErrNoPort)
+	}
+	return p, nil
+}
+
+// DeletePort removes the port called name from the bridge and the
+// datapath, and forgets what the MAC table learned on it.
+func (b *Bridge) DeletePort(name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.portNamed(name)
+	if err != nil {
+		return err
 	}
 	if p.OFPort == openflow.PortLocal {
 		return fmt.Errorf("port %s is the bridge's own port", name)
@@ -245,14 +255,9 @@ func (b *Bridge) DeletePort(name string) error {
 func (b *Bridge) SetPortVLAN(name string, v PortVLAN) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var p *Port
-	for _, q := range b.Ports.Snapshot().List() {
-		if q.Name == name {
-			p = q
-		}
-	}
-	if p == nil {
-		return fmt.Errorf("port %s: %w", name, ErrNoPort)
+	p, err := b.portNamed(name)
+	if err != nil {
+		return err
 	}
 	if p.VLAN.Equal(&v) {
 		return nil

@@ -61,6 +61,19 @@ func (c *Conn) bundleErr(raw []byte, code uint16) error {
 	return c.queueMsg(openflow.BundleError(c.Version(), code, "").Reply(raw))
 }
 
+// refuses says whether open bundle b refuses a close or an add carrying
+// flags, and with which bundle error: it is closed already, or the flags
+// are not those it was opened with. The caller drops the bundle.
+func (b *bundle) refuses(flags uint16) (code uint16, bad bool) {
+	switch {
+	case b.closed:
+		return openflow.BundleFailedBundleClosed, true
+	case b.flags != flags:
+		return openflow.BundleFailedBadFlags, true
+	}
+	return 0, false
+}
+
 // dropBundle forgets bundle id.
 func (c *Conn) dropBundle(id uint32) {
 	if b := c.bundles[id]; b != nil {
@@ -130,15 +143,12 @@ func (c *Conn) bundleControl(raw []byte, m *openflow.BundleControl) error {
 		c.openBundle(m.BundleID, m.Flags, raw)
 		reply.Type = openflow.BundleOpenReply
 	case openflow.BundleCloseRequest:
-		switch {
-		case b == nil:
+		if b == nil {
 			return c.bundleErr(raw, openflow.BundleFailedBadID)
-		case b.closed:
+		}
+		if code, bad := b.refuses(m.Flags); bad {
 			c.dropBundle(m.BundleID)
-			return c.bundleErr(raw, openflow.BundleFailedBundleClosed)
-		case b.flags != m.Flags:
-			c.dropBundle(m.BundleID)
-			return c.bundleErr(raw, openflow.BundleFailedBadFlags)
+			return c.bundleErr(raw, code)
 		}
 		b.closed, b.used = true, time.Now()
 		reply.Type = openflow.BundleCloseReply
@@ -247,12 +257,11 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 			return c.bundleErr(raw, openflow.BundleFailedOutOfBundles)
 		}
 		b = c.openBundle(m.BundleID, m.Flags, raw)
-	case b.closed:
-		c.dropBundle(m.BundleID)
-		return c.bundleErr(raw, openflow.BundleFailedBundleClosed)
-	case b.flags != m.Flags:
-		c.dropBundle(m.BundleID)
-		return c.bundleErr(raw, openflow.BundleFailedBadFlags)
+	default:
+		if code, bad := b.refuses(m.Flags); bad {
+			c.dropBundle(m.BundleID)
+			return c.bundleErr(raw, code)
+		}
 	}
 	cost := entryCost(&e)
 	if c.bundleBytes+cost > maxBundleBytes || c.m.bundleBytes.Load()+int64(cost) > maxBundleBytesAll {

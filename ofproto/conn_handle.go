@@ -134,7 +134,7 @@ func (c *Conn) handle(raw []byte) error {
 	case *openflow.PortDescRequest:
 		ports := c.m.ofPorts(v)
 		if m.PortNo != openflow.PortAny {
-			ports = slicesFilterPorts(ports, m.PortNo)
+			ports = onlyPort(ports, m.PortNo)
 		}
 		return c.sendParts(len(ports), func(lo, hi int) openflow.Msg {
 			return &openflow.PortDescReply{Envelope: env, Ports: ports[lo:hi]}
@@ -219,9 +219,9 @@ func (c *Conn) sendParts(n int, build func(lo, hi int) openflow.Msg) error {
 	return nil
 }
 
-// slicesFilterPorts keeps the port numbered no, for a 1.5 port-desc
-// request that names one.
-func slicesFilterPorts(ports []openflow.Port, no uint32) []openflow.Port {
+// onlyPort keeps the port numbered no (none if it is absent), for a 1.5
+// port-desc request that names one.
+func onlyPort(ports []openflow.Port, no uint32) []openflow.Port {
 	for _, p := range ports {
 		if p.PortNo == no {
 			return []openflow.Port{p}

@@ -26,10 +26,7 @@ func TestOfctlRegisters(t *testing.T) {
 	} {
 		s.ofctl(t, of13, "add-flow", f)
 	}
-	for _, tc := range []struct {
-		opts []string
-		want string
-	}{
+	s.checkDumpFlows(t, []ofctlDump{
 		{of13, `OFPST_FLOW reply (OF1.3) (xid=0x2):
  cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=5 actions=set_field:0x1->xreg1,resubmit(,1)
  cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=7,reg5=0x1,reg6=0x2,reg7=0x3 actions=drop
@@ -42,12 +39,7 @@ func TestOfctlRegisters(t *testing.T) {
  cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=6,reg2=0,reg3=0x1 actions=load:0x1->NXM_NX_XXREG0[0..63],load:0xa00000000000000->NXM_NX_XXREG0[64..127],output:1
  cookie=0x0, table=2, n_packets=0, n_bytes=0, metadata=0x7 actions=load:0x3->NXM_NX_REG2[0..7],load:0x1->NXM_NX_XXREG1[64..95],load:0x5->OXM_OF_PKT_REG2[]
 `},
-	} {
-		got := durations.ReplaceAllString(s.ofctl(t, tc.opts, "dump-flows"), "")
-		if got != tc.want {
-			t.Errorf("ovs-ofctl %s dump-flows:\n%s\nwant (ovs-vswitchd 3.1):\n%s", strings.Join(tc.opts, " "), got, tc.want)
-		}
-	}
+	}...)
 }
 
 // TestXlateRegisters runs a packet through register writes and matches:
@@ -86,10 +78,7 @@ func TestOfctlMove(t *testing.T) {
 	s.ofctl(t, []string{"-O", "OpenFlow13"}, "add-flow", "priority=8,reg3=0x5,actions=move:NXM_NX_REG0[]->NXM_NX_REG1[],move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,1)")
 	s.ofctl(t, []string{"-O", "OpenFlow13"}, "add-flow", "table=1,priority=9,actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:0x7->metadata,output:1")
 	s.ofctl(t, nil, "add-flow", "table=2,ip,actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_NX_REG1[0..7]->NXM_OF_IP_DST[24..31]")
-	for _, tc := range []struct {
-		opts []string
-		want string
-	}{
+	s.checkDumpFlows(t, []ofctlDump{
 		{[]string{"-O", "OpenFlow13"}, `OFPST_FLOW reply (OF1.3) (xid=0x2):
  cookie=0x0, table=0, n_packets=0, n_bytes=0, priority=8,reg3=0x5 actions=move:NXM_NX_REG0[]->NXM_NX_REG1[],move:NXM_NX_XXREG0[0..63]->OXM_OF_PKT_REG3[],move:NXM_NX_REG14[0..15]->NXM_NX_REG15[16..31],resubmit(,1)
  cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=9 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:0x7->metadata,output:1
@@ -100,12 +89,7 @@ func TestOfctlMove(t *testing.T) {
  cookie=0x0, table=1, n_packets=0, n_bytes=0, priority=9 actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],load:0x7->OXM_OF_METADATA[],output:1
  cookie=0x0, table=2, n_packets=0, n_bytes=0, ip actions=move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_NX_REG1[0..7]->NXM_OF_IP_DST[24..31]
 `},
-	} {
-		got := durations.ReplaceAllString(s.ofctl(t, tc.opts, "dump-flows"), "")
-		if got != tc.want {
-			t.Errorf("ovs-ofctl %s dump-flows:\n%s\nwant (ovs-vswitchd 3.1):\n%s", strings.Join(tc.opts, " "), got, tc.want)
-		}
-	}
+	}...)
 }
 
 // TestXlateMove: a move between registers feeds a later match, and a
@@ -132,5 +116,24 @@ func TestXlateMove(t *testing.T) {
 	}
 	if out.WC.EthSrc != [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} || out.WC.IPv4Dst != [4]byte{0xff, 0xff, 0xff, 0xff} {
 		t.Errorf("megaflow lacks the move sources: eth_src %x ip_dst %x", out.WC.EthSrc, out.WC.IPv4Dst)
+	}
+}
+
+// ofctlDump is what ovs-ofctl dump-flows with opts prints.
+type ofctlDump struct {
+	opts []string
+	want string
+}
+
+// checkDumpFlows runs ovs-ofctl dump-flows with each dump's options and
+// holds its output, durations and ages left out, to the one ovs-vswitchd
+// 3.1 printed.
+func (s *testSwitch) checkDumpFlows(t *testing.T, dumps ...ofctlDump) {
+	t.Helper()
+	for _, tc := range dumps {
+		got := durations.ReplaceAllString(s.ofctl(t, tc.opts, "dump-flows"), "")
+		if got != tc.want {
+			t.Errorf("ovs-ofctl %s dump-flows:\n%s\nwant (ovs-vswitchd 3.1):\n%s", strings.Join(tc.opts, " "), got, tc.want)
+		}
 	}
 }

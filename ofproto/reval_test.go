@@ -9,6 +9,7 @@ import (
 
 	"github.com/govswitch/govswitch/classifier"
 	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
@@ -38,6 +39,23 @@ func inPortCls(p uint32) classifier.Match {
 	return m
 }
 
+// forwardingBridge starts a bridge of ports p1 and p2 with no periodic
+// pass, stopped when the test ends, and forwards one frame from p1 to p2,
+// leaving its datapath flow installed.
+func forwardingBridge(t *testing.T) (b *Bridge, p1, p2 *dummy.Netdev) {
+	t.Helper()
+	b, prov := dummyBridge(t, noPeriodicPass)
+	b.Start()
+	t.Cleanup(b.Stop)
+	p1, p2 = prov.Netdev("p1"), prov.Netdev("p2")
+	p1.Send(synFrame(1))
+	if _, err := p2.Recv(2 * time.Second); err != nil {
+		t.Fatalf("first frame not forwarded: %v", err)
+	}
+	waitInstalled(t, b, 1)
+	return b, p1, p2
+}
+
 func dropInPort(cmd Command, port uint32) *FlowMod {
 	return &FlowMod{Command: cmd, Priority: 40000, OutPort: openflow.PortAny,
 		Match: inPortCls(port)}
@@ -48,15 +66,7 @@ func dropInPort(cmd Command, port uint32) *FlowMod {
 // by the new rules: a drop rule drops the very next frame, its deletion
 // lets the next one through. No periodic pass runs meanwhile.
 func TestSyncAppliesFlowModToDatapath(t *testing.T) {
-	b, prov := dummyBridge(t, noPeriodicPass)
-	b.Start()
-	defer b.Stop()
-	p1, p2 := prov.Netdev("p1"), prov.Netdev("p2")
-	p1.Send(synFrame(1))
-	if _, err := p2.Recv(2 * time.Second); err != nil {
-		t.Fatalf("first frame not forwarded: %v", err)
-	}
-	waitInstalled(t, b, 1)
+	b, p1, p2 := forwardingBridge(t)
 
 	for _, step := range []struct {
 		name    string
@@ -90,15 +100,7 @@ func TestSyncAppliesFlowModToDatapath(t *testing.T) {
 // TestFlowModWakesRevalidator: with no barrier at all, a flow_mod fixes
 // the datapath's flows promptly (the periodic pass is an hour away).
 func TestFlowModWakesRevalidator(t *testing.T) {
-	b, prov := dummyBridge(t, noPeriodicPass)
-	b.Start()
-	defer b.Stop()
-	p1, p2 := prov.Netdev("p1"), prov.Netdev("p2")
-	p1.Send(synFrame(1))
-	if _, err := p2.Recv(2 * time.Second); err != nil {
-		t.Fatalf("first frame not forwarded: %v", err)
-	}
-	waitInstalled(t, b, 1)
+	b, _, _ := forwardingBridge(t)
 	dumps := b.Udpif.Stats().Dumps
 	if err := b.Tables.Apply(dropInPort(CmdAdd, 1), time.Now()); err != nil {
 		t.Fatal(err)

@@ -88,10 +88,7 @@ func (u *Udpif) Sync() {
 		return
 	}
 	tv := u.x.Tables.Version()
-	var mv uint64
-	if u.x.MAC != nil {
-		mv = u.x.MAC.Version()
-	}
+	mv := u.x.macVersion()
 	for {
 		u.syncMu.Lock()
 		if u.syncedTables >= tv && u.syncedMAC >= mv {
@@ -160,10 +157,7 @@ func (u *Udpif) revalidate() {
 	// labelled with a version was translated with that version or a newer.
 	u.syncMu.Lock()
 	tablesV := u.x.Tables.Version()
-	var macV uint64
-	if u.x.MAC != nil {
-		macV = u.x.MAC.Version()
-	}
+	macV := u.x.macVersion()
 	u.running, u.runningTables, u.runningMAC = true, tablesV, macV
 	u.syncMu.Unlock()
 	// Take the change tokens this pass answers (after marking it running,
@@ -283,7 +277,7 @@ func (u *Udpif) revalidate() {
 	u.x.Tables.Expire(done)
 	if u.x.MAC != nil {
 		u.x.MAC.Expire(done)
-		if u.x.MAC.Version() != macV {
+		if u.x.macVersion() != macV {
 			u.Wake()
 		}
 	}

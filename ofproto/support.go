@@ -74,7 +74,7 @@ func checkSupported(acts []openflow.Action) error {
 // nxActionNames names the NXAST_* subtypes this switch does not
 // implement, for log lines a user can act on.
 var nxActionNames = [...]string{
-	5: "pop_queue", 6: "move", 8: "note", 10: "multipath", 12: "bundle", 13: "bundle_load",
+	5: "pop_queue", 8: "note", 10: "multipath", 12: "bundle", 13: "bundle_load",
 	15: "output_reg", 16: "learn", 17: "exit", 19: "fin_timeout", 20: "controller",
 	21: "dec_ttl(ids)", 22: "write_metadata", 23: "push_mpls", 24: "pop_mpls", 25: "set_mpls_ttl",
 	26: "dec_mpls_ttl", 27: "push", 28: "pop", 29: "sample", 30: "set_mpls_label", 31: "set_mpls_tc",

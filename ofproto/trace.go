@@ -29,9 +29,8 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 		of.InPort = p.OFPort
 	}
 	var sb strings.Builder
-	fm := openflow.FlowMask(&of)
 	sb.WriteString("Flow: ")
-	sb.Write(openflow.AppendMatchText(nil, &of, &fm, openflow.MatchText{Priority: openflow.DefaultPriority}))
+	sb.Write(appendFlowText(nil, &of))
 	fmt.Fprintf(&sb, "\n\nbridge(%q)\n%s\n", b.Name, strings.Repeat("-", len(b.Name)+10))
 	if out.NRules == 0 && out.Dropped == "" {
 		sb.WriteString(" 0. No match.\n    drop\n")
@@ -58,8 +57,7 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	if final := out.ctx.flow; final == of {
 		sb.WriteString("unchanged")
 	} else {
-		ffm := openflow.FlowMask(&final)
-		sb.Write(openflow.AppendMatchText(nil, &final, &ffm, openflow.MatchText{Priority: openflow.DefaultPriority}))
+		sb.Write(appendFlowText(nil, &final))
 	}
 	sb.WriteString("\nMegaflow: ")
 	wc := out.WC
@@ -165,4 +163,11 @@ func ActionString(a *openflow.Action) string {
 		return fmt.Sprintf("mod_nw_ttl:%d", a.TTL)
 	}
 	return a.Type.String()
+}
+
+// appendFlowText appends packet k, every field it has, as ovs-ofctl
+// writes a match: the trace's "Flow:" and "Final flow:" lines.
+func appendFlowText(b []byte, k *flow.Key) []byte {
+	m := openflow.FlowMask(k)
+	return openflow.AppendMatchText(b, k, &m, openflow.MatchText{Priority: openflow.DefaultPriority})
 }

@@ -437,12 +437,9 @@ func (hd *handler) run() {
 			continue
 		}
 		hd.busy.Add(1)
-		var macV uint64
-		if hd.u.x.MAC != nil {
-			macV = hd.u.x.MAC.Version()
-		}
+		macV := hd.u.x.macVersion()
 		hd.handleBatch(hd.ups[:n], now)
-		if hd.u.x.MAC != nil && hd.u.x.MAC.Version() != macV {
+		if hd.u.x.macVersion() != macV {
 			// A MAC learned or moved: flows that flooded to it, or sent
 			// it to its old port, must be translated again.
 			hd.u.Wake()

@@ -143,6 +143,15 @@ type xctx struct {
 	packetOut        bool // translating a packet-out: OFPP_TABLE is allowed
 }
 
+// macVersion is the MAC table's version, 0 when there is no MAC table.
+// It is one atomic load: handlers call it per batch.
+func (x *Xlator) macVersion() uint64 {
+	if x.MAC == nil {
+		return 0
+	}
+	return x.MAC.Version()
+}
+
 // Translate runs key (InPort in datapath numbering) through the tables
 // and writes the datapath actions and megaflow mask to out. learn says
 // whether NORMAL may update the MAC table (true on the miss path). It does
@@ -150,9 +159,7 @@ type xctx struct {
 func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
-	if x.MAC != nil {
-		out.MACVersion = x.MAC.Version()
-	}
+	out.MACVersion = x.macVersion()
 	c := &out.ctx
 	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
 	// Some fields are always part of the megaflow, as in OVS: the input
@@ -552,11 +559,7 @@ func (c *xctx) normal() {
 	if !c.ports.vlans {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
-		for _, pt := range c.ports.List() {
-			if pt != c.inPort && pt.OFPort != c.flow.InPort && !pt.Down && !pt.NoFlood {
-				c.emitOutput(pt)
-			}
-		}
+		c.flood(true)
 		return
 	}
 	// Flood to every port of the VLAN, grouped by the headers the frame

@@ -284,12 +284,7 @@ func AppendInstructions13(b []byte, in *Instructions) ([]byte, error) {
 		if b, err = AppendActions13(b, acts); err != nil {
 			return err
 		}
-		n := len(b) - at
-		if n > 0xffff {
-			return ErrTooLong
-		}
-		b[at+2], b[at+3] = byte(n>>8), byte(n)
-		return nil
+		return putLen16(b, at+2, at)
 	}
 	if len(in.Apply) > 0 {
 		if err := list(Inst13ApplyActions, in.Apply); err != nil {

@@ -168,6 +168,19 @@ func finish(b []byte, start int) ([]byte, error) {
 	return b, nil
 }
 
+// putLen16 writes the length of what was appended to b since offset
+// from into the 16-bit big-endian length field at b[at:], for an encoder
+// that learns a length only after appending: ErrTooLong if it does not
+// fit.
+func putLen16(b []byte, at, from int) error {
+	n := len(b) - from
+	if n > 0xffff {
+		return ErrTooLong
+	}
+	b[at], b[at+1] = byte(n>>8), byte(n)
+	return nil
+}
+
 // Big-endian helpers for append-style encoders.
 
 func be16(b []byte, v uint16) []byte { return append(b, byte(v>>8), byte(v)) }

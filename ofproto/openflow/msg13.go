@@ -269,12 +269,7 @@ func appendTableFeature(b []byte, t *TableFeatures) ([]byte, error) {
 		b = append(be16(be16(b, p.Type), uint16(4+len(p.Data))), p.Data...)
 		b = pad8(b, pat)
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b, ErrTooLong
-	}
-	b[at], b[at+1] = byte(n>>8), byte(n)
-	return b, nil
+	return b, putLen16(b, at, at)
 }
 
 func (m *TableFeaturesRequest) Append(b []byte) ([]byte, error) {

@@ -67,6 +67,30 @@ func (p *props) next() (typ uint16, body []byte, ok bool, err error) {
 	return typ, body, true, nil
 }
 
+// ethernet walks the properties to their end and returns the body of the
+// last Ethernet property (type 0) past its 4 bytes of padding, nil if
+// there is none. An Ethernet property that is not propLen bytes long is
+// refused; other properties are skipped.
+func (p *props) ethernet(propLen int) ([]byte, error) {
+	var eth []byte
+	for {
+		typ, body, ok, err := p.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return eth, nil
+		}
+		if typ != 0 {
+			continue
+		}
+		if len(body) != propLen-4 {
+			return nil, propErr(p.v, BadProperty14BadLen, "%s Ethernet property of %d bytes", p.what, len(body)+4)
+		}
+		eth = body[4:]
+	}
+}
+
 func propErr(v uint8, code uint16, format string, args ...any) *Error {
 	cat := ErrUnsupported
 	if code == BadProperty14BadLen {
@@ -93,22 +117,13 @@ func decodePorts14(v uint8, b []byte) ([]Port, error) {
 		p := Port{PortNo: u32(e), Name: cstring(e[16:32]), Config: u32(e[32:]), State: u32(e[36:])}
 		copy(p.HWAddr[:], e[8:14])
 		pp := props{v: v, b: e[port14Len:], what: "port"}
-		for {
-			typ, body, ok, err := pp.next()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			if typ == 0 {
-				if len(body) != portPropEthLen-4 {
-					return nil, propErr(v, BadProperty14BadLen, "port Ethernet property of %d bytes", len(body)+4)
-				}
-				body = body[4:]
-				p.Curr, p.Advertised, p.Supported, p.Peer = u32(body), u32(body[4:]), u32(body[8:]), u32(body[12:])
-				p.CurrSpeed, p.MaxSpeed = u32(body[16:]), u32(body[20:])
-			}
+		body, err := pp.ethernet(portPropEthLen)
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			p.Curr, p.Advertised, p.Supported, p.Peer = u32(body), u32(body[4:]), u32(body[8:]), u32(body[12:])
+			p.CurrSpeed, p.MaxSpeed = u32(body[16:]), u32(body[20:])
 		}
 		ports = append(ports, p)
 	}
@@ -182,21 +197,13 @@ func decodePortStatsReply14(env Envelope, flags uint16, b []byte) (Msg, error) {
 			*c[i] = u64(e[16+8*i:])
 		}
 		pp := props{v: v, b: e[portStats14Len:], what: "port stats"}
-		for {
-			typ, body, ok, err := pp.next()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				break
-			}
-			if typ == 0 {
-				if len(body) != portStatsEthLen-4 {
-					return nil, propErr(v, BadProperty14BadLen, "port stats Ethernet property of %d bytes", len(body)+4)
-				}
-				for i := 0; i < 4; i++ {
-					*c[8+i] = u64(body[4+8*i:])
-				}
+		body, err := pp.ethernet(portStatsEthLen)
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			for i := 0; i < 4; i++ {
+				*c[8+i] = u64(body[8*i:])
 			}
 		}
 		m.Stats = append(m.Stats, s)
@@ -503,10 +510,5 @@ func appendFlowStats15(b []byte, s *FlowStats) ([]byte, error) {
 	if b, err = AppendInstructions13(b, &s.Instructions); err != nil {
 		return b, err
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b, ErrTooLong
-	}
-	b[at], b[at+1] = byte(n>>8), byte(n)
-	return b, nil
+	return b, putLen16(b, at, at)
 }

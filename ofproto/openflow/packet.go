@@ -168,7 +168,6 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 	b, start := begin(b, m.Version, TypePacketOut, m.Xid)
 	b = be32(b, m.BufferID)
 	var lenAt int
-	var err error
 	if m.Version >= Version13 {
 		b = be32(b, m.InPort)
 		lenAt = len(b)
@@ -182,20 +181,25 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 		lenAt = len(b)
 		b = zeros(b, 2)
 	}
+	return m.appendActionsData(b, start, lenAt)
+}
+
+// appendActionsData ends a packet-out that begins at start: it appends
+// the actions and data and fills in actions_len, the 16 bits at lenAt.
+func (m *PacketOut) appendActionsData(b []byte, start, lenAt int) ([]byte, error) {
 	at := len(b)
+	var err error
 	if m.Version >= Version13 {
 		b, err = AppendActions13(b, m.Actions)
 	} else {
 		b, err = AppendActions10(b, m.Actions)
 	}
+	if err == nil {
+		err = putLen16(b, lenAt, at)
+	}
 	if err != nil {
 		return b[:start], err
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b[:start], ErrTooLong
-	}
-	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
 	return finish(append(b, m.Data...), start)
 }
 
@@ -396,14 +400,5 @@ func (m *PacketOut) append15(b []byte) ([]byte, error) {
 	if b, err = AppendOXM(b, &match); err != nil {
 		return b[:start], err
 	}
-	at := len(b)
-	if b, err = AppendActions13(b, m.Actions); err != nil {
-		return b[:start], err
-	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b[:start], ErrTooLong
-	}
-	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
-	return finish(append(b, m.Data...), start)
+	return m.appendActionsData(b, start, lenAt)
 }

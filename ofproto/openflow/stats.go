@@ -538,12 +538,7 @@ func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	n := len(b) - at
-	if n > 0xffff {
-		return b, ErrTooLong
-	}
-	b[at], b[at+1] = byte(n>>8), byte(n)
-	return b, nil
+	return b, putLen16(b, at, at)
 }
 
 // AggregateStatsReply answers an AggregateStatsRequest.
