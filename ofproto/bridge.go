@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -63,10 +64,12 @@ type PortEvent struct {
 }
 
 // Bridge is one OpenFlow switch over a datapath: its ports, flow tables,
-// MAC table, translation and upcall machinery.
+// MAC table and translation. Its datapath's upcall machinery (Udpif) is
+// its Backer's, shared with the other bridges of the datapath.
 type Bridge struct {
 	Name   string
 	DP     datapath.Datapath
+	Backer *Backer
 	Tables *Tables
 	Ports  *Ports
 	MAC    *maclearn.Table
@@ -82,29 +85,62 @@ type Bridge struct {
 	// OnPortEvent, if set, is told of port additions, removals and
 	// changes. It must not block.
 	OnPortEvent func(PortEvent)
+	// onPacketIn receives the bridge's packets for the controller
+	// (SetPacketIn).
+	onPacketIn atomic.Pointer[func(PacketIn)]
 }
 
-// NewBridge builds a bridge over dp, which must be open. It learns the
-// datapath's existing ports: port 0 (the datapath's internal port, named
-// as the bridge) becomes OpenFlow port LOCAL and port n becomes OpenFlow
-// port n. Start begins handling traffic.
-func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
-	tables := NewTables()
-	tables.MaxFlows = cfg.MaxFlows
-	b := &Bridge{
-		Name: cfg.Name, DP: dp, Tables: tables, Ports: NewPorts(),
-		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
+// SetPacketIn makes fn receive the bridge's packets for the controller.
+// fn runs on an upcall handler and must not block: queue and return.
+func (b *Bridge) SetPacketIn(fn func(PacketIn)) { b.onPacketIn.Store(&fn) }
+
+func (b *Bridge) deliverPacketIn(pi PacketIn) {
+	if fn := b.onPacketIn.Load(); fn != nil {
+		(*fn)(pi)
 	}
-	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC}
+}
+
+// NewBridge builds a bridge over a datapath of its own, dp, which must be
+// open. It learns the datapath's existing ports: port 0 (the datapath's
+// internal port, named as the bridge) becomes OpenFlow port LOCAL and port
+// n becomes OpenFlow port n. Start begins handling traffic. Bridges that
+// share a datapath are made with Backer.AddBridge instead.
+func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
+	bk := NewBacker(dp, cfg.Upcall)
+	bk.private = true
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	b, err := bk.newBridge(cfg)
+	if err != nil {
+		return nil, err
+	}
 	vports, err := dp.Vports()
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)
 	}
 	for _, vp := range vports {
-		if err := b.Ports.Add(portFromVport(&vp)); err != nil {
+		p := portFromVport(&vp)
+		if vp.PortNo == 0 {
+			p.OFPort = openflow.PortLocal
+		}
+		if err := b.Ports.Add(p); err != nil {
 			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
 		}
 	}
+	bk.attach(b)
+	return b, nil
+}
+
+// buildBridge makes the bridge's tables, ports, MAC table and
+// translator, on bk, with no port.
+func buildBridge(cfg BridgeConfig, bk *Backer) (*Bridge, error) {
+	tables := NewTables()
+	tables.MaxFlows = cfg.MaxFlows
+	b := &Bridge{
+		Name: cfg.Name, DP: bk.DP, Backer: bk, Udpif: bk.Udpif, Tables: tables, Ports: NewPorts(),
+		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
+	}
+	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC, bridge: b, backer: bk}
 	b.DatapathID = datapathID(cfg.Name)
 	if cfg.FailMode == FailStandalone && !cfg.HasControllers {
 		// OVS's bridge starts as a learning switch: one visible flow,
@@ -115,7 +151,6 @@ func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
 			return nil, err
 		}
 	}
-	b.Udpif = NewUdpif(dp, b.X, cfg.Upcall)
 	return b, nil
 }
 
@@ -131,11 +166,10 @@ func datapathID(name string) uint64 {
 	return id
 }
 
+// portFromVport is the port for vp, with OpenFlow number vp's datapath
+// number (the caller renumbers it as its bridge numbers ports).
 func portFromVport(vp *datapath.Vport) Port {
 	p := Port{OFPort: vp.PortNo, DPPort: vp.PortNo, Name: vp.Name, Type: vportTypeName(vp.Type)}
-	if vp.PortNo == 0 {
-		p.OFPort = openflow.PortLocal
-	}
 	// A port of the kernel datapath is a network device of this host;
 	// OpenFlow's port descriptions carry its address. (The in-memory
 	// datapath's devices are not the host's: they keep a zero address.)
@@ -157,12 +191,26 @@ func vportTypeName(t datapath.VportType) string {
 	return t.String()
 }
 
-// Start begins handling upcalls and revalidating.
-func (b *Bridge) Start() { b.Udpif.Start() }
+// Start begins handling upcalls and revalidating, for a bridge with a
+// datapath of its own; a bridge on a shared datapath handles its traffic
+// from AddBridge on, and its Backer's Start starts the handlers.
+func (b *Bridge) Start() {
+	if b.Backer.private {
+		b.Udpif.Start()
+	}
+}
 
-// Stop stops the upcall handlers and revalidator. The datapath and its
-// flows stay, so traffic keeps flowing in the kernel.
-func (b *Bridge) Stop() { b.Udpif.Stop() }
+// Stop stops the upcall handlers and revalidator (of a datapath of the
+// bridge's own), or takes the bridge off its shared datapath keeping its
+// ports. The datapath and its flows stay, so traffic keeps flowing in the
+// kernel.
+func (b *Bridge) Stop() {
+	if b.Backer.private {
+		b.Udpif.Stop()
+		return
+	}
+	b.Backer.RemoveBridge(b, false)
+}
 
 // AddPort adds a datapath port for the network device name (typ "system"
 // or "internal") and gives it OpenFlow port ofport, or the next free
@@ -184,21 +232,34 @@ func (b *Bridge) AddPortVLAN(name, typ string, ofport uint32, v PortVLAN) (Port,
 	default:
 		return Port{}, fmt.Errorf("port %s: type %q is not supported", name, typ)
 	}
-	vp, err := b.DP.AddVport(datapath.VportSpec{Name: name, Type: vt})
+	if b.Ports.byName(name) != nil {
+		return Port{}, fmt.Errorf("port %s already exists on bridge %s", name, b.Name)
+	}
+	bk := b.Backer
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	vp, adopted, err := bk.vportFor(name, vt)
 	if err != nil {
-		return Port{}, fmt.Errorf("add port %s: %w", name, err)
+		return Port{}, err
 	}
 	p := portFromVport(&vp)
 	p.VLAN = v
-	if ofport != 0 {
+	switch {
+	case ofport != 0:
 		p.OFPort = ofport
-	} else if b.Ports.Snapshot().ByOF(p.OFPort) != nil {
+	case !bk.private || b.Ports.Snapshot().ByOF(p.OFPort) != nil:
+		// On a shared datapath OpenFlow numbers are the bridge's own,
+		// from 1; on a datapath of its own the bridge takes the
+		// datapath's number while it is free.
 		p.OFPort = b.Ports.NextOFPort()
 	}
 	if err := b.Ports.Add(p); err != nil {
-		b.DP.DeleteVport(vp.PortNo)
+		if !adopted {
+			b.DP.DeleteVport(vp.PortNo)
+		}
 		return Port{}, err
 	}
+	bk.portsChanged()
 	b.Tables.Invalidate() // flooding now includes the new port
 	if b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 0, Port: p})
@@ -236,10 +297,16 @@ func (b *Bridge) DeletePort(name string) error {
 	if p.OFPort == openflow.PortLocal {
 		return fmt.Errorf("port %s is the bridge's own port", name)
 	}
-	if err := b.DP.DeleteVport(p.DPPort); err != nil {
-		return fmt.Errorf("delete port %s: %w", name, err)
+	bk := b.Backer
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	if p.Type != PortTypePatch {
+		if err := b.DP.DeleteVport(p.DPPort); err != nil {
+			return fmt.Errorf("delete port %s: %w", name, err)
+		}
 	}
 	b.Ports.Remove(p.OFPort)
+	bk.portsChanged()
 	b.MAC.FlushPort(p.OFPort)
 	b.Tables.Invalidate() // flows that flooded or output to it must change
 	if b.OnPortEvent != nil {

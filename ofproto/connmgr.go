@@ -232,7 +232,7 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 	}
 	empty := []*Conn{}
 	m.connList.Store(&empty)
-	b.Udpif.PacketIn = m.packetIn
+	b.SetPacketIn(m.packetIn)
 	b.OnPortEvent = m.portEvent
 	b.Tables.OnRemoved = m.flowRemoved
 	return m, nil

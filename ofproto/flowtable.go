@@ -300,6 +300,11 @@ func NewTables() *Tables {
 // there is one channel, for one receiver.
 func (ts *Tables) Changed() <-chan struct{} { return ts.changed }
 
+// shareChanged makes the tables post their Changed tokens to ch, which
+// the bridges of one datapath share, so that its one revalidator wakes
+// for a change in any of them. Call it before the tables are in use.
+func (ts *Tables) shareChanged(ch chan struct{}) { ts.changed = ch }
+
 // bump changes the version and posts a Changed token. It never blocks.
 func (ts *Tables) bump() {
 	ts.version.Add(1)

@@ -22,7 +22,14 @@ type Port struct {
 	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
 	// zero value is a trunk of all VLANs.
 	VLAN PortVLAN
+	// Peer is a patch port's peer, the patch port of another bridge
+	// (Type PortTypePatch) that a packet output here enters by. A patch
+	// port has no datapath port: DPPort is meaningless.
+	Peer string
 }
+
+// PortTypePatch is the type of a patch port.
+const PortTypePatch = "patch"
 
 // PortSet is one immutable version of the bridge's ports.
 type PortSet struct {
@@ -68,8 +75,10 @@ func buildPortSet(list []*Port) *PortSet {
 	sort.Slice(list, func(i, j int) bool { return list[i].OFPort < list[j].OFPort })
 	for _, pt := range list {
 		s.byOF[pt.OFPort] = pt
-		s.byDP[pt.DPPort] = pt
-		if !pt.NoFlood && !pt.Down {
+		if pt.Type != PortTypePatch {
+			s.byDP[pt.DPPort] = pt
+		}
+		if pt.Type != PortTypePatch && !pt.NoFlood && !pt.Down {
 			s.flood = append(s.flood, pt.DPPort)
 		}
 		if pt.VLAN.Mode != VLANTrunk || pt.VLAN.Trunks != nil {
@@ -94,7 +103,7 @@ func (p *Ports) Add(pt Port) error {
 		if q.OFPort == pt.OFPort {
 			continue
 		}
-		if q.DPPort == pt.DPPort {
+		if q.DPPort == pt.DPPort && q.Type != PortTypePatch && pt.Type != PortTypePatch {
 			return fmt.Errorf("port %s: datapath port %d is already %s", pt.Name, pt.DPPort, q.Name)
 		}
 		if q.Name == pt.Name {
@@ -138,4 +147,14 @@ func (p *Ports) NextOFPort() uint32 {
 			return n
 		}
 	}
+}
+
+// byName returns the port called name, or nil.
+func (p *Ports) byName(name string) *Port {
+	for _, q := range p.Snapshot().List() {
+		if q.Name == name {
+			return q
+		}
+	}
+	return nil
 }

@@ -27,7 +27,7 @@ func (u *Udpif) revalidatorLoop() {
 			return
 		case <-t.C:
 			u.revalidate()
-		case <-u.x.Tables.Changed():
+		case <-u.x.changed():
 			u.revalidate()
 		case <-u.wake:
 			u.revalidate()
@@ -87,8 +87,7 @@ func (u *Udpif) Sync() {
 	if !u.started.Load() {
 		return
 	}
-	tv := u.x.Tables.Version()
-	mv := u.x.macVersion()
+	tv, mv := u.x.versions()
 	for {
 		u.syncMu.Lock()
 		if u.syncedTables >= tv && u.syncedMAC >= mv {
@@ -156,15 +155,14 @@ func (u *Udpif) revalidate() {
 	// quiesce. Translate reads the version before the tables, so a flow
 	// labelled with a version was translated with that version or a newer.
 	u.syncMu.Lock()
-	tablesV := u.x.Tables.Version()
-	macV := u.x.macVersion()
+	tablesV, macV := u.x.versions()
 	u.running, u.runningTables, u.runningMAC = true, tablesV, macV
 	u.syncMu.Unlock()
 	// Take the change tokens this pass answers (after marking it running,
 	// so a Sync that saw no pass under way and woke us is answered by this
 	// one): changes after the versions were read post new ones.
 	select {
-	case <-u.x.Tables.Changed():
+	case <-u.x.changed():
 	default:
 	}
 	select {
@@ -274,12 +272,9 @@ func (u *Udpif) revalidate() {
 	// Expired OpenFlow flows change the tables' version (and post a
 	// Changed token); expired MAC entries only the MAC table's: either
 	// way the flows that used them are translated again at once.
-	u.x.Tables.Expire(done)
-	if u.x.MAC != nil {
-		u.x.MAC.Expire(done)
-		if u.x.macVersion() != macV {
-			u.Wake()
-		}
+	u.x.expire(done)
+	if _, mv := u.x.versions(); mv != macV {
+		u.Wake()
 	}
 }
 

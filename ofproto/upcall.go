@@ -56,6 +56,7 @@ type PacketIn struct {
 	Packet []byte
 	Key    flow.Key // as the datapath extracted it; InPort in datapath numbering
 	Reason uint8    // ReasonNoMatch or ReasonAction
+	Bridge uint16   // the sending bridge's Xlator.ID
 	Table  uint8
 	Cookie uint64
 	MaxLen uint16
@@ -106,10 +107,11 @@ type counters struct {
 	dumpNanos                                                                atomic.Int64
 }
 
-// Udpif runs a datapath's upcall handlers and revalidator for one bridge.
+// Udpif runs a datapath's upcall handlers and revalidator, for the
+// bridges on it (a Backer) or for one bridge's Xlator.
 type Udpif struct {
 	dp  datapath.Datapath
-	x   *Xlator
+	x   translator
 	cfg UpcallConfig
 
 	ukeys *ukeyTable
@@ -120,9 +122,6 @@ type Udpif struct {
 	nFlows           atomic.Int64 // datapath flows, cached
 	nFlowsAt         atomic.Int64 // unix nanos of nFlows
 
-	// PacketIn, if set, receives packets for the controller. It runs on a
-	// handler goroutine and must not block: queue and return.
-	PacketIn func(PacketIn)
 	// OnGovernorGeneration, if set before Start, is told when a handler's
 	// governor ends a generation (OVS logged these at INFO).
 	OnGovernorGeneration func(governor.Generation)
@@ -151,9 +150,10 @@ type Udpif struct {
 	runningTables, runningMAC uint64
 }
 
-// NewUdpif returns the upcall machinery for dp translating with x. Start
-// begins handling upcalls.
-func NewUdpif(dp datapath.Datapath, x *Xlator, cfg UpcallConfig) *Udpif {
+// NewUdpif returns the upcall machinery for dp translating with x (an
+// *Xlator or a *Backer); packets for the controller go to x's bridges.
+// Start begins handling upcalls.
+func NewUdpif(dp datapath.Datapath, x translator, cfg UpcallConfig) *Udpif {
 	if cfg.FlowLimit <= 0 {
 		cfg.FlowLimit = DefaultFlowLimit
 	}
@@ -177,7 +177,7 @@ func (u *Udpif) Start() {
 	hs := u.dp.Handlers()
 	if len(hs) > 0 {
 		// Controller-bound packets come back on the first handler.
-		u.x.ControllerPID.Store(hs[0].PID())
+		u.x.setControllerPID(hs[0].PID())
 	}
 	for _, h := range hs {
 		hd := u.newHandler(h)
@@ -437,9 +437,9 @@ func (hd *handler) run() {
 			continue
 		}
 		hd.busy.Add(1)
-		macV := hd.u.x.macVersion()
+		_, macV := hd.u.x.versions()
 		hd.handleBatch(hd.ups[:n], now)
-		if hd.u.x.macVersion() != macV {
+		if _, mv := hd.u.x.versions(); mv != macV {
 			// A MAC learned or moved: flows that flooded to it, or sent
 			// it to its old port, must be translated again.
 			hd.u.Wake()
@@ -588,15 +588,15 @@ func makeUFID(hash uint64, k *flow.Key, m *flow.Mask) datapath.UFID {
 	return u
 }
 
-// packetIn hands a controller-bound packet to the PacketIn hook.
+// packetIn hands a controller-bound packet to its bridge.
 func (hd *handler) packetIn(up *datapath.Upcall) {
 	u := hd.u
 	cu, ok := ParseControllerUserdata(up.Userdata)
-	if !ok || u.PacketIn == nil {
+	if !ok {
 		u.c.packetInsDropped.Add(1)
 		return
 	}
 	u.c.packetIns.Add(1)
-	u.PacketIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
-		Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen})
+	u.x.packetIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
+		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen})
 }

@@ -182,7 +182,7 @@ func TestUpcallEndToEnd(t *testing.T) {
 func TestControllerPacketIn(t *testing.T) {
 	b, prov := dummyBridge(t, UpcallConfig{})
 	got := make(chan PacketIn, 1)
-	b.Udpif.PacketIn = func(p PacketIn) { got <- p }
+	b.SetPacketIn(func(p PacketIn) { got <- p })
 	fm := FlowMod{Command: CmdAdd, Priority: 100, Cookie: 0xabc, OutPort: openflow.PortAny,
 		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(openflow.PortController, 0xffff)}}}
 	if err := b.Tables.Apply(&fm, time.Now()); err != nil {

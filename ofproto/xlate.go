@@ -31,7 +31,7 @@ const (
 //	[2]    table id
 //	[3]    0
 //	[4:6]  max_len (big-endian)
-//	[6:8]  0
+//	[6:8]  the bridge's number on its datapath (Xlator.ID, big-endian)
 //	[8:16] cookie of the rule (big-endian), ^0 for a table miss
 const (
 	UserdataController = 1
@@ -46,6 +46,7 @@ type ControllerUserdata struct {
 	Reason uint8
 	Table  uint8
 	MaxLen uint16
+	Bridge uint16 // Xlator.ID of the bridge whose actions sent it
 	Cookie uint64
 }
 
@@ -56,7 +57,7 @@ func ParseControllerUserdata(b []byte) (u ControllerUserdata, ok bool) {
 		return u, false
 	}
 	return ControllerUserdata{Reason: b[1], Table: b[2], MaxLen: binary.BigEndian.Uint16(b[4:]),
-		Cookie: binary.BigEndian.Uint64(b[8:])}, true
+		Bridge: binary.BigEndian.Uint16(b[6:]), Cookie: binary.BigEndian.Uint64(b[8:])}, true
 }
 
 // Xlator translates packets through the OpenFlow tables into datapath
@@ -74,6 +75,14 @@ type Xlator struct {
 	// MissToController makes a table miss send the packet to the
 	// controller (OpenFlow 1.0 behaviour). Otherwise a miss drops.
 	MissToController atomic.Bool
+
+	// ID numbers the bridge among its datapath's (controller userdata
+	// carries it, so the packet-in goes to the bridge whose actions sent
+	// it); bridge and backer are the bridge and its datapath, nil for a
+	// bare Xlator.
+	ID     uint16
+	bridge *Bridge
+	backer *Backer
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -512,6 +521,7 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	var ud [UserdataLen]byte
 	ud[0], ud[1], ud[2] = UserdataController, reason, table
 	binary.BigEndian.PutUint16(ud[4:], maxLen)
+	binary.BigEndian.PutUint16(ud[6:], c.x.ID)
 	binary.BigEndian.PutUint64(ud[8:], cookie)
 	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ud[:])
 	c.out.Controller = true

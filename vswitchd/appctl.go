@@ -33,8 +33,8 @@ func (d *Daemon) registerCommands() {
 	s.Register("upcall/enable-megaflows", "", 0, 0, func([]string) (string, error) { return d.megaflows(true) })
 	s.Register("revalidator/purge", "", 0, 0, d.purge)
 	s.Register("revalidator/wait", "", 0, 0, func([]string) (string, error) {
-		for _, b := range d.Bridges() {
-			b.Udpif.Revalidate()
+		if bk := d.Backer(); bk != nil {
+			bk.Udpif.Revalidate()
 		}
 		return "", nil
 	})
@@ -59,19 +59,34 @@ func portName(p uint32) string {
 	return strconv.FormatUint(uint64(p), 10)
 }
 
+// dpifShow is dpif/show: the datapath's counters, then each bridge (by
+// name) with its ports (by name) as OpenFlow/datapath numbers, as
+// ovs-vswitchd prints them; a patch port has no datapath number.
 func (d *Daemon) dpifShow([]string) (string, error) {
+	bk := d.Backer()
+	if bk == nil {
+		return "", nil
+	}
+	st, err := bk.DP.Stats()
+	if err != nil {
+		return "", err
+	}
 	var sb strings.Builder
-	for _, b := range d.Bridges() {
-		st, err := b.DP.Stats()
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&sb, "%s@%s: hit:%d missed:%d\n", d.cfg.Datapath, b.DP.Name(), st.Hit, st.Missed)
+	fmt.Fprintf(&sb, "%s@%s: hit:%d missed:%d\n", d.cfg.Datapath, bk.DP.Name(), st.Hit, st.Missed)
+	bridges := bk.Bridges()
+	sort.Slice(bridges, func(i, j int) bool { return bridges[i].Name < bridges[j].Name })
+	for _, b := range bridges {
 		fmt.Fprintf(&sb, "  %s:\n", b.Name)
-		for _, p := range b.Ports.Snapshot().List() {
+		ports := append([]*ofproto.Port(nil), b.Ports.Snapshot().List()...)
+		sort.Slice(ports, func(i, j int) bool { return ports[i].Name < ports[j].Name })
+		for _, p := range ports {
 			ofp := strconv.FormatUint(uint64(p.OFPort), 10)
 			if p.OFPort == openflow.PortLocal {
 				ofp = "65534"
+			}
+			if p.Type == ofproto.PortTypePatch {
+				fmt.Fprintf(&sb, "    %s %s/none: (patch: peer=%s)\n", p.Name, ofp, p.Peer)
+				continue
 			}
 			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type)
 		}
@@ -81,16 +96,16 @@ func (d *Daemon) dpifShow([]string) (string, error) {
 
 func (d *Daemon) dpctlShow(args []string) (string, error) {
 	var sb strings.Builder
-	for _, b := range d.Bridges() {
-		st, err := b.DP.Stats()
+	for _, bk := range d.backers() {
+		st, err := bk.DP.Stats()
 		if err != nil {
 			return "", err
 		}
-		vps, err := b.DP.Vports()
+		vps, err := bk.DP.Vports()
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, b.DP.Name())
+		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, bk.DP.Name())
 		fmt.Fprintf(&sb, "  lookups: hit:%d missed:%d lost:%d\n", st.Hit, st.Missed, st.Lost)
 		fmt.Fprintf(&sb, "  flows: %d\n", st.Flows)
 		hitPerPkt := 0.0
@@ -119,8 +134,8 @@ func (d *Daemon) dpctlShow(args []string) (string, error) {
 func (d *Daemon) dpctlDumpFlows(args []string) (string, error) {
 	verbose := len(args) > 0 && args[0] == "-m"
 	var sb strings.Builder
-	for _, b := range d.Bridges() {
-		err := b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+	for _, bk := range d.backers() {
+		err := bk.DP.DumpFlows(false, func(f *datapath.Flow) error {
 			if verbose {
 				fmt.Fprintf(&sb, "%s, ", f.UFID)
 			}
@@ -183,13 +198,13 @@ func (d *Daemon) fdbFlush(args []string) (string, error) {
 
 func (d *Daemon) upcallShow([]string) (string, error) {
 	var sb strings.Builder
-	for _, b := range d.Bridges() {
-		s := b.Udpif.Stats()
-		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, b.DP.Name())
+	for _, bk := range d.backers() {
+		s := bk.Udpif.Stats()
+		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, bk.DP.Name())
 		fmt.Fprintf(&sb, "  flows         : (current %d) (avg %d) (max %d) (limit %d)\n",
 			s.DatapathFlows, s.DatapathFlows, s.DatapathFlows, s.FlowLimit)
 		fmt.Fprintf(&sb, "  dump duration : %dms\n", s.DumpDuration.Milliseconds())
-		fmt.Fprintf(&sb, "  ufid enabled : %v\n", b.DP.Features().UFID)
+		fmt.Fprintf(&sb, "  ufid enabled : %v\n", bk.DP.Features().UFID)
 		fmt.Fprintf(&sb, "\n  %d: (keys %d)\n", 0, s.UkeysInUse)
 		fmt.Fprintf(&sb, "  upcalls : %d (misses %d, actions %d, lost %d) in %d batches\n",
 			s.Upcalls, s.Misses, s.ActionUpcalls, s.Lost, s.Batches)
@@ -207,16 +222,16 @@ func (d *Daemon) setFlowLimit(args []string) (string, error) {
 	if err != nil || n <= 0 {
 		return "", fmt.Errorf("flow limit %q is not a positive number", args[0])
 	}
-	for _, b := range d.Bridges() {
-		b.Udpif.SetFlowLimit(n)
+	for _, bk := range d.backers() {
+		bk.Udpif.SetFlowLimit(n)
 	}
 	return fmt.Sprintf("set flow_limit to %d\n", n), nil
 }
 
 func (d *Daemon) megaflows(on bool) (string, error) {
 	var errs []error
-	for _, b := range d.Bridges() {
-		errs = append(errs, b.Udpif.SetMegaflows(on))
+	for _, bk := range d.backers() {
+		errs = append(errs, bk.Udpif.SetMegaflows(on))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err
@@ -229,8 +244,8 @@ func (d *Daemon) megaflows(on bool) (string, error) {
 
 func (d *Daemon) purge([]string) (string, error) {
 	var errs []error
-	for _, b := range d.Bridges() {
-		errs = append(errs, b.Udpif.Purge())
+	for _, bk := range d.backers() {
+		errs = append(errs, bk.Udpif.Purge())
 	}
 	return "", errors.Join(errs...)
 }
@@ -240,9 +255,9 @@ func (d *Daemon) governorShow([]string) (string, error) {
 	if !d.cfg.Governor {
 		return "governor disabled (start govswitchd with --governor)\n", nil
 	}
-	for _, b := range d.Bridges() {
-		fmt.Fprintf(&sb, "%s:\n", b.Name)
-		for _, g := range b.Udpif.GovernorStatus() {
+	for _, bk := range d.backers() {
+		fmt.Fprintf(&sb, "%s@%s:\n", d.cfg.Datapath, bk.DP.Name())
+		for _, g := range bk.Udpif.GovernorStatus() {
 			state := "idle"
 			if g.Engaged {
 				state = "engaged"
@@ -253,7 +268,7 @@ func (d *Daemon) governorShow([]string) (string, error) {
 			fmt.Fprintf(&sb, "    decisions: install %d, shortcut %d, execute %d; generation: packets %d, flows %d, setups %d\n",
 				s.TotalInstalls, s.TotalShortcuts, s.TotalExecutes, s.Packets, s.Flows, s.Setups)
 		}
-		u := b.Udpif.Stats()
+		u := bk.Udpif.Stats()
 		fmt.Fprintf(&sb, "  upcall path: governor installs %d, governor executes %d\n", u.GovernorInstalls, u.GovernorExecutes)
 	}
 	return sb.String(), nil
@@ -264,11 +279,15 @@ func (d *Daemon) memoryShow([]string) (string, error) {
 	runtime.ReadMemStats(&ms)
 	ukeys, rules := 0, 0
 	for _, b := range d.Bridges() {
-		ukeys += b.Udpif.Stats().UkeysInUse
 		rules += b.Tables.Len()
 	}
+	handlers := 0
+	for _, bk := range d.backers() {
+		ukeys += bk.Udpif.Stats().UkeysInUse
+		handlers += len(bk.DP.Handlers())
+	}
 	return fmt.Sprintf("handlers:%d ports:%d revalidators:%d rules:%d udpif keys:%d heap:%dkB\n",
-		d.cfg.Handlers*len(d.Bridges()), d.portCount(), d.cfg.Revalidators, rules, ukeys, ms.HeapAlloc/1024), nil
+		handlers, d.portCount(), d.cfg.Revalidators, rules, ukeys, ms.HeapAlloc/1024), nil
 }
 
 func (d *Daemon) portCount() int {
@@ -283,8 +302,8 @@ func (d *Daemon) portCount() int {
 // shape. Rates are not tracked; they print as 0.
 func (d *Daemon) coverageShow([]string) (string, error) {
 	var total ofproto.UpcallStats
-	for _, b := range d.Bridges() {
-		s := b.Udpif.Stats()
+	for _, bk := range d.backers() {
+		s := bk.Udpif.Stats()
 		total.Upcalls += s.Upcalls
 		total.Duplicates += s.Duplicates
 		total.LimitHits += s.LimitHits
@@ -319,4 +338,12 @@ func (d *Daemon) coverageShow([]string) (string, error) {
 	}
 	fmt.Fprintf(&sb, "%d events never hit\n", never)
 	return sb.String(), nil
+}
+
+// backers returns the datapaths the bridges are on: ovs-system, or none.
+func (d *Daemon) backers() []*ofproto.Backer {
+	if bk := d.Backer(); bk != nil {
+		return []*ofproto.Backer{bk}
+	}
+	return nil
 }

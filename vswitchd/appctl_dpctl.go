@@ -20,9 +20,9 @@ import (
 
 // dpctlArgs splits [options] [DP] ARGS... : options are the leading
 // arguments that start with "-", the datapath is named when one more
-// argument than want is given. It returns the bridge whose datapath is
-// meant.
-func (d *Daemon) dpctlArgs(cmd string, args []string, want int, opts map[string]*bool) (*ofproto.Bridge, []string, error) {
+// argument than want is given. It returns the datapath meant: the one
+// the bridges share, ovs-system, the only one the daemon has.
+func (d *Daemon) dpctlArgs(cmd string, args []string, want int, opts map[string]*bool) (*ofproto.Backer, []string, error) {
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		p, ok := opts[args[0]]
 		if !ok {
@@ -31,35 +31,38 @@ func (d *Daemon) dpctlArgs(cmd string, args []string, want int, opts map[string]
 		*p = true
 		args = args[1:]
 	}
-	var b *ofproto.Bridge
+	bk := d.Backer()
 	switch len(args) {
 	case want:
-		bridges := d.Bridges()
-		if len(bridges) != 1 {
-			return nil, nil, fmt.Errorf("%s: %d datapaths: name one (%s DP ...)", cmd, len(bridges), cmd)
+		if bk == nil {
+			return nil, nil, fmt.Errorf("%s: no datapaths exist", cmd)
 		}
-		b = bridges[0]
 	case want + 1:
 		name := args[0]
-		if _, dp, ok := strings.Cut(name, "@"); ok {
+		if typ, dp, ok := strings.Cut(name, "@"); ok {
+			if typ != d.cfg.Datapath {
+				return nil, nil, fmt.Errorf("%s: no datapath %s", cmd, args[0])
+			}
 			name = dp
 		}
-		if b = d.Bridge(name); b == nil {
+		if bk == nil || name != bk.DP.Name() {
 			return nil, nil, fmt.Errorf("%s: no datapath %s", cmd, args[0])
 		}
 		args = args[1:]
 	default:
 		return nil, nil, fmt.Errorf("%s: wrong number of arguments", cmd)
 	}
-	return b, args, nil
+	return bk, args, nil
 }
 
 // dpctlKey parses a flow key (with mask) in ovs-dpctl's syntax; ports
-// may be named.
-func dpctlKey(b *ofproto.Bridge, text string) (flow.Key, flow.Mask, error) {
+// may be named (any bridge's, the datapath's port names).
+func dpctlKey(bk *ofproto.Backer, text string) (flow.Key, flow.Mask, error) {
 	names := map[string]uint32{}
-	for _, p := range b.Ports.Snapshot().List() {
-		names[p.Name] = p.DPPort
+	if vps, err := bk.DP.Vports(); err == nil {
+		for _, vp := range vps {
+			names[vp.Name] = vp.PortNo
+		}
 	}
 	k, m, err := flow.ParseWithPorts(text, names)
 	if err != nil {

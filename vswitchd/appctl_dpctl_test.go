@@ -31,7 +31,7 @@ func TestDpctlFlowCommands(t *testing.T) {
 	if _, err := run("dpctl/add-flow", udpKey, "2"); err == nil || err.Error() != "updating flow table (File exists)" {
 		t.Errorf("duplicate add: %v", err)
 	}
-	if _, err := run("dpctl/mod-flow", "dummy@br0", udpKey, "1,push_vlan(vid=10,pcp=0),2"); err != nil {
+	if _, err := run("dpctl/mod-flow", "dummy@ovs-system", udpKey, "1,push_vlan(vid=10,pcp=0),2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := dump(); !strings.Contains(got, "actions:1,push_vlan(vid=10,pcp=0),2\n") {

@@ -61,7 +61,12 @@ func (d *Daemon) dpifDumpFlows(args []string) (string, error) {
 		}
 	}
 	var sb strings.Builder
+	// As ovs-vswitchd, the bridge's flows are those whose input port is
+	// the bridge's: the datapath's other flows are other bridges'.
 	err = b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+		if b.Backer.Owner(f.Key.InPort) != b {
+			return nil
+		}
 		if verbose && !f.UFID.IsZero() {
 			sb.WriteString(f.UFID.String() + " ")
 		}

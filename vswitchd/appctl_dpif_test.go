@@ -27,7 +27,7 @@ func TestDpifAndBridgeCommands(t *testing.T) {
 		want []string // regexps
 	}{
 		{[]string{"ofproto/list"}, []string{`^br0\n$`}},
-		{[]string{"dpif/dump-flows", "br0"}, []string{`(?m)^recirc_id\(0\),in_port\(1\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:2,0$`}},
+		{[]string{"dpif/dump-flows", "br0"}, []string{`(?m)^recirc_id\(0\),in_port\(2\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:3,1$`}},
 		{[]string{"dpif/dump-flows", "--names", "br0"}, []string{`(?m)^recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`}},
 		{[]string{"dpif/dump-flows", "-m", "br0"}, []string{`(?m)^ufid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`}},
 		{[]string{"bridge/dump-flows", "br0"}, []string{`^duration=\d+s, n_packets=\d+, n_bytes=\d+, priority=0,actions=NORMAL\n$`}},

@@ -51,7 +51,7 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 		return so.String(), se.String(), code
 	}
 	q := regexp.QuoteMeta
-	trace := "in_port(1),eth(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b),eth_type(0x0800)," +
+	trace := "in_port(2),eth(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b),eth_type(0x0800)," +
 		"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=6,tos=0,ttl=64,frag=no),tcp(src=1,dst=80)"
 	tests := []struct {
 		args []string
@@ -59,11 +59,11 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 	}{
 		{[]string{"list-commands"}, []string{`^The available commands are:`, `(?m)^  dpif/show `, `(?m)^  ofproto/trace `}},
 		{[]string{"version"}, []string{`^govswitchd \(govswitch\) `}},
-		{[]string{"dpif/show"}, []string{`(?m)^` + q(dpType+"@"+br) + `: hit:\d+ missed:\d+$`, `(?m)^  ` + q(br) + `:$`,
-			`(?m)^    ` + q(port1) + ` 1/1: \(system\)$`}},
-		{[]string{"dpctl/show"}, []string{`(?m)^  lookups: hit:\d+ missed:\d+ lost:\d+$`, `(?m)^  flows: \d+$`, `(?m)^  port 1: ` + q(port1) + `$`}},
-		{[]string{"dpctl/dump-flows"}, []string{`(?m)in_port\(1\).*packets:\d+, bytes:\d+, used:\S+, actions:`}},
-		{[]string{"dpif/dump-flows", br}, []string{`(?m)^recirc_id\(0\),in_port\(1\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:`}},
+		{[]string{"dpif/show"}, []string{`(?m)^` + q(dpType+"@ovs-system") + `: hit:\d+ missed:\d+$`, `(?m)^  ` + q(br) + `:$`,
+			`(?m)^    ` + q(port1) + ` 1/2: \(system\)$`}},
+		{[]string{"dpctl/show"}, []string{`(?m)^  lookups: hit:\d+ missed:\d+ lost:\d+$`, `(?m)^  flows: \d+$`, `(?m)^  port 2: ` + q(port1) + `$`}},
+		{[]string{"dpctl/dump-flows"}, []string{`(?m)in_port\(2\).*packets:\d+, bytes:\d+, used:\S+, actions:`}},
+		{[]string{"dpif/dump-flows", br}, []string{`(?m)^recirc_id\(0\),in_port\(2\),eth\(src=02:00:00:00:00:0a,dst=02:00:00:00:00:0b\),eth_type\(0x0800\),ipv4\(frag=no\), packets:\d+, bytes:\d+, used:\S+, actions:`}},
 		{[]string{"fdb/show", br}, []string{`^ port  VLAN  MAC                Age\n`, `(?m)^    1     0  02:00:00:00:00:0a +\d+$`}},
 		{[]string{"upcall/show"}, []string{`(?m)^  flows         : \(current \d+\) \(avg \d+\) \(max \d+\) \(limit \d+\)$`,
 			`(?m)^  dump duration : \d+ms$`, `(?m)^  ufid enabled : true$`}},
@@ -74,12 +74,12 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 		{[]string{"governor/show"}, []string{`(?m)^  handler 0: mode auto`}},
 		{[]string{"ofproto/trace", br, trace}, []string{`(?m)^Flow: tcp,in_port=1,vlan_tci=0x0000,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_tos=0,nw_ecn=0,nw_ttl=64,nw_frag=no,tp_src=1,tp_dst=80,tcp_flags=0$`, `(?m)^ 0\. priority 0\n    NORMAL$`,
 			// 0b has sent nothing, so NORMAL floods: to the other port(s) and LOCAL.
-			`(?m)^Megaflow: recirc_id=0,eth,ip,in_port=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_frag=no$`, `(?m)^Datapath actions: 2,0$`}},
+			`(?m)^Megaflow: recirc_id=0,eth,ip,in_port=1,dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b,nw_frag=no$`, `(?m)^Datapath actions: 3,1$`}},
 		{[]string{"ofproto/list"}, []string{`^` + q(br) + `\n$`}},
 		{[]string{"bridge/dump-flows", br}, []string{`(?m)^duration=\d+s, n_packets=\d+, n_bytes=\d+, priority=0,actions=NORMAL$`}},
 		{[]string{"fdb/stats-show", br}, []string{`(?m)^  Total number of learned MAC entries     : [1-9]\d*$`}},
 		{[]string{"dpif/show-dp-features", br}, []string{`(?m)^Ufid: Yes$`, `(?m)^CT zone: (Yes|No)$`}},
-		{[]string{"ofproto/trace", br, "in_port=" + port1 + ",dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b"}, []string{`(?m)^Datapath actions: 2,0$`}},
+		{[]string{"ofproto/trace", br, "in_port=" + port1 + ",dl_src=02:00:00:00:00:0a,dl_dst=02:00:00:00:00:0b"}, []string{`(?m)^Datapath actions: 3,1$`}},
 		{[]string{"fdb/flush"}, []string{`table successfully flushed`}},
 		{[]string{"upcall/disable-megaflows"}, []string{`megaflows disabled`}},
 		{[]string{"upcall/enable-megaflows"}, []string{`megaflows enabled`}},

@@ -40,18 +40,20 @@ func (d *Daemon) trace(args []string) (string, error) {
 		if !isODPFlow(text) {
 			return "", errors.New("ofproto/trace: an OpenFlow flow needs its bridge: ofproto/trace BRIDGE FLOW")
 		}
-		bridges := d.Bridges()
-		if len(bridges) != 1 {
-			return "", errors.New("ofproto/trace: there are several bridges (or none): name one (ofproto/trace BRIDGE FLOW)")
-		}
-		b = bridges[0]
+		// The bridge is the input port's, as ovs-vswitchd finds it.
 	case 2:
 		text = rest[1]
 		name := rest[0]
-		if _, dp, ok := strings.Cut(name, "@"); ok {
-			name = dp // a datapath name, type@name: ours are named as their bridge
-		}
-		if b = d.Bridge(name); b == nil {
+		bk := d.Backer()
+		if _, dp, ok := strings.Cut(name, "@"); ok || bk != nil && name == bk.DP.Name() {
+			// A datapath name: the flow's input port names the bridge.
+			if !isODPFlow(text) {
+				return "", errors.New("ofproto/trace: an OpenFlow flow needs its bridge: ofproto/trace BRIDGE FLOW")
+			}
+			if ok && (bk == nil || dp != bk.DP.Name()) {
+				return "", fmt.Errorf("%s: unknown datapath", rest[0])
+			}
+		} else if b = d.Bridge(name); b == nil {
 			return "", fmt.Errorf("%s: unknown bridge", rest[0])
 		}
 	case 0:
@@ -59,12 +61,17 @@ func (d *Daemon) trace(args []string) (string, error) {
 	default:
 		return "", errors.New("ofproto/trace: tracing a given packet is not supported; give the flow only")
 	}
-	ports := b.Ports.Snapshot()
 	var key flow.Key
 	if isODPFlow(text) {
+		bk := d.Backer()
+		if bk == nil {
+			return "", errors.New("ofproto/trace: no datapath exists")
+		}
 		byName := map[string]uint32{}
-		for _, p := range ports.List() {
-			byName[p.Name] = p.DPPort
+		if vps, err := bk.DP.Vports(); err == nil {
+			for _, vp := range vps {
+				byName[vp.Name] = vp.PortNo
+			}
 		}
 		k, mask, err := flow.ParseWithPorts(text, byName)
 		if err != nil {
@@ -73,8 +80,14 @@ func (d *Daemon) trace(args []string) (string, error) {
 		if mask.InPort == 0 {
 			return "", errors.New("ofproto/trace: the flow needs an in_port")
 		}
+		owner := bk.Owner(k.InPort)
+		if owner == nil || b != nil && owner != b {
+			return "", fmt.Errorf("ofproto/trace: in_port(%d) is no port of %s", k.InPort, or(rest[0], "any bridge"))
+		}
+		b = owner
 		key = k
 	} else {
+		ports := b.Ports.Snapshot()
 		byName := func(n string) (uint32, bool) {
 			for _, p := range ports.List() {
 				if p.Name == n {

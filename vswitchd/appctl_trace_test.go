@@ -17,7 +17,7 @@ func TestTraceOpenFlowSyntax(t *testing.T) {
 	}
 	// Nothing learned yet: NORMAL floods to the other port and LOCAL.
 	out := s.appctl(t, "ofproto/trace", "br0", "in_port=p1,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02")
-	if got := last(out); got != "Datapath actions: 2,0" {
+	if got := last(out); got != "Datapath actions: 3,1" {
 		t.Errorf("last line %q, want flooding:\n%s", got, out)
 	}
 	if !strings.Contains(out, "Flow: in_port=1,vlan_tci=0x0000,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02,dl_type=0x0000\n") {
@@ -25,16 +25,16 @@ func TestTraceOpenFlowSyntax(t *testing.T) {
 	}
 	// Without -generate nothing is learned: the reverse still floods.
 	rev := "in_port=2,dl_src=02:00:00:00:00:02,dl_dst=02:00:00:00:00:01"
-	if got := last(s.appctl(t, "ofproto/trace", "br0", rev)); got != "Datapath actions: 1,0" {
-		t.Errorf("reverse before learning: %q, want 1,0", got)
+	if got := last(s.appctl(t, "ofproto/trace", "br0", rev)); got != "Datapath actions: 2,1" {
+		t.Errorf("reverse before learning: %q, want 2,1", got)
 	}
 	s.appctl(t, "ofproto/trace", "br0", "in_port=1,dl_src=02:00:00:00:00:01,dl_dst=02:00:00:00:00:02", "-generate")
-	if got := last(s.appctl(t, "ofproto/trace", "br0", rev)); got != "Datapath actions: 1" {
-		t.Errorf("reverse after -generate learned 01 on port 1: %q, want 1", got)
+	if got := last(s.appctl(t, "ofproto/trace", "br0", rev)); got != "Datapath actions: 2" {
+		t.Errorf("reverse after -generate learned 01 on port 1 (datapath port 2): %q, want 2", got)
 	}
 	// The datapath syntax still works, with the datapath's name too.
-	odp := "in_port(1),eth(src=02:00:00:00:00:02,dst=02:00:00:00:00:01),eth_type(0x0800),ipv4(src=10.0.0.2,dst=10.0.0.1,proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)"
-	for _, args := range [][]string{{odp}, {"dummy@br0", odp}} {
+	odp := "in_port(2),eth(src=02:00:00:00:00:02,dst=02:00:00:00:00:01),eth_type(0x0800),ipv4(src=10.0.0.2,dst=10.0.0.1,proto=1,tos=0,ttl=64,frag=no),icmp(type=8,code=0)"
+	for _, args := range [][]string{{odp}, {"dummy@ovs-system", odp}, {"ovs-system", odp}, {"br0", odp}} {
 		if got := last(s.appctl(t, "ofproto/trace", args...)); got != "Datapath actions: drop" {
 			t.Errorf("%v: %q, want drop (01 is on the input port)", args, got)
 		}

@@ -51,6 +51,11 @@ type Daemon struct {
 	exiting bool                            // set by Cleanup: no bridge comes up any more
 	routes  userRoutes                      // ovs/route/add's routes
 
+	// bkMu guards backer, the datapath all bridges share (ovs-system),
+	// open while a bridge is on it.
+	bkMu   sync.Mutex
+	backer *ofproto.Backer
+
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
 	metrics     *metricsServer // nil unless --metrics
@@ -218,35 +223,15 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 	if d.cfg.DisableSystem && d.cfg.Datapath == "system" {
 		return fmt.Errorf("bridge %s: system datapaths are disabled by --disable-system, and govswitchd has no other real datapath", s.Name)
 	}
-	dpcfg := datapath.Config{Handlers: or(s.Handlers, d.cfg.Handlers)}
-	dp, err := d.provider.Open(s.Name, dpcfg)
-	reattached := err == nil
-	if errors.Is(err, os.ErrNotExist) {
-		dp, err = d.provider.Create(s.Name, dpcfg)
-	}
-	if errors.Is(err, datapath.ErrNotSupported) {
-		// The kernel provider's error already asks whether the module
-		// is loaded; say what to do about it.
-		return fmt.Errorf("bridge %s: datapath: %w; try modprobe openvswitch", s.Name, err)
-	}
+	bk, reattached, err := d.sharedBacker(s)
 	if err != nil {
 		return fmt.Errorf("bridge %s: datapath: %w", s.Name, err)
 	}
-	up := ofproto.UpcallConfig{FlowLimit: or(s.FlowLimit, d.cfg.FlowLimit), MaxIdle: or(s.MaxIdle, d.cfg.MaxIdle),
-		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
-	gov := d.cfg.Governor
-	if s.Governor != nil {
-		gov = *s.Governor
-	}
-	if gov {
-		m, _ := governor.ParseMode(d.cfg.GovernorMode)
-		up.Governor = &m
-	}
-	b, err := ofproto.NewBridge(ofproto.BridgeConfig{Name: s.Name, FailMode: fail,
+	dp := bk.DP
+	b, err := bk.AddBridge(ofproto.BridgeConfig{Name: s.Name, FailMode: fail,
 		HasControllers: len(s.Controllers) > 0, MaxFlows: d.cfg.MaxFlows, MACTableSize: or(s.MACTableSize, d.cfg.MACTableSize),
-		MACAging: or(s.MACAging, d.cfg.MACAging), Upcall: up}, dp)
+		MACAging: or(s.MACAging, d.cfg.MACAging)})
 	if err != nil {
-		dp.Close()
 		return err
 	}
 	if s.Prepare != nil {
@@ -262,14 +247,9 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 			continue
 		}
 		if _, err := b.AddPort(name, typ, 0); err != nil {
-			dp.Close()
+			b.Stop()
 			return fmt.Errorf("bridge %s: %w", s.Name, err)
 		}
-	}
-	b.Udpif.OnGovernorGeneration = func(g governor.Generation) {
-		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "bridge", s.Name, "packets", g.Packets,
-			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
-			"shortcuts", g.Shortcuts)
 	}
 	// The connection manager hooks packet-ins, port status and flow
 	// removal into the bridge: it must exist before the bridge starts.
@@ -283,13 +263,12 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		cm, err = ofproto.NewConnManager(b, cc)
 	}
 	if err != nil {
-		dp.Close()
+		b.Stop()
 		return err
 	}
 	b.Start()
 	if err := cm.Start(); err != nil {
 		b.Stop()
-		dp.Close()
 		return err
 	}
 	d.mu.Lock()
@@ -298,8 +277,7 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		d.mu.Unlock()
 		cm.Close()
 		b.Stop()
-		dp.Close()
-		d.provider.Delete(s.Name)
+		d.destroyBridge(b, s.Name)
 		return fmt.Errorf("bridge %s: %w", s.Name, errExiting)
 	}
 	d.bridges = append(d.bridges, b)
@@ -401,9 +379,20 @@ func (d *Daemon) teardown() {
 	for _, cm := range conns {
 		cm.Close()
 	}
+	// The handlers and the revalidator stop first: a bridge taken off a
+	// running datapath has its flows deleted, and these must stay.
+	d.bkMu.Lock()
+	bk := d.backer
+	d.backer = nil
+	d.bkMu.Unlock()
+	if bk != nil {
+		bk.Stop()
+	}
 	for _, b := range d.Bridges() {
 		b.Stop()
-		b.DP.Close()
+	}
+	if bk != nil {
+		bk.DP.Close()
 	}
 	if d.pidfile != nil {
 		d.pidfile.Remove()
@@ -427,4 +416,90 @@ func monotonicMillis() int64 {
 		return 0
 	}
 	return ts.Sec*1000 + ts.Nsec/1e6
+}
+
+// Backer returns the datapath the bridges share, nil while there is none.
+func (d *Daemon) Backer() *ofproto.Backer {
+	d.bkMu.Lock()
+	defer d.bkMu.Unlock()
+	return d.backer
+}
+
+// sharedBacker returns the one datapath every bridge is on, ovs-system, as
+// ovs-vswitchd has it: opened the first time a bridge needs it (an earlier
+// run's, with its ports and flows, which the bridges then adopt, so traffic
+// keeps flowing across a restart) or created, and its handlers started.
+// The first bridge's setup sizes its handlers and flow limits.
+// reattached says the datapath was an earlier run's.
+func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached bool, err error) {
+	d.bkMu.Lock()
+	defer d.bkMu.Unlock()
+	if d.backer != nil {
+		return d.backer, true, nil
+	}
+	name := ofproto.SharedDatapathName
+	dpcfg := datapath.Config{Handlers: or(s.Handlers, d.cfg.Handlers)}
+	dp, err := d.provider.Open(name, dpcfg)
+	reattached = err == nil
+	if errors.Is(err, os.ErrNotExist) {
+		dp, err = d.provider.Create(name, dpcfg)
+	}
+	if errors.Is(err, datapath.ErrNotSupported) {
+		// The kernel provider's error already asks whether the module
+		// is loaded; say what to do about it.
+		return nil, false, fmt.Errorf("%w; try modprobe openvswitch", err)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	up := ofproto.UpcallConfig{FlowLimit: or(s.FlowLimit, d.cfg.FlowLimit), MaxIdle: or(s.MaxIdle, d.cfg.MaxIdle),
+		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
+	gov := d.cfg.Governor
+	if s.Governor != nil {
+		gov = *s.Governor
+	}
+	if gov {
+		m, _ := governor.ParseMode(d.cfg.GovernorMode)
+		up.Governor = &m
+	}
+	bk = ofproto.NewBacker(dp, up)
+	bk.Udpif.OnGovernorGeneration = func(g governor.Generation) {
+		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "datapath", name, "packets", g.Packets,
+			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
+			"shortcuts", g.Shortcuts)
+	}
+	bk.Start()
+	d.backer = bk
+	return bk, reattached, nil
+}
+
+// destroyBridge deletes a bridge's datapath ports, as ovs-vswitchd's del-br
+// does, b having been taken down (b nil: a bridge not running, of which
+// only the internal port named name can be found). When no bridge remains,
+// the shared datapath goes too, as ovs-vswitchd deletes its backer's
+// datapath with its last bridge.
+func (d *Daemon) destroyBridge(b *ofproto.Bridge, name string) error {
+	d.bkMu.Lock()
+	defer d.bkMu.Unlock()
+	bk := d.backer
+	var errs []error
+	if bk != nil {
+		if b != nil {
+			errs = append(errs, bk.RemoveBridge(b, true))
+		} else if vp, err := bk.DP.Vport(name); err == nil && vp.PortNo != 0 && bk.Owner(vp.PortNo) == nil {
+			errs = append(errs, bk.DP.DeleteVport(vp.PortNo))
+		}
+		if len(bk.Bridges()) > 0 {
+			return errors.Join(errs...)
+		}
+		bk.Stop()
+		bk.DP.Close()
+		d.backer = nil
+	}
+	if err := d.provider.Delete(ofproto.SharedDatapathName); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("delete datapath %s: %w", ofproto.SharedDatapathName, err))
+	} else if err == nil {
+		d.log.Info("datapath deleted", "datapath", ofproto.SharedDatapathName)
+	}
+	return errors.Join(errs...)
 }

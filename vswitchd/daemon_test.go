@@ -153,7 +153,7 @@ func TestNormalSwitching(t *testing.T) {
 		t.Errorf("fdb/show:\n%s", fdb)
 	}
 	show := s.appctl(t, "dpif/show")
-	for _, want := range []string{"dummy@br0: hit:", "  br0:", "    p1 1/1: (system)", "    br0 65534/0: (internal)"} {
+	for _, want := range []string{"dummy@ovs-system: hit:", "  br0:", "    p1 1/2: (system)", "    br0 65534/1: (internal)"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("dpif/show lacks %q:\n%s", want, show)
 		}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -162,25 +161,19 @@ func (s *ovsdbSwitch) ReconfigureBridge(cfg *ovsdb.BridgeConfig, g ovsdb.Global)
 	// The kernel's flows were translated under the old settings (a
 	// secure bridge must not keep forwarding by its standalone flows):
 	// start the new bridge from an empty datapath flow table.
-	if err := b.DP.FlushFlows(); err != nil {
+	if err := b.Backer.FlushBridge(b); err != nil {
 		s.d.log.Error("flushing datapath flows for reconfiguration", "bridge", cfg.Name, "err", err)
-	}
-	if err := b.DP.Close(); err != nil {
-		s.d.log.Error("closing datapath for reconfiguration", "bridge", cfg.Name, "err", err)
 	}
 	return s.build(cfg, g, ofports)
 }
 
-// DeleteBridge stops the bridge and destroys its datapath, as
-// ovs-vswitchd does on del-br.
+// DeleteBridge stops the bridge and deletes its datapath ports (and the
+// datapath with the last bridge), as ovs-vswitchd does on del-br. A
+// bridge whose reconfiguration failed is not running but may still have
+// its internal port.
 func (s *ovsdbSwitch) DeleteBridge(name string) error {
-	if b := s.d.takeDown(name); b != nil {
-		b.DP.Close()
-	}
-	// A bridge whose reconfiguration failed is not running but may still
-	// have its datapath.
-	if err := s.d.provider.Delete(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("bridge %s: delete datapath: %w", name, err)
+	if err := s.d.destroyBridge(s.d.takeDown(name), name); err != nil {
+		return fmt.Errorf("bridge %s: %w", name, err)
 	}
 	return nil
 }

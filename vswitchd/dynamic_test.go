@@ -189,13 +189,13 @@ func TestOVSDBPortsAndTraffic(t *testing.T) {
 		t.Error("p2 still attached to a datapath after del-port")
 	}
 
-	// del-br destroys the datapath.
+	// del-br of the last bridge destroys the shared datapath.
 	s.must(t, "del-br", "br0")
 	if s.d.Bridge("br0") != nil {
 		t.Error("br0 still running after del-br")
 	}
-	if _, err := s.prov.Open("br0", datapath.Config{}); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("br0's datapath after del-br: Open = %v, want not exist", err)
+	if _, err := s.prov.Open("ovs-system", datapath.Config{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ovs-system after del-br of the last bridge: Open = %v, want not exist", err)
 	}
 	if _, err := os.Stat(filepath.Join(s.dir, "br0.mgmt")); err == nil {
 		t.Error("br0.mgmt left behind after del-br")

@@ -3,15 +3,14 @@ package vswitchd
 import (
 	"errors"
 	"fmt"
-	"os"
 )
 
 // exitCmd is ovs-appctl exit [--cleanup]. Plain exit stops the daemon and
 // leaves its datapaths, ports and flows in the kernel, so traffic keeps
 // flowing and the next start reattaches. With --cleanup it first deletes
-// what the daemon created, as ovs-vswitchd does: every bridge's datapath,
-// and with it the datapath's ports (internal ports and their network
-// devices vanish; system devices are only detached). The reply comes once
+// what the daemon created, as ovs-vswitchd does: every bridge's datapath
+// ports (internal ports and their network devices vanish; system devices
+// are only detached) and the datapath ovs-system. The reply comes once
 // that is done, so that when ovs-appctl returns the kernel is clean
 // (ovs-vswitchd 3.1 answers first and cleans up as it exits, so its
 // callers wait for the process to end; they may still do that here).
@@ -34,7 +33,8 @@ func (d *Daemon) exitCmd(args []string) (string, error) {
 	return "", nil
 }
 
-// Cleanup stops every bridge and deletes its datapath, and keeps the
+// Cleanup stops every bridge and deletes its ports and, with the last,
+// the shared datapath ovs-system, and keeps the
 // daemon from bringing up bridges afterwards (a database change arriving
 // meanwhile must not recreate one). It is for a daemon about to stop.
 func (d *Daemon) Cleanup() error {
@@ -47,14 +47,13 @@ func (d *Daemon) Cleanup() error {
 	d.mu.Unlock()
 	var errs []error
 	for _, name := range names {
-		if b := d.takeDown(name); b != nil {
-			b.DP.Close()
+		if err := d.destroyBridge(d.takeDown(name), name); err != nil {
+			errs = append(errs, fmt.Errorf("bridge %s: %w", name, err))
 		}
-		if err := d.provider.Delete(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("bridge %s: delete datapath: %w", name, err))
-			continue
-		}
-		d.log.Info("datapath deleted", "bridge", name)
+	}
+	if len(names) == 0 {
+		// A datapath an earlier run left, with no bridge to come up on it.
+		errs = append(errs, d.destroyBridge(nil, ""))
 	}
 	return errors.Join(errs...)
 }

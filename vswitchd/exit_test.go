@@ -48,9 +48,9 @@ func TestExitCleanup(t *testing.T) {
 			}
 			// Checked before Stop: --cleanup must have deleted the
 			// datapath by the time it answered.
-			dp, err := s.prov.Open("br0", datapath.Config{})
+			dp, err := s.prov.Open("ovs-system", datapath.Config{})
 			if got := err == nil; got != tt.wantDP {
-				t.Errorf("datapath br0 exists: %v (open: %v), want %v", got, err, tt.wantDP)
+				t.Errorf("datapath ovs-system exists: %v (open: %v), want %v", got, err, tt.wantDP)
 			}
 			if err == nil {
 				dp.Close()
@@ -76,7 +76,7 @@ func TestNoBridgeAfterCleanup(t *testing.T) {
 	if !errors.Is(err, errExiting) {
 		t.Fatalf("bringUp after Cleanup: %v, want errExiting", err)
 	}
-	if _, err := s.prov.Open("br1", datapath.Config{}); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("br1's datapath was created: %v", err)
+	if _, err := s.prov.Open("ovs-system", datapath.Config{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a datapath was created for br1: %v", err)
 	}
 }
