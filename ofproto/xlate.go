@@ -497,6 +497,10 @@ func (c *xctx) emitOutput(pt *Port) {
 	if pt == nil || pt.Down {
 		return
 	}
+	if pt.IsPatch() {
+		c.patchOutput(pt)
+		return
+	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }

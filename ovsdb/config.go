@@ -49,7 +49,10 @@ type PortConfig struct {
 	PortUUID  string
 	IfaceUUID string
 	Name      string // the interface's name, which is the device's
-	Type      string // "system" or "internal"
+	Type      string // "system", "internal" or "patch"
+	// Peer is a patch port's options:peer, the patch port of another
+	// bridge that it is joined to.
+	Peer string
 	// OFPortRequest is ofport_request, 0 when unset.
 	OFPortRequest uint32
 	// OFPortHint is the ofport the database holds from an earlier run
@@ -263,6 +266,9 @@ func Build(r *Rows) Desired {
 				}
 				pc := PortConfig{PortUUID: p.UUID, IfaceUUID: in.UUID, Name: in.Name}
 				pc.Type, pc.Err = ifaceType(in.Type)
+				if pc.Type == "patch" {
+					pc.Peer, pc.Err = patchPeer(in.Name, in.Options)
+				}
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
 				}
@@ -312,8 +318,26 @@ func ifaceType(t string) (typ, errMsg string) {
 		return "system", ""
 	case "internal":
 		return "internal", ""
+	case "patch":
+		return "patch", ""
 	}
-	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system and internal are)", t)
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal and patch are)", t)
+}
+
+// patchPeer checks a patch interface's options as ovs-vswitchd's patch
+// netdev does, with its words for the interface's error: one option,
+// peer, naming another interface.
+func patchPeer(name string, opts map[string]string) (peer, errMsg string) {
+	peer, ok := opts["peer"]
+	switch {
+	case !ok || peer == "":
+		return "", name + ": patch type requires valid 'peer' argument"
+	case len(opts) > 1:
+		return "", name + ": patch type takes only a 'peer' argument"
+	case peer == name:
+		return "", name + ": patch peer must not be self"
+	}
+	return peer, ""
 }
 
 // parseProtocols maps Bridge.protocols to OpenFlow wire versions. Versions

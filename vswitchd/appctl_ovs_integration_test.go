@@ -293,7 +293,7 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 		}
 	}
 	b.start(t, "--port", intName+":internal")
-	gov := steps(t, b, b.d.ctl.Addr(), "system@"+b.name, intName)
+	gov := steps(t, b, b.d.ctl.Addr(), "system@ovs-system", intName)
 
 	for _, r := range []struct {
 		name string
@@ -410,13 +410,13 @@ func startPingingWithInternal(t *testing.T) (b *bed, intName string) {
 func TestIntegrationExitCleanup(t *testing.T) {
 	t.Run("cleanup", func(t *testing.T) {
 		b, intName := startPingingWithInternal(t)
-		if !strings.Contains(dumpDPs(t), "system@"+b.name) || !linkExists(intName) {
+		if !strings.Contains(dumpDPs(t), "system@ovs-system") || !linkExists(intName) {
 			t.Fatalf("no datapath or internal port before exit:\n%s", dumpDPs(t))
 		}
 		if r := appctlAt(t, b.d.ctl.Addr(), "exit", "--cleanup"); r.code != 0 {
 			t.Fatalf("exit --cleanup: exit %d: %s", r.code, r.err)
 		}
-		if dps := dumpDPs(t); strings.Contains(dps, "system@"+b.name) {
+		if dps := dumpDPs(t); strings.Contains(dps, "system@ovs-system") {
 			t.Errorf("datapath left after exit --cleanup:\n%s", dps)
 		}
 		for _, dev := range []string{b.name, intName} {
@@ -441,7 +441,7 @@ func TestIntegrationExitCleanup(t *testing.T) {
 			t.Fatal("exit did not ask the daemon to stop")
 		}
 		b.d.Stop() // what Run does next
-		if dps := dumpDPs(t); !strings.Contains(dps, "system@"+b.name) {
+		if dps := dumpDPs(t); !strings.Contains(dps, "system@ovs-system") {
 			t.Errorf("plain exit removed the datapath:\n%s", dps)
 		}
 		if !linkExists(intName) || !linkExists(b.name) {

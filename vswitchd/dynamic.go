@@ -257,7 +257,12 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.AddPortVLAN(p.Name, p.Type, ofport, v); err != nil {
+	if p.Type == ofproto.PortTypePatch {
+		_, err = b.AddPatchPort(p.Name, p.Peer, ofport, v)
+	} else {
+		_, err = b.AddPortVLAN(p.Name, p.Type, ofport, v)
+	}
+	if err != nil {
 		return err
 	}
 	s.invalidate(b)
@@ -347,11 +352,11 @@ func (s *ovsdbSwitch) Ports(bridge string) ([]ovsdb.PortState, error) {
 	list := b.Ports.Snapshot().List()
 	out := make([]ovsdb.PortState, 0, len(list))
 	for _, p := range list {
-		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort}
+		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort, Peer: p.Peer}
 		if p.OFPort == openflow.PortLocal {
 			ps.OFPort = ofppLocal
 		}
-		if !inMemory {
+		if !inMemory && !p.IsPatch() {
 			if ifc, err := net.InterfaceByName(p.Name); err == nil {
 				ps.Known = true
 				ps.IfIndex = ifc.Index

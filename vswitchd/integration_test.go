@@ -22,6 +22,7 @@ import (
 	"github.com/govswitch/govswitch/datapath/kernel"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/internal/testbed"
+	"github.com/govswitch/govswitch/ofproto"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,8 +78,9 @@ func newBed(t *testing.T) *bed {
 	b.mac1 = testbed.Veth(t, b.v1, b.h1, "eth0", "10.0.0.1/24")
 	b.mac2 = testbed.Veth(t, b.v2, b.h2, "eth0", "10.0.0.2/24")
 	t.Cleanup(func() {
-		if err := (kernel.Provider{}).Delete(b.name); err != nil && !os.IsNotExist(err) {
-			t.Logf("delete datapath %s: %v", b.name, err)
+		// Every bridge is on the one datapath, ovs-system: the test's go with it.
+		if err := (kernel.Provider{}).Delete(ofproto.SharedDatapathName); err != nil && !os.IsNotExist(err) {
+			t.Logf("delete datapath %s: %v", ofproto.SharedDatapathName, err)
 		}
 	})
 	return b
@@ -138,7 +140,7 @@ func parseLoss(t *testing.T, out string) int {
 // flow package's parser: what the real OVS tool reads from the kernel.
 func (b *bed) dpctlFlows(t *testing.T) []flow.DumpFlow {
 	t.Helper()
-	out, err := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
+	out, err := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, out)
 	}
@@ -469,13 +471,14 @@ func TestIntegrationCrashRestart(t *testing.T) {
 	}
 }
 
-// waitDatapath waits until the datapath name exists.
+// waitDatapath waits until the shared datapath has bridge name's
+// internal port and two more.
 func waitDatapath(t *testing.T, name string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		out, _ := exec.Command("ovs-dpctl", "show", "system@"+name).CombinedOutput()
-		if bytes.Contains(out, []byte("port 2")) {
+		out, _ := exec.Command("ovs-dpctl", "show", "system@ovs-system").CombinedOutput()
+		if bytes.Contains(out, []byte(": "+name+" (internal)")) && bytes.Contains(out, []byte("port 3")) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -597,14 +600,15 @@ func TestIntegrationOfctlRules(t *testing.T) {
 		t.Errorf("pings went through untagged (%d lost)", loss)
 	}
 	pushed := false
+	v2 := dpPort(t, b.v2) // OpenFlow port 2's datapath port
 	for _, f := range b.dpctlFlows(t) {
-		if strings.Contains(f.Actions, "push_vlan(vid=10") && strings.HasSuffix(f.Actions, ",2") {
+		if strings.Contains(f.Actions, "push_vlan(vid=10") && strings.HasSuffix(f.Actions, ","+v2) {
 			pushed = true
 		}
 	}
 	if !pushed {
-		out, _ := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
-		t.Errorf("no datapath flow pushes VLAN 10 and outputs to port 2:\n%s", out)
+		out, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+		t.Errorf("no datapath flow pushes VLAN 10 and outputs to %s (datapath port %s):\n%s", b.v2, v2, out)
 	}
 	dump := b.ofctl(t, "dump-flows")
 	if !strings.Contains(dump, "n_packets=") || !strings.Contains(dump, "actions=mod_vlan_vid:10,output:2") {

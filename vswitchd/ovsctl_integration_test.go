@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,7 +82,7 @@ func TestIntegrationOVSCtl(t *testing.T) {
 				}
 			}
 		}
-		run("ovs-dpctl", "del-dp", br)
+		run("ovs-dpctl", "del-dp", "ovs-system")
 		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(logdir, "ovs-vswitchd.log"))
 			t.Logf("ovs-vswitchd.log:\n%s", log)
@@ -112,7 +113,7 @@ func TestIntegrationOVSCtl(t *testing.T) {
 	if out, err := run("ovs-vsctl", "--timeout=60", "add-br", br); err != nil {
 		t.Fatalf("ovs-vsctl add-br: %v\n%s", err, out)
 	}
-	if out, err := run("ovs-dpctl", "show", "system@"+br); err != nil || !strings.Contains(out, "port 0: "+br+" (internal)") {
+	if out, err := run("ovs-dpctl", "show", "system@ovs-system"); err != nil || !regexp.MustCompile(`(?m)^  port \d+: `+br+` \(internal\)$`).MatchString(out) {
 		t.Errorf("ovs-dpctl show: the bridge's datapath is not in the kernel: %v\n%s", err, out)
 	}
 	if out, err := run("ovs-appctl", "vlog/list"); err != nil || !strings.Contains(out, "\n"+fmt.Sprintf("%-16s %5s %10s %10s", br0Module, "EMER", "ERR", "INFO")+"\n") {

@@ -144,7 +144,7 @@ func TestIntegrationRulesTakeEffectAtOnce(t *testing.T) {
 	}
 
 	b.start(t)
-	gov := runPromptSteps(t, b, filepath.Join(b.rundir, b.name+".mgmt"), "system@"+b.name)
+	gov := runPromptSteps(t, b, filepath.Join(b.rundir, b.name+".mgmt"), "system@ovs-system")
 	st := b.d.Bridge(b.name).Udpif.Stats()
 	for _, s := range gov {
 		cmd := strings.Join(s.args, " ")

@@ -41,7 +41,7 @@ func TestIntegrationSetFieldIPv6(t *testing.T) {
 	t.Logf("ping fd00::99:\n%s", out)
 	dump := b.ofctl(t, "dump-flows")
 	t.Logf("dump-flows:\n%s", dump)
-	dpOut, _ := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
+	dpOut, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
 	dp := string(dpOut)
 	t.Logf("ovs-dpctl dump-flows:\n%s", dp)
 	m := regexp.MustCompile(`n_packets=(\d+),.*icmp_type=129`).FindStringSubmatch(dump)

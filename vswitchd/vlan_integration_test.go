@@ -243,7 +243,7 @@ func TestIntegrationVLAN(t *testing.T) {
 	}
 	gov := b.pings(t)
 	gov.fdb = appctlAt(t, filepath.Join(b.rundir, "gov.ctl"), "fdb/show", b.name).out
-	gov.flows = b.ipFlows(t, "system@"+b.name)
+	gov.flows = b.ipFlows(t, "system@ovs-system")
 	govNative := b.nativePings(t, vsctl)
 	t.Logf("govswitchd: pings lost %v; fdb/show:\n%s", gov.loss, gov.fdb)
 

@@ -11,7 +11,7 @@ mkdir -p "$run"
 say() { printf '\n### %s\n' "$*"; }
 cleanup() {
 	[[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	ovs-dpctl del-dp system@br0 2>/dev/null || true
+	ovs-dpctl del-dp system@ovs-system 2>/dev/null || true
 	ip netns del h1 2>/dev/null || true
 	ip netns del h2 2>/dev/null || true
 }
@@ -30,7 +30,7 @@ done
 say "govswitchd --bridge br0 --port v1 --port v2"
 "$gsd" --bridge br0 --port v1 --port v2 --rundir "$run" --handlers 1 >"$run/govswitchd.log" 2>&1 &
 pid=$!
-for _ in $(seq 50); do ovs-dpctl show system@br0 2>/dev/null | grep -q 'port 2' && break; sleep 0.1; done
+for _ in $(seq 50); do ovs-dpctl show system@ovs-system 2>/dev/null | grep -q "port 3" && break; sleep 0.1; done
 ip link set br0 up
 
 say "h1 pings h2 through the switch"
@@ -45,9 +45,9 @@ kill $lpid; wait $lpid 2>/dev/null || true
 
 export OVS_RUNDIR=$run
 say "ovs-dpctl show (the kernel datapath, read by the real OVS tool)"
-ovs-dpctl show system@br0
+ovs-dpctl show system@ovs-system
 say "ovs-dpctl dump-flows: the megaflows govswitchd installed (NORMAL: L2 only, so new TCP connections hit the cache)"
-ovs-dpctl dump-flows system@br0
+ovs-dpctl dump-flows system@ovs-system
 say "ovs-appctl upcall/show and fdb/show (plain ovs-appctl finds govswitchd)"
 ovs-appctl upcall/show
 ovs-appctl fdb/show br0
