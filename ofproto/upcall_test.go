@@ -76,16 +76,22 @@ func (nullOperate) Stats() (datapath.Stats, error) { return datapath.Stats{}, ni
 // puts and executes, Operate — allocates nothing.
 func TestHandleBatchAllocs(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cfg  UpcallConfig
+		name   string
+		cfg    UpcallConfig
+		backer bool // translate through the Backer, as bridges on a shared datapath do
 	}{
-		{"megaflows", UpcallConfig{}},
-		{"exact", UpcallConfig{DisableMegaflows: true}},
-		{"governor", UpcallConfig{DisableMegaflows: true, Governor: ptr(governor.Auto), GovernorThreshold: 100}},
+		{"megaflows", UpcallConfig{}, false},
+		{"exact", UpcallConfig{DisableMegaflows: true}, false},
+		{"governor", UpcallConfig{DisableMegaflows: true, Governor: ptr(governor.Auto), GovernorThreshold: 100}, false},
+		{"backer", UpcallConfig{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := dummyBridge(t, tc.cfg)
-			u := NewUdpif(nullOperate{b.DP}, b.X, tc.cfg)
+			var x translator = b.X
+			if tc.backer {
+				x = b.Backer
+			}
+			u := NewUdpif(nullOperate{b.DP}, x, tc.cfg)
 			hd := u.newHandler(b.DP.Handlers()[0])
 			ups := make([]datapath.Upcall, UpcallBatch)
 			frames := make([][]byte, UpcallBatch)
