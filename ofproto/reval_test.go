@@ -228,3 +228,37 @@ func BenchmarkBarrierSync(b *testing.B) {
 		br.Stop()
 	}
 }
+
+// TestRevalidateKeepsNarrowerMask: as OVS's revalidator, a datapath flow
+// whose mask is more specific than the new translation needs (NORMAL's
+// flow, exact on the Ethernet addresses, once an in_port rule replaces
+// NORMAL) stays, with the new actions; it is not deleted and re-upcalled.
+func TestRevalidateKeepsNarrowerMask(t *testing.T) {
+	b, _, _ := forwardingBridge(t)
+	var before datapath.Flow
+	b.DP.DumpFlows(false, func(f *datapath.Flow) error { before = *f; return nil })
+	if before.Mask.EthDst != ones6 {
+		t.Fatalf("NORMAL's flow does not match the destination address: %+v", before.Mask)
+	}
+	fm := &FlowMod{Command: CmdAdd, Priority: 40000, OutPort: openflow.PortAny, Match: inPortCls(1), Instructions: output(2)}
+	if err := b.Tables.Apply(fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.Udpif.Sync()
+	var after []datapath.Flow
+	b.DP.DumpFlows(false, func(f *datapath.Flow) error {
+		g := *f
+		g.Actions = append([]byte(nil), f.Actions...)
+		after = append(after, g)
+		return nil
+	})
+	if len(after) != 1 || after[0].UFID != before.UFID || after[0].Mask != before.Mask {
+		t.Fatalf("flows after the rule change %+v, want the same flow and mask", after)
+	}
+	if got := datapath.FormatActions(after[0].Actions); got != "2" {
+		t.Errorf("actions %s, want 2", got)
+	}
+	if s := b.Udpif.Stats(); s.FlowsModified != 1 || s.FlowsDeleted != 0 {
+		t.Errorf("modified %d, deleted %d; want 1, 0", s.FlowsModified, s.FlowsDeleted)
+	}
+}

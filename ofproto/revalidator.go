@@ -343,15 +343,18 @@ func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out
 }
 
 // retranslate re-translates a ukey after its tables or MAC entries
-// changed. Same mask and actions: keep. Same mask, new actions: modify
-// the flow. A different mask: the flow no longer describes one
-// translation; delete it and let the next packet upcall.
+// changed. Same actions: keep. New actions: modify the flow. As OVS's
+// revalidate_ukey, a flow whose installed mask still covers every bit the
+// new translation depends on stays (narrower than needed, it still
+// describes one translation: every packet it matches translates alike);
+// one the new translation needs more bits of no longer does: delete it
+// and let the next packet upcall.
 func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retransResult {
 	key := k.Key()
 	u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
-	if out.WC != *k.Mask() {
+	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}
 	if bytes.Equal(out.Actions, k.actions) {
