@@ -83,6 +83,11 @@ type Backer struct {
 	// private is set for a datapath of one bridge's own (NewBridge): the
 	// bridge's Start and Stop start and stop the Udpif.
 	private bool
+
+	// SetLinkUp, if set, sets the network device name administratively up
+	// or down (a port mod's OFPPC_PORT_DOWN), as ovs-vswitchd does; nil
+	// for datapaths whose devices are not the host's.
+	SetLinkUp func(name string, up bool) error
 }
 
 // backerSet is one immutable version of the backer's bridges.

@@ -238,12 +238,10 @@ func ofPort(p *Port, v uint8) (openflow.Port, bool) {
 		if _, ok := openflow.Port32To10(p.OFPort); !ok {
 			return op, false
 		}
-		if p.NoFlood {
-			op.Config |= openflow.Port10ConfigNoFlood
-		}
 	}
-	if p.Down {
-		op.Config |= openflow.PortConfigDown
+	op.Config = portConfig(p)
+	if v != openflow.Version10 {
+		op.Config &^= openflow.Port10ConfigNoFlood // a 1.0 bit, reserved later
 	}
 	return op, true
 }
@@ -511,18 +509,13 @@ func (c *Conn) applyPortMod(m *openflow.PortMod) bool {
 	if p == nil {
 		return false
 	}
-	np := *p
-	if m.Mask&openflow.PortConfigDown != 0 {
-		np.Down = m.Config&openflow.PortConfigDown != 0
-	}
-	if c.Version() == openflow.Version10 && m.Mask&openflow.Port10ConfigNoFlood != 0 {
-		np.NoFlood = m.Config&openflow.Port10ConfigNoFlood != 0
-	}
-	if np == *p {
-		return true
-	}
-	if err := b.Ports.Add(np); err != nil {
+	np, changed, err := b.ModPort(p.OFPort, m.Config, m.Mask, c.Version() == openflow.Version10)
+	if err != nil {
+		c.log.Warn("port mod", "port", p.Name, "err", err)
 		return false
+	}
+	if !changed {
+		return true
 	}
 	c.m.portEvent(PortEvent{Reason: openflow.PortReasonModify, Port: np})
 	c.m.invalidate()

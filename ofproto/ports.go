@@ -19,6 +19,11 @@ type Port struct {
 	Type    string // "system", "internal", "vxlan", ...
 	NoFlood bool   // OFPPC_NO_FLOOD: FLOOD and NORMAL's flooding skip it
 	Down    bool   // administratively down (OFPPC_PORT_DOWN): nothing is sent to it
+	// NoRecv (OFPPC_NO_RECV) drops what arrives on the port; NoFwd
+	// (OFPPC_NO_FWD) drops what is output to it; NoPacketIn
+	// (OFPPC_NO_PACKET_IN) sends none of its table misses to the
+	// controller.
+	NoRecv, NoFwd, NoPacketIn bool
 	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
 	// zero value is a trunk of all VLANs.
 	VLAN PortVLAN

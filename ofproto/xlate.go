@@ -187,6 +187,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	if c.inPort.NoRecv {
+		return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+	}
 	c.pipeline(0)
 	if !c.exit {
 		c.runActionSet()
@@ -257,7 +260,7 @@ func (c *xctx) note(r *Rule) {
 }
 
 func (c *xctx) miss(table uint8) {
-	if c.x.MissToController.Load() {
+	if c.x.MissToController.Load() && (c.inPort == nil || !c.inPort.NoPacketIn) {
 		c.controller(ReasonNoMatch, table, 0xffff, ^uint64(0))
 	}
 }
@@ -494,7 +497,7 @@ func (c *xctx) output(p uint32, maxLen uint16) {
 
 // emitOutput commits pending header changes and outputs to pt.
 func (c *xctx) emitOutput(pt *Port) {
-	if pt == nil || pt.Down {
+	if pt == nil || pt.Down || pt.NoFwd {
 		return
 	}
 	if pt.IsPatch() {

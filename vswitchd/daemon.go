@@ -463,6 +463,9 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 		up.Governor = &m
 	}
 	bk = ofproto.NewBacker(dp, up)
+	if _, inMemory := d.provider.(*dummy.Provider); !inMemory {
+		bk.SetLinkUp = setLinkUp // the kernel datapath's ports are the host's devices
+	}
 	bk.Udpif.OnGovernorGeneration = func(g governor.Generation) {
 		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "datapath", name, "packets", g.Packets,
 			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
