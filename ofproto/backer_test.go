@@ -3,6 +3,7 @@ package ofproto
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +236,25 @@ func TestBackerTranslateAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("a translation across a patch pair allocates %v times", n)
+	}
+}
+
+// TestPatchPortTrace: ofproto/trace of a packet crossing a patch pair
+// heads the peer bridge's rules with its name, as ovs-vswitchd's does.
+func TestPatchPortTrace(t *testing.T) {
+	_, br0, br1, _ := sharedBridges(t, UpcallConfig{})
+	patchPair(t, br0, br1, "pa", "pb")
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(8), &flow.Metadata{InPort: br0.Ports.byName("p1").DPPort})
+	tr := br0.Trace(&key)
+	if !strings.Contains(tr, "bridge(\"br0\")\n") || !strings.Contains(tr, "\n    bridge(\"br1\")\n    -------------\n") {
+		t.Errorf("trace lacks the two bridges:\n%s", tr)
+	}
+	// br0 floods in port order: to pa, where br1 floods to p2 and its
+	// LOCAL, then to its own LOCAL.
+	want := "Datapath actions: " + itoa(br1.Ports.byName("p2").DPPort) + "," + itoa(br1.Ports.byName("br1").DPPort) + "," +
+		itoa(br0.Ports.byName("br0").DPPort) + "\n"
+	if !strings.Contains(tr, want) {
+		t.Errorf("trace lacks %q:\n%s", want, tr)
 	}
 }

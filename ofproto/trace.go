@@ -35,8 +35,17 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	if out.NRules == 0 && out.Dropped == "" {
 		sb.WriteString(" 0. No match.\n    drop\n")
 	}
+	cur := b.X.ID
 	for i := 0; i < out.NRules; i++ {
 		r := out.Rules[i]
+		if id := out.RuleBridges[i]; id != cur {
+			// Through a patch port into another bridge, as OVS's trace
+			// heads the peer's part.
+			cur = id
+			if pb := b.Backer.set.Load().byID[id]; pb != nil {
+				fmt.Fprintf(&sb, "\n    bridge(%q)\n    %s\n", pb.Name, strings.Repeat("-", len(pb.Name)+10))
+			}
+		}
 		match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority})
 		if len(match) > 0 {
 			match = append(match, ", "...)

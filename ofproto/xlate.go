@@ -98,6 +98,9 @@ type Out struct {
 	// stats; NRules of them are valid.
 	Rules  [MaxXlateRules]*Rule
 	NRules int
+	// RuleBridges[i] is the Xlator.ID of the bridge whose table Rules[i]
+	// is in (a patch port takes translation into another bridge).
+	RuleBridges [MaxXlateRules]uint16
 	// Controller is set when the actions send the packet to the
 	// controller (such flows are still cacheable).
 	Controller bool
@@ -253,9 +256,11 @@ func (c *xctx) note(r *Rule) {
 	o := c.out
 	if o.NRules < MaxXlateRules {
 		o.Rules[o.NRules] = r
+		o.RuleBridges[o.NRules] = c.x.ID
 		o.NRules++
 	} else {
 		o.Rules[MaxXlateRules-1] = r
+		o.RuleBridges[MaxXlateRules-1] = c.x.ID
 	}
 }
 

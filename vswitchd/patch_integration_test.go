@@ -101,8 +101,12 @@ func patchSteps(t *testing.T, b *bed, vsctl func(args ...string) string, mgmt fu
 	r.flowsLoss = b.ping(t, 3)
 	r.flowsTCP = b.tcpConnect(t, 7100)
 	r.ofFlows = patchFlows(t, b)
+	// The flows with their statistics cut, in a fixed order (ovs-vswitchd
+	// lists rules of one priority in no particular order).
 	stats := regexp.MustCompile(`duration=[^,]*, |n_packets=\d+, n_bytes=\d+, |idle_age=\d+, `)
-	r.ofFlowsDump = stats.ReplaceAllString(ofctl(brB, "dump-flows"), "")
+	dump := strings.Split(strings.TrimSpace(stats.ReplaceAllString(ofctl(brB, "dump-flows"), "")), "\n")
+	sort.Strings(dump)
+	r.ofFlowsDump = strings.Join(dump, "\n")
 	return r
 }
 
