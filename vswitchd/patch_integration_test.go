@@ -95,6 +95,13 @@ func patchSteps(t *testing.T, b *bed, vsctl func(args ...string) string, mgmt fu
 		ofctl(br.name, "add-flow", fmt.Sprintf("in_port=%s,actions=output:%s", br.host, br.patch))
 		ofctl(br.name, "add-flow", fmt.Sprintf("in_port=%s,actions=output:%s", br.patch, br.host))
 	}
+	// The datapath flows NORMAL made are narrower than the new rules
+	// need: OVS keeps or deletes them by their packet rate
+	// (min-revalidate-pps), so start both from an empty flow table to
+	// compare the megaflows the explicit flows make.
+	if out, err := exec.Command("ovs-dpctl", "del-flows").CombinedOutput(); err != nil {
+		t.Fatalf("ovs-dpctl del-flows: %v\n%s", err, out)
+	}
 	for _, h := range []*testbed.Netns{b.h1, b.h2} {
 		h.Exec("ip", "neigh", "flush", "all")
 	}

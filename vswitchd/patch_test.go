@@ -1,8 +1,12 @@
 package vswitchd
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/govswitch/govswitch/datapath/dummy"
+	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
 
 // TestOVSDBPatchPorts: two bridges joined by a patch pair, configured
@@ -72,4 +76,48 @@ func (s *ovsdbSwitchUnderTest) appctl(t *testing.T, cmd string, args ...string) 
 		t.Fatalf("%s %v: %v", cmd, args, err)
 	}
 	return out
+}
+
+// TestOVSDBRestartAdoptsSharedDatapath: a restarted daemon reopens
+// ovs-system and adopts both bridges' ports with their datapath numbers
+// (so the kernel's flows stay valid), and the patch pair forwards again.
+func TestOVSDBRestartAdoptsSharedDatapath(t *testing.T) {
+	srv := ovsdbtest.Start(t)
+	prov := dummy.New()
+	for _, n := range []string{"p1", "p2"} {
+		if _, err := prov.AddNetdev(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir()}
+	stop := s.startDaemon(t)
+	s.must(t, "add-br", "br0", "--", "add-port", "br0", "p1",
+		"--", "add-port", "br0", "patch0", "--", "set", "Interface", "patch0", "type=patch", "options:peer=patch1")
+	s.must(t, "add-br", "br1", "--", "add-port", "br1", "p2",
+		"--", "add-port", "br1", "patch1", "--", "set", "Interface", "patch1", "type=patch", "options:peer=patch0")
+	dpPorts := func() map[string]uint32 {
+		vps, err := s.d.Backer().DP.Vports()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]uint32{}
+		for _, vp := range vps {
+			m[vp.Name] = vp.PortNo
+		}
+		return m
+	}
+	before := dpPorts()
+	stop()
+
+	t.Cleanup(s.startDaemon(t))
+	s.must(t, "set", "Open_vSwitch", ".", "external_ids:poke=1") // a reconfiguration to wait for
+	if after := dpPorts(); !reflect.DeepEqual(after, before) {
+		t.Errorf("datapath ports after restart %v, want %v", after, before)
+	}
+	if !strings.Contains(s.log.String(), "reattached=true") {
+		t.Errorf("the restart did not reattach ovs-system:\n%s", s.log.String())
+	}
+	ab := tcpFrame(macA, macB, 1000, 80)
+	s.prov.Netdev("p1").Send(ab)
+	expectFrame(t, s.prov.Netdev("p2"), ab)
 }
