@@ -143,6 +143,18 @@ func TestPatchPortForwards(t *testing.T) {
 			t.Errorf("%s learned %d addresses, want the source's", b.Name, b.MAC.Len())
 		}
 	}
+	// The patch ports count what crossed: the upcalled frame, sent on pa
+	// and received on pb.
+	pa, pb := br0.Ports.byName("pa"), br1.Ports.byName("pb")
+	if tx, _ := pa.patch.tx.Value.Stats(); tx != 1 {
+		t.Errorf("pa sent %d packets, want 1", tx)
+	}
+	if rx, _ := pb.patch.rx.Value.Stats(); rx != 1 {
+		t.Errorf("pb received %d packets, want 1", rx)
+	}
+	if tr := br0.Trace(&flows[0].Key); strings.Contains(tr, "priority 0\n    drop") {
+		t.Errorf("the trace shows a patch counter as a rule:\n%s", tr)
+	}
 	// The reverse direction is unicast now: br1 learned macA on pb.
 	r := synFrame(3)
 	copy(r[0:6], macA[:])

@@ -731,6 +731,7 @@ func (c *Conn) portStats(raw []byte, env openflow.Envelope, req *openflow.PortSt
 			RxFrameErr: ^uint64(0), RxOverErr: ^uint64(0), RxCRCErr: ^uint64(0), Collisions: ^uint64(0),
 			DurationSec: ^uint32(0), DurationNsec: ^uint32(0)})
 	}
+	stats = appendPatchStats(stats, ports, req.PortNo, env.Version)
 	if req.PortNo != openflow.PortAny && len(stats) == 0 {
 		code := openflow.BadRequest13BadPort
 		if env.Version == openflow.Version10 {

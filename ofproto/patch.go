@@ -3,6 +3,8 @@ package ofproto
 import (
 	"fmt"
 	"hash/fnv"
+
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // AddPatchPort adds a patch port called name whose peer is the patch
@@ -31,7 +33,7 @@ func (b *Bridge) AddPatchPort(name, peer string, ofport uint32, v PortVLAN) (Por
 	if end, ok := bk.set.Load().patches[name]; ok {
 		return Port{}, fmt.Errorf("patch port %s is already on bridge %s", name, end.b.Name)
 	}
-	p := Port{OFPort: ofport, Name: name, Type: PortTypePatch, Peer: peer, VLAN: v, HWAddr: patchMAC(name)}
+	p := Port{OFPort: ofport, Name: name, Type: PortTypePatch, Peer: peer, VLAN: v, HWAddr: patchMAC(name), patch: newPatchStats()}
 	if p.OFPort == 0 {
 		p.OFPort = b.Ports.NextOFPort()
 	}
@@ -74,4 +76,43 @@ func (s *backerSet) peerOf(p *Port) (*Bridge, *Port) {
 		return nil, nil
 	}
 	return end.b, end.p
+}
+
+// patchStats are a patch port's counters. A patch port has no datapath
+// port to count its packets, so translation counts them: each crossing
+// notes tx of the port left and rx of the peer entered among the
+// translation's rules, and they are credited as rules are (each upcalled
+// packet, and the datapath flow's packets at each revalidation). Their
+// entries are in no table (Table patchCounterTable).
+type patchStats struct {
+	tx, rx Rule
+}
+
+// patchCounterTable marks a patch counter's entry: no table has the id.
+const patchCounterTable = 255
+
+func newPatchStats() *patchStats {
+	return &patchStats{tx: Rule{Value: &Entry{Table: patchCounterTable}}, rx: Rule{Value: &Entry{Table: patchCounterTable}}}
+}
+
+// isPatchCounter reports whether r is a patch port's counter, not a rule.
+func isPatchCounter(r *Rule) bool { return r.Value.Table == patchCounterTable }
+
+// appendPatchStats adds the patch ports' counters (port portNo, or all
+// for PortAny) to a port stats reply of version v.
+func appendPatchStats(stats []openflow.PortStats, ports *PortSet, portNo uint32, v uint8) []openflow.PortStats {
+	for _, p := range ports.List() {
+		if !p.IsPatch() || portNo != openflow.PortAny && portNo != p.OFPort {
+			continue
+		}
+		if _, ok := openflow.Port32To10(p.OFPort); !ok && v == openflow.Version10 {
+			continue
+		}
+		rxp, rxb := p.patch.rx.Value.Stats()
+		txp, txb := p.patch.tx.Value.Stats()
+		stats = append(stats, openflow.PortStats{PortNo: p.OFPort, RxPackets: rxp, RxBytes: rxb, TxPackets: txp, TxBytes: txb,
+			RxFrameErr: ^uint64(0), RxOverErr: ^uint64(0), RxCRCErr: ^uint64(0), Collisions: ^uint64(0),
+			DurationSec: ^uint32(0), DurationNsec: ^uint32(0)})
+	}
+	return stats
 }

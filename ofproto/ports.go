@@ -31,6 +31,9 @@ type Port struct {
 	// (Type PortTypePatch) that a packet output here enters by. A patch
 	// port has no datapath port: DPPort is meaningless.
 	Peer string
+	// patch counts a patch port's packets (nil for other ports); copies
+	// of the Port share it.
+	patch *patchStats
 }
 
 // PortTypePatch is the type of a patch port.

@@ -38,6 +38,9 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	cur := b.X.ID
 	for i := 0; i < out.NRules; i++ {
 		r := out.Rules[i]
+		if isPatchCounter(r) {
+			continue
+		}
 		if id := out.RuleBridges[i]; id != cur {
 			// Through a patch port into another bridge, as OVS's trace
 			// heads the peer's part.

@@ -25,6 +25,10 @@ func (c *xctx) patchOutput(pt *Port) {
 	}
 	c.depth++
 	c.resubmits++
+	// The crossing's packets count as sent on pt and received on pp,
+	// credited as rules are: per upcall and per datapath flow stats.
+	c.note(&pt.patch.tx)
+	c.note(&pp.patch.rx)
 	x, view, ports, inPort := c.x, c.view, c.ports, c.inPort
 	flow, table, cookie := c.flow, c.table, c.cookie
 	actionSet, nActionSet := c.actionSet, c.nActionSet

@@ -26,6 +26,7 @@ type patchRun struct {
 	ofctlShow             string   // ovs-ofctl show of the first bridge
 	ofFlowsDump           string   // ovs-ofctl dump-flows of the second bridge
 	errPeer               string   // Interface error of a patch port with no peer option
+	paTx, pbRx            string   // ovs-ofctl dump-ports' packet counts of the patch ports, after NORMAL
 }
 
 // patchSteps joins b's two veths through two bridges, b.name (with v1)
@@ -87,6 +88,16 @@ func patchSteps(t *testing.T, b *bed, vsctl func(args ...string) string, mgmt fu
 	}
 	sort.Strings(r.ports)
 	r.ofctlShow = ofctl(brA, "show")
+	// ovs-vswitchd refreshes port counters every few seconds.
+	time.Sleep(6 * time.Second)
+	count := func(br, port, dir string) string {
+		m := regexp.MustCompile(dir + ` pkts=(\d+)`).FindStringSubmatch(ofctl(br, "dump-ports", port))
+		if m == nil {
+			return "none"
+		}
+		return m[1]
+	}
+	r.paTx, r.pbRx = count(brA, pa, "tx"), count(brB, pb, "rx")
 
 	// Explicit flows in place of NORMAL: each bridge forwards between its
 	// veth and its patch port, by name.
@@ -191,6 +202,9 @@ func TestIntegrationPatchPorts(t *testing.T) {
 		}
 		if strings.TrimSpace(s.dps) != "system@ovs-system" {
 			t.Errorf("%s: ovs-dpctl dump-dps %q, want system@ovs-system alone", r.name, s.dps)
+		}
+		if s.paTx == "none" || s.paTx == "0" || s.pbRx == "none" || s.pbRx == "0" {
+			t.Errorf("%s: the patch ports counted tx %s, rx %s packets after the pings", r.name, s.paTx, s.pbRx)
 		}
 		if !strings.Contains(s.ofctlShow, "("+b.name+"pa): addr:") {
 			t.Errorf("%s: ovs-ofctl show lacks the patch port:\n%s", r.name, s.ofctlShow)
