@@ -99,6 +99,7 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 // before (OVS's test macros check that stderr, filtering known lines).
 func (d *Daemon) ready() {
 	d.readyOnce.Do(func() {
+		d.pruneVports()
 		if d.OnReady != nil {
 			d.OnReady()
 		}
@@ -505,4 +506,30 @@ func (d *Daemon) destroyBridge(b *ofproto.Bridge, name string) error {
 		d.log.Info("datapath deleted", "datapath", ofproto.SharedDatapathName)
 	}
 	return errors.Join(errs...)
+}
+
+// pruneVports deletes the ports of ovs-system that no bridge claimed once
+// the first configuration is applied: an earlier run's ports of bridges
+// or ports since removed from the configuration, as ovs-vswitchd deletes
+// the datapath ports it finds no configuration for when it starts.
+func (d *Daemon) pruneVports() {
+	bk := d.Backer()
+	if bk == nil {
+		return
+	}
+	vps, err := bk.DP.Vports()
+	if err != nil {
+		d.log.Warn("listing the datapath's ports", "datapath", bk.DP.Name(), "err", err)
+		return
+	}
+	for _, vp := range vps {
+		if vp.PortNo == 0 || bk.Owner(vp.PortNo) != nil {
+			continue
+		}
+		if err := bk.DP.DeleteVport(vp.PortNo); err != nil {
+			d.log.Warn("deleting a datapath port no bridge has", "datapath", bk.DP.Name(), "port", vp.Name, "err", err)
+			continue
+		}
+		d.log.Info("deleted a datapath port no bridge has", "datapath", bk.DP.Name(), "port", vp.Name)
+	}
 }

@@ -121,3 +121,28 @@ func TestOVSDBRestartAdoptsSharedDatapath(t *testing.T) {
 	s.prov.Netdev("p1").Send(ab)
 	expectFrame(t, s.prov.Netdev("p2"), ab)
 }
+
+// TestStartPrunesUnclaimedPorts: a port an earlier run left in ovs-system
+// that no bridge claims now is deleted at start, as ovs-vswitchd does.
+func TestStartPrunesUnclaimedPorts(t *testing.T) {
+	rundir := t.TempDir()
+	s := startSwitch(t, nil, rundir)
+	if _, err := s.prov.AddNetdev("p3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.d.Bridge("br0").AddPort("p3", "system", 0); err != nil {
+		t.Fatal(err)
+	}
+	s.d.Stop()
+	s2 := startSwitch(t, s.prov, rundir) // br0 with p1 and p2 only
+	defer s2.d.Stop()
+	if _, err := s2.d.Backer().DP.Vport("p3"); err == nil {
+		t.Errorf("p3 is still a port of ovs-system:\n%s", s2.log.String())
+	}
+	if !strings.Contains(s2.log.String(), "deleted a datapath port no bridge has") {
+		t.Errorf("the deletion is not logged:\n%s", s2.log.String())
+	}
+	if _, err := s2.d.Backer().DP.Vport("p2"); err != nil {
+		t.Errorf("p2 went too: %v", err)
+	}
+}
