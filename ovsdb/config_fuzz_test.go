@@ -6,13 +6,15 @@ import (
 )
 
 // FuzzBuild feeds Build rows whose strings come from the fuzzer: names,
-// interface types, ofport numbers, other_config values and dangling
+// interface types and options, ofport numbers, other_config values and dangling
 // references. Build must not panic, and every interface either has a
 // datapath port type or an error.
 func FuzzBuild(f *testing.F) {
 	f.Add("br0", "eth1", "", "5000", "secure", 7, "OpenFlow13")
 	f.Add("", "a-very-long-interface-name", "vxlan", "-1", "nonsense", -3, "OpenFlow15")
 	f.Add("br0", "br0", "system", "9999999999999", "", 70000, "")
+	f.Add("br0", "patch0", "patch", "patch1", "", 3, "")
+	f.Add("br0", "patch0", "patch", "patch0", "", 0, "")
 	f.Fuzz(func(t *testing.T, bridge, ifname, iftype, knob, failMode string, ofport int, proto string) {
 		root := &OpenvSwitch{UUID: "root", Bridges: []string{"b0", "dangling"},
 			OtherConfig: map[string]string{"flow-limit": knob, "max-idle": knob, "n-handler-threads": knob,
@@ -20,7 +22,8 @@ func FuzzBuild(f *testing.F) {
 		br := &Bridge{UUID: "b0", Name: bridge, FailMode: &failMode, Protocols: []string{proto},
 			OtherConfig: map[string]string{"mac-table-size": knob, "mac-aging-time": knob},
 			Ports:       []string{"p0", "p1", "nope"}, Controller: []string{"c0", "nada"}}
-		in0 := &Interface{UUID: "i0", Name: ifname, Type: iftype, OfportRequest: &ofport, Ofport: &ofport}
+		in0 := &Interface{UUID: "i0", Name: ifname, Type: iftype, OfportRequest: &ofport, Ofport: &ofport,
+			Options: map[string]string{"peer": knob}}
 		in1 := &Interface{UUID: "i1", Name: bridge, Type: iftype}
 		r := &Rows{Root: root, Bridges: map[string]*Bridge{"b0": br},
 			Ports: map[string]*Port{
@@ -41,8 +44,11 @@ func FuzzBuild(f *testing.F) {
 				t.Errorf("fail mode %q", b.FailMode)
 			}
 			for _, p := range b.Ports {
-				if p.Err == "" && p.Type != "system" && p.Type != "internal" {
+				if p.Err == "" && p.Type != "system" && p.Type != "internal" && p.Type != "patch" {
 					t.Errorf("port %q type %q without an error", p.Name, p.Type)
+				}
+				if p.Err == "" && p.Type == "patch" && (p.Peer == "" || p.Peer == p.Name) {
+					t.Errorf("patch port %q with peer %q accepted", p.Name, p.Peer)
 				}
 				if p.Err == "" && (p.Name == "" || len(p.Name) > 15) {
 					t.Errorf("port name %q accepted", p.Name)
