@@ -66,8 +66,8 @@ for ((i = 0; i < 100; i++)); do
 done
 ovs-appctl version >/dev/null 2>&1 || fail "govswitchd did not start: $(tail -c 300 "$dir/govswitchd.log" | tr '\n"' ' _')"
 
-dpstats() { # "missed lost flows" of datapath br0
-	ovs-dpctl show br0 2>/dev/null | awk '
+dpstats() { # "missed lost flows" of the datapath ovs-system, which br0 is on
+	ovs-dpctl show system@ovs-system 2>/dev/null | awk '
 		/lookups:/ { for (i = 1; i <= NF; i++) { split($i, a, ":"); if (a[1] == "missed") m = a[2]; if (a[1] == "lost") l = a[2] } }
 		/flows:/ { f = $2 }
 		END { printf "%d %d %d\n", m, l, f }'
@@ -170,7 +170,7 @@ for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; d
 kill -KILL "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 cp "$dir/govswitchd.log" "$out/" 2>/dev/null
-ovs-dpctl del-dp br0 >/dev/null 2>&1
+ovs-dpctl del-dp system@ovs-system >/dev/null 2>&1
 ip netns del h1
 ip netns del h2
 exit 0
