@@ -383,8 +383,9 @@ func (s *ovsdbSwitch) DatapathID(bridge string) (uint64, error) {
 // applies to running bridges at once, as ovs-appctl upcall/set-flow-limit
 // does (the revalidator's dynamic limit then moves under the cap the
 // bridge started with). n-handler-threads, max-idle and
-// govswitch-governor apply to bridges started (or reconfigured) later:
-// restart govswitchd to apply them to running bridges.
+// govswitch-governor configure the upcall handlers of the datapath all
+// bridges share: they apply when it is next opened (restart govswitchd,
+// or once every bridge is gone).
 func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	old := s.global
 	s.global = g
@@ -395,7 +396,7 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	}
 	if len(s.d.Bridges()) > 0 && (g.Handlers != old.Handlers || g.MaxIdle != old.MaxIdle ||
 		(g.Governor == nil) != (old.Governor == nil) || g.Governor != nil && *g.Governor != *old.Governor) {
-		s.d.log.Warn("other_config changed: n-handler-threads, max-idle and govswitch-governor apply to bridges added from now on; restart govswitchd to apply them to running bridges")
+		s.d.log.Warn("other_config changed: n-handler-threads, max-idle and govswitch-governor apply when the datapath ovs-system is next opened; restart govswitchd to apply them now")
 	}
 }
 
