@@ -18,7 +18,8 @@
 #
 # Topology, built once per boot: namespaces h1 (10.0.0.1, eth e1) and h2
 # (10.0.0.2, eth e2) on veth pairs whose host ends v1 and v2 are the two
-# ports of the switch under test (datapath br0: port 1 = v1, port 2 = v2).
+# ports of the switch under test (OpenFlow port 1 = v1, port 2 = v2; the
+# static runs' own datapath br0 numbers them 1 and 2 too).
 # IPv6 is off everywhere so no neighbour discovery adds misses.
 #
 # Workload, fixed for every run: `govbench rate -r 10.0.0.2:1024-65535`
@@ -209,7 +210,7 @@ hwm_kb() {
 	awk '/^VmHWM:/ {print $2}' "/proc/$1/status"
 }
 dpstats() { # prints "missed lost flows masks" of the one datapath there is
-	# ovs-vswitchd names its datapath ovs-system; govswitchd and the
+	# ovs-vswitchd and govswitchd name their datapath ovs-system; the
 	# static runs name it br0. Runs delete it, so there is one at a time.
 	ovs-dpctl show 2>/dev/null | awk '
 		/lookups:/ { for (i = 1; i <= NF; i++) { split($i, a, ":"); if (a[1] == "missed") m = a[2]; if (a[1] == "lost") l = a[2] } }
