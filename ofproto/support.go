@@ -55,6 +55,8 @@ func checkSupported(acts []openflow.Action) error {
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
 			}
+		case openflow.ActCT, openflow.ActCTClear, openflow.ActNAT:
+			return errorf(ErrUnsupportedNXAction, "Nicira action %s is not implemented", a.Type)
 		case openflow.ActVendor:
 			if a.Vendor == openflow.NXVendorID {
 				sub := -1
