@@ -96,6 +96,7 @@ func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
 		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
 	}
 	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC}
+	noteDatapathFeatures(dp.Features()) // conntrack support: support_ct.go
 	vports, err := dp.Vports()
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)

@@ -149,6 +149,10 @@ type Udpif struct {
 	// running says a pass is under way, checking against these versions.
 	running                   bool
 	runningTables, runningMAC uint64
+
+	// recircSweptAt is when the revalidator last freed unused
+	// recirculation ids (recirc.go).
+	recircSweptAt atomic.Int64
 }
 
 // NewUdpif returns the upcall machinery for dp translating with x. Start

@@ -178,7 +178,11 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
-	c.pipeline(0)
+	if key.RecircID == 0 {
+		c.pipeline(0)
+	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
+		return
+	}
 	if !c.exit {
 		c.runActionSet()
 	}
@@ -330,6 +334,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.decTTL()
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
+	case openflow.ActCT:
+		c.ct(a)
+	case openflow.ActCTClear:
+		c.ctClear()
 	case openflow.ActSetQueue:
 		// A queue selects an egress QoS queue; with no QoS configured
 		// (the switch has none) ovs-vswitchd emits nothing for it

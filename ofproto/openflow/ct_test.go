@@ -50,7 +50,7 @@ func TestCtCaptureMeaning(t *testing.T) {
 			}
 			m := fms[3].Match
 			if m.Key.CtZone != 5 || m.Mask.CtZone != 0xffff || m.Key.CtMark != 1 || m.Mask.CtMark != 0xff ||
-				m.Key.CtLabels[15] != 1 || m.Mask.CtLabels[15] != 0xf || m.Mask.CtState != 0xff || m.Key.CtState != 0x6d {
+				m.Key.CtLabels[0] != 1 || m.Mask.CtLabels[0] != 0xf || m.Mask.CtState != 0xff || m.Key.CtState != 0x6d {
 				t.Errorf("flow 3 match %+v", m)
 			}
 			c := ct(4)

@@ -1,0 +1,51 @@
+package ofproto
+
+import (
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestOfctlCtFlows: the conntrack flows ovs-ofctl writes are taken, and
+// dump-flows prints them back as ovs-ofctl printed them itself
+// (parse-flows), which is what ovs-vswitchd answers: it returns the bytes
+// ovs-ofctl sent, as we do.
+func TestOfctlCtFlows(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	const file = "openflow/testdata/ovs-ofctl/ct-flows.txt"
+	parsed := regexp.MustCompile(`FLOW_MOD (?:\(OF1\.3\) )?\(xid=0x[0-9a-f]+\): ADD (?:table:\d+ )?(.*)$`)
+	for _, opts := range [][]string{nil, {"-O", "OpenFlow13"}} {
+		t.Run(strings.Join(append([]string{"OpenFlow10"}, opts...), " "), func(t *testing.T) {
+			s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+			s.ofctl(t, opts, "add-flows", file)
+			ref, err := exec.Command("ovs-ofctl", append(append([]string{}, opts...), "parse-flows", file)...).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]bool{}
+			for _, line := range strings.Split(string(ref), "\n") {
+				if m := parsed.FindStringSubmatch(line); m != nil {
+					want[m[1]] = true
+				}
+			}
+			flows := parseFlows(t, s.ofctl(t, opts, "dump-flows"))
+			if len(flows) != len(want) || len(want) != 9 {
+				t.Fatalf("dumped %d flows, parse-flows %d, want 9", len(flows), len(want))
+			}
+			for _, f := range flows {
+				text := f.match + " actions=" + f.actions
+				if f.priority != 32768 {
+					text = "priority=" + strconv.Itoa(f.priority) + "," + text
+				}
+				if f.match == "" {
+					text = "actions=" + f.actions
+				}
+				if !want[text] {
+					t.Errorf("dumped %q, which ovs-ofctl's own parse-flows does not print", text)
+				}
+			}
+		})
+	}
+}
