@@ -413,7 +413,13 @@ func (e *Entry) Format(verbose, stats bool) string {
 		fmt.Fprintf(&sb, ",mark=%d", e.Mark)
 	}
 	if e.Labels != ([16]byte{}) {
-		fmt.Fprintf(&sb, ",labels=0x%s", strings.TrimLeft(fmt.Sprintf("%x", e.Labels[:]), "0"))
+		// CTA_LABELS is the label bitmap, bit 0 in the first byte; OVS
+		// prints it as the 128-bit number whose bit n is label n.
+		var be [16]byte
+		for i := range be {
+			be[i] = e.Labels[15-i]
+		}
+		fmt.Fprintf(&sb, ",labels=0x%s", strings.TrimLeft(fmt.Sprintf("%x", be[:]), "0"))
 	}
 	if e.HasTCPState {
 		sb.WriteString(",protoinfo=(state=" + TCPStateName(e.TCPState) + ")")
