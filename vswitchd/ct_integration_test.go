@@ -131,12 +131,69 @@ func (b *bed) addFlows(t *testing.T, flows []string) {
 	}
 }
 
+// fwRun is what one switch did with the firewall's traffic.
+type fwRun struct {
+	passed    map[string]bool // "tcp in", "udp out", ...: the exchange succeeded
+	conntrack []string        // the kernel's entries, ports and ids masked
+	dpflows   string          // ovs-dpctl dump-flows after the inside traffic
+}
+
+var ctPortRE = regexp.MustCompile(`(sport|dport|id)=\d+`)
+
+// firewallTraffic runs the firewall's traffic (the flows are in): TCP, UDP
+// and ICMP from inside, then from outside; appctl reads the kernel's
+// conntrack table through the switch.
+func (b *bed) firewallTraffic(t *testing.T, appctl func(args ...string) string, dp string) fwRun {
+	t.Helper()
+	r := fwRun{passed: map[string]bool{}}
+	r.passed["tcp in"] = exchange(b.h1, "tcp", "10.0.0.2:7000") == nil
+	r.passed["udp in"] = exchange(b.h1, "udp", "10.0.0.2:7001") == nil
+	r.passed["icmp in"] = b.ping(t, 3) == 0
+	// The inside flows, before they idle out.
+	out, _ := exec.Command("ovs-dpctl", "dump-flows", dp).CombinedOutput()
+	r.dpflows = string(out)
+	r.passed["tcp out"] = exchange(b.h2, "tcp", "10.0.0.1:7002") == nil
+	r.passed["udp out"] = exchange(b.h2, "udp", "10.0.0.1:7003") == nil
+	out2, _ := b.h2.Exec("ping", "-c", "3", "-i", "0.2", "-W", "1", "10.0.0.1")
+	r.passed["icmp out"] = parseLoss(t, out2) < 3
+	for _, line := range strings.Split(appctl("dpctl/dump-conntrack"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			r.conntrack = append(r.conntrack, ctPortRE.ReplaceAllString(line, "$1=N"))
+		}
+	}
+	return r
+}
+
 // TestIntegrationConntrackFirewall: with the stateful firewall, TCP, UDP and
 // ICMP from inside get through with their replies; new connections from
 // outside do not; the kernel's conntrack table (dpctl/dump-conntrack) holds
 // the committed connections and the datapath flows recirculate.
-func TestIntegrationConntrackFirewall(t *testing.T) {
+// ovs-vswitchd cannot run it in UML: it always sends OVS_CT_ATTR_ZONE, which
+// a kernel without conntrack zones refuses (EINVAL on every flow put).
+func TestIntegrationConntrackFirewall(t *testing.T) { testFirewall(t, false) }
+
+// TestIntegrationVMConntrackFirewall is the firewall in the vm bed, with
+// ovs-vswitchd 3.1 running the same steps first on the same kernel: both
+// switches must pass and block the same traffic and leave the same
+// conntrack entries.
+func TestIntegrationVMConntrackFirewall(t *testing.T) {
+	testbed.RequireVM(t)
+	testFirewall(t, true)
+}
+
+func testFirewall(t *testing.T, withOVS bool) {
 	b := newBed(t)
+	serveEcho(t, b.h2, "tcp", "10.0.0.2:7000")
+	serveEcho(t, b.h2, "udp", "10.0.0.2:7001")
+	serveEcho(t, b.h1, "tcp", "10.0.0.1:7002")
+	serveEcho(t, b.h1, "udp", "10.0.0.1:7003")
+	want := map[string]bool{"tcp in": true, "udp in": true, "icmp in": true}
+
+	ovs := fwRun{passed: want}
+	if withOVS {
+		ovs = b.firewallOVS(t)
+	}
+
 	appctl := b.startCt(t)
 	b.addFlows(t, ctFirewall)
 	appctl("dpctl/flush-conntrack")
@@ -146,52 +203,32 @@ func TestIntegrationConntrackFirewall(t *testing.T) {
 			t.Errorf("dpif/show-dp-features lacks %q:\n%s", want, feat)
 		}
 	}
+	gov := b.firewallTraffic(t, appctl, "system@"+b.name)
+	t.Logf("govswitchd: %v\nconntrack %q\ndatapath flows:\n%s", gov.passed, gov.conntrack, gov.dpflows)
 
-	serveEcho(t, b.h2, "tcp", "10.0.0.2:7000")
-	serveEcho(t, b.h2, "udp", "10.0.0.2:7001")
-	serveEcho(t, b.h1, "tcp", "10.0.0.1:7002")
-	serveEcho(t, b.h1, "udp", "10.0.0.1:7003")
-
-	if err := exchange(b.h1, "tcp", "10.0.0.2:7000"); err != nil {
-		t.Errorf("TCP from inside: %v", err)
-	}
-	if err := exchange(b.h1, "udp", "10.0.0.2:7001"); err != nil {
-		t.Errorf("UDP from inside: %v", err)
-	}
-	if loss := b.ping(t, 3); loss != 0 {
-		t.Errorf("ping from inside: %d of 3 lost", loss)
-	}
-	// The inside flows, before they idle out.
-	dp, _ := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
-	t.Logf("ovs-dpctl dump-flows:\n%s", dp)
-	for _, want := range []string{`recirc_id\(0\),in_port\(\d+\),ct_state\(-trk\),.*actions:ct,recirc\(0x[0-9a-f]+\)`,
-		`recirc_id\(0x[0-9a-f]+\),in_port\(\d+\),ct_state\(\+new[-+a-z]*\+trk\),.*actions:ct\(commit\),\d+`} {
-		if !regexp.MustCompile(want).Match(dp) {
-			t.Errorf("no datapath flow matches %s", want)
+	for _, k := range []string{"tcp in", "udp in", "icmp in", "tcp out", "udp out", "icmp out"} {
+		if gov.passed[k] != want[k] {
+			t.Errorf("%s: passed %v, want %v", k, gov.passed[k], want[k])
+		}
+		if gov.passed[k] != ovs.passed[k] {
+			t.Errorf("%s: govswitchd passed %v, ovs-vswitchd %v", k, gov.passed[k], ovs.passed[k])
 		}
 	}
-	if err := exchange(b.h2, "tcp", "10.0.0.1:7002"); err == nil {
-		t.Errorf("TCP from outside got through")
+	if withOVS && strings.Join(gov.conntrack, "\n") != strings.Join(ovs.conntrack, "\n") {
+		t.Errorf("conntrack entries differ:\n govswitchd   %q\n ovs-vswitchd %q", gov.conntrack, ovs.conntrack)
 	}
-	if err := exchange(b.h2, "udp", "10.0.0.1:7003"); err == nil {
-		t.Errorf("UDP from outside got through")
-	}
-	out, _ := b.h2.Exec("ping", "-c", "3", "-i", "0.2", "-W", "1", "10.0.0.1")
-	if loss := parseLoss(t, out); loss != 3 {
-		t.Errorf("ping from outside: %d of 3 lost, want all", loss)
-	}
-
-	ct := appctl("dpctl/dump-conntrack")
-	t.Logf("dpctl/dump-conntrack:\n%s", ct)
 	for _, want := range []string{
 		"tcp,orig=(src=10.0.0.1,dst=10.0.0.2,", "udp,orig=(src=10.0.0.1,dst=10.0.0.2,", "icmp,orig=(src=10.0.0.1,dst=10.0.0.2,",
 	} {
-		if !strings.Contains(ct, want) {
+		if !strings.Contains(strings.Join(gov.conntrack, "\n"), want) {
 			t.Errorf("dump-conntrack lacks %q", want)
 		}
 	}
-	if strings.Contains(ct, "orig=(src=10.0.0.2,dst=10.0.0.1") {
-		t.Errorf("a connection from outside was committed:\n%s", ct)
+	for _, want := range []string{`recirc_id\(0\),in_port\(\d+\),ct_state\(-trk\),.*actions:ct,recirc\(0x[0-9a-f]+\)`,
+		`recirc_id\(0x[0-9a-f]+\),in_port\(\d+\),ct_state\(\+new[-+a-z]*\+trk\),.*actions:ct\(commit\),\d+`} {
+		if !regexp.MustCompile(want).MatchString(gov.dpflows) {
+			t.Errorf("no datapath flow matches %s", want)
+		}
 	}
 	dump := b.ofctl(t, "dump-flows")
 	t.Logf("dump-flows:\n%s", dump)
@@ -288,5 +325,80 @@ func TestIntegrationConntrackMark(t *testing.T) {
 	t.Logf("dump-flows:\n%s", dump)
 	if strings.Contains(dump, "n_packets=0, n_bytes=0, priority=10,ct_state=+est+trk,ct_mark=0x5,ct_label=0x10,ip,in_port=2") {
 		t.Errorf("the reply rule matching mark and label saw no packets")
+	}
+}
+
+// firewallOVS runs the firewall's steps against ovs-vswitchd 3.1 and stops
+// it again, datapath and all.
+func (b *bed) firewallOVS(t *testing.T) fwRun {
+	t.Helper()
+	o := startOVS(t)
+	o.must(t, "ovs-vsctl", "add-br", b.name, "--", "set-fail-mode", b.name, "secure",
+		"--", "add-port", b.name, b.v1, "--", "set", "Interface", b.v1, "ofport_request=1",
+		"--", "add-port", b.name, b.v2, "--", "set", "Interface", b.v2, "ofport_request=2")
+	for _, f := range ctFirewall {
+		o.must(t, "ovs-ofctl", "add-flow", b.name, f)
+	}
+	ovsAppctl := func(args ...string) string { return appctlAt(t, o.ctl, args...).out }
+	ovsAppctl("dpctl/flush-conntrack")
+	ovs := b.firewallTraffic(t, ovsAppctl, "system@ovs-system")
+	t.Logf("ovs-vswitchd: %v\nconntrack %q\ndatapath flows:\n%s", ovs.passed, ovs.conntrack, ovs.dpflows)
+	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
+		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); linkExists("ovs-system"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ovs-vswitchd's exit --cleanup left ovs-system for 5 s")
+		}
+	}
+
+	return ovs
+}
+
+// TestIntegrationVMConntrackZones: connections live in their zone. h1's
+// connections are tracked and committed in zone 1; when h2's replies are
+// tracked in zone 1 too (the zone taken from a register) they are
+// established and pass, when in zone 2 they are new there and dropped.
+func TestIntegrationVMConntrackZones(t *testing.T) {
+	testbed.RequireVM(t)
+	b := newBed(t)
+	serveEcho(t, b.h2, "tcp", "10.0.0.2:7000")
+	appctl := b.startCt(t)
+	if feat := appctl("dpif/show-dp-features", b.name); !strings.Contains(feat, "CT zone: Yes") {
+		t.Fatalf("the vm bed's kernel has no conntrack zones:\n%s", feat)
+	}
+	reply := func(zone int) string {
+		return fmt.Sprintf("table=0,priority=10,ip,in_port=2,ct_state=-trk,actions=load:%d->NXM_NX_REG0[0..15],ct(zone=NXM_NX_REG0[0..15],table=1)", zone)
+	}
+	b.addFlows(t, []string{
+		"table=0,priority=100,arp,actions=NORMAL",
+		"table=0,priority=10,ip,in_port=1,ct_state=-trk,actions=ct(zone=1,table=1)",
+		reply(1),
+		"table=1,priority=10,ip,in_port=1,ct_state=+trk+new,ct_zone=1,actions=ct(commit,zone=1),output:2",
+		"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,ct_zone=1,actions=output:2",
+		"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+	})
+	appctl("dpctl/flush-conntrack")
+	if err := exchange(b.h1, "tcp", "10.0.0.2:7000"); err != nil {
+		t.Fatalf("TCP with both directions in zone 1: %v", err)
+	}
+	ct := appctl("dpctl/dump-conntrack", "zone=1")
+	t.Logf("dpctl/dump-conntrack zone=1:\n%s", ct)
+	if !strings.Contains(ct, "tcp,orig=(src=10.0.0.1,dst=10.0.0.2,") || !strings.Contains(ct, ",zone=1") {
+		t.Errorf("no zone 1 entry for the connection")
+	}
+	if other := appctl("dpctl/dump-conntrack", "zone=2"); strings.Contains(other, "10.0.0.1") {
+		t.Errorf("zone 2 holds the connection:\n%s", other)
+	}
+
+	b.ofctl(t, "add-flow", reply(2))
+	appctl("dpctl/flush-conntrack")
+	if err := exchange(b.h1, "tcp", "10.0.0.2:7000"); err == nil {
+		t.Errorf("TCP got through with the replies tracked in zone 2")
+	}
+	ct = appctl("dpctl/dump-conntrack")
+	t.Logf("dpctl/dump-conntrack:\n%s", ct)
+	if !strings.Contains(ct, ",zone=1") {
+		t.Errorf("the SYN was not committed in zone 1")
 	}
 }
