@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,7 @@ func (b *bed) firewallTraffic(t *testing.T, appctl func(args ...string) string, 
 			r.conntrack = append(r.conntrack, ctPortRE.ReplaceAllString(line, "$1=N"))
 		}
 	}
+	sort.Strings(r.conntrack) // the kernel dumps its hash table in no set order
 	return r
 }
 
