@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
@@ -244,5 +245,47 @@ func TestXlateCtAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("ct translation allocates %v per packet", n)
+	}
+}
+
+// TestRecircSweep: the revalidator frees recirculation ids no ukey names
+// once they are older than the grace period, and keeps the others.
+func TestRecircSweep(t *testing.T) {
+	b, _ := dummyBridge(t, noPeriodicPass)
+	u := b.Udpif
+	now := t0
+	kept := recircs.id(&frozenState{x: b.X, table: 1}, now)
+	byKey := recircs.id(&frozenState{x: b.X, table: 2}, now)
+	gone := recircs.id(&frozenState{x: b.X, table: 3}, now)
+	other := recircs.id(&frozenState{x: testBridge(t), table: 3}, now)
+	// A ukey whose actions recirculate to kept, one whose key matches byKey.
+	for i, fill := range []func(k *ukey){
+		func(k *ukey) {
+			k.actions = datapath.AppendRecirc(datapath.AppendCT(k.actions[:0], &datapath.CT{}), kept)
+		},
+		func(k *ukey) {
+			key := flow.Key{RecircID: byKey}
+			m := flow.Mask{RecircID: ^uint32(0)}
+			u.ukeys.setFlow(k, &key, &m)
+		},
+	} {
+		ufid := datapath.UFID{byte(i + 1)}
+		if k, _ := u.ukeys.Insert(&ufid, fill); k == nil {
+			t.Fatal("insert failed")
+		}
+	}
+	if n := recircs.sweep(u, now.Add(time.Second)); n != 0 {
+		t.Errorf("swept %d ids within the grace period", n)
+	}
+	if n := recircs.sweep(u, now.Add(recircGrace+time.Second)); n != 1 {
+		t.Errorf("swept %d ids, want 1", n)
+	}
+	for _, tc := range []struct {
+		id   uint32
+		live bool
+	}{{kept, true}, {byKey, true}, {gone, false}, {other, true}} {
+		if _, ok := recircs.lookup(tc.id, now); ok != tc.live {
+			t.Errorf("id %d: live %v, want %v", tc.id, ok, tc.live)
+		}
 	}
 }
