@@ -404,3 +404,121 @@ func TestIntegrationVMConntrackZones(t *testing.T) {
 		t.Errorf("the SYN was not committed in zone 1")
 	}
 }
+
+// echoOnce writes msg on c and reads the echo back within d.
+func echoOnce(c net.Conn, msg string, d time.Duration) error {
+	if _, err := c.Write([]byte(msg)); err != nil {
+		return err
+	}
+	c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != msg {
+		return fmt.Errorf("echo %q, want %q", buf, msg)
+	}
+	return nil
+}
+
+// TestIntegrationConntrackRevalidate: the recirculated stage's megaflows
+// follow rule changes. An established connection stops when the rule
+// passing its replies goes (the second stage's installed flows are
+// revalidated away, though the first stage's do not change) and resumes
+// when it comes back; the replies are credited to the table 1 rule.
+func TestIntegrationConntrackRevalidate(t *testing.T) {
+	b := newBed(t)
+	appctl := b.startCt(t)
+	b.addFlows(t, ctFirewall)
+	appctl("dpctl/flush-conntrack")
+	serveEcho(t, b.h2, "tcp", "10.0.0.2:7000")
+	var c net.Conn
+	if err := b.h1.Do(func() (err error) { c, err = net.DialTimeout("tcp", "10.0.0.2:7000", 3*time.Second); return }); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer c.Close()
+	if err := echoOnce(c, "one", 3*time.Second); err != nil {
+		t.Fatalf("first echo: %v", err)
+	}
+	const replies = "table=1,priority=10,ip,in_port=2,ct_state=+trk+est"
+	b.ofctl(t, "del-flows", "--strict", replies)
+	if err := echoOnce(c, "two", 2*time.Second); err == nil {
+		t.Fatalf("echo came back without the rule for replies")
+	}
+	b.ofctl(t, "add-flow", replies+",actions=output:1")
+	// h2 retransmits the echo of "two" that was dropped; it and the echo
+	// of "three" come back, in that order.
+	if _, err := c.Write([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	buf := make([]byte, len("twothree"))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "twothree" {
+		t.Errorf("after the rule came back: read %q, %v; want \"twothree\"", buf, err)
+	}
+	dump := b.ofctl(t, "dump-flows", "table=1,in_port=2")
+	t.Logf("dump-flows:\n%s", dump)
+	if !strings.Contains(dump, "ct_state=+est+trk") || strings.Contains(dump, "n_packets=0,") {
+		t.Errorf("the re-added reply rule was credited no packets")
+	}
+	dp, _ := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
+	t.Logf("ovs-dpctl dump-flows:\n%s", dp)
+}
+
+// TestIntegrationConntrackFirewallIPv6: the firewall for IPv6: TCP, UDP
+// and ICMPv6 echo from inside pass with their replies, from outside not.
+func TestIntegrationConntrackFirewallIPv6(t *testing.T) {
+	b := newBed(t)
+	for _, step := range []struct {
+		ns   *testbed.Netns
+		args []string
+	}{
+		{b.h1, []string{"sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.eth0.disable_ipv6=0"}},
+		{b.h2, []string{"sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.eth0.disable_ipv6=0"}},
+		{b.h1, []string{"ip", "-6", "addr", "add", "fd00::1/64", "dev", "eth0", "nodad"}},
+		{b.h2, []string{"ip", "-6", "addr", "add", "fd00::2/64", "dev", "eth0", "nodad"}},
+		{b.h1, []string{"ip", "-6", "neigh", "replace", "fd00::2", "lladdr", b.mac2.String(), "dev", "eth0"}},
+		{b.h2, []string{"ip", "-6", "neigh", "replace", "fd00::1", "lladdr", b.mac1.String(), "dev", "eth0"}},
+	} {
+		if out, err := step.ns.Exec(step.args[0], step.args[1:]...); err != nil {
+			t.Fatalf("%v: %v\n%s", step.args, err, out)
+		}
+	}
+	appctl := b.startCt(t)
+	b.addFlows(t, []string{
+		"table=0,priority=100,icmp6,icmp_type=135,actions=NORMAL",
+		"table=0,priority=100,icmp6,icmp_type=136,actions=NORMAL",
+		"table=0,priority=1,ipv6,ct_state=-trk,actions=ct(table=1)",
+		"table=1,priority=10,ipv6,in_port=1,ct_state=+trk+new,actions=ct(commit),output:2",
+		"table=1,priority=10,ipv6,in_port=1,ct_state=+trk+est,actions=output:2",
+		"table=1,priority=10,ipv6,in_port=2,ct_state=+trk+est,actions=output:1",
+	})
+	appctl("dpctl/flush-conntrack")
+	serveEcho(t, b.h2, "tcp", "[fd00::2]:7000")
+	serveEcho(t, b.h2, "udp", "[fd00::2]:7001")
+	serveEcho(t, b.h1, "tcp", "[fd00::1]:7002")
+	if err := exchange(b.h1, "tcp", "[fd00::2]:7000"); err != nil {
+		t.Errorf("TCP from inside: %v", err)
+	}
+	if err := exchange(b.h1, "udp", "[fd00::2]:7001"); err != nil {
+		t.Errorf("UDP from inside: %v", err)
+	}
+	out, _ := b.h1.Exec("ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fd00::2")
+	if loss := parseLoss(t, out); loss != 0 {
+		t.Errorf("ping6 from inside: %d of 3 lost", loss)
+	}
+	if err := exchange(b.h2, "tcp", "[fd00::1]:7002"); err == nil {
+		t.Errorf("TCP from outside got through")
+	}
+	out, _ = b.h2.Exec("ping", "-6", "-c", "2", "-i", "0.2", "-W", "1", "fd00::1")
+	if loss := parseLoss(t, out); loss != 2 {
+		t.Errorf("ping6 from outside: %d of 2 lost, want all", loss)
+	}
+	ct := appctl("dpctl/dump-conntrack")
+	t.Logf("dpctl/dump-conntrack:\n%s", ct)
+	for _, want := range []string{"tcp,orig=(src=fd00::1,dst=fd00::2,", "udp,orig=(src=fd00::1,dst=fd00::2,", "icmpv6,orig=(src=fd00::1,dst=fd00::2,"} {
+		if !strings.Contains(ct, want) {
+			t.Errorf("dump-conntrack lacks %q", want)
+		}
+	}
+}
