@@ -119,10 +119,14 @@ func (c *xctx) ct(a *openflow.Action) {
 	clearCt(&c.flow)
 }
 
-// ctClear translates ct_clear.
+// ctClear translates ct_clear. As in ovs-vswitchd, a kernel without the
+// ct_clear action gets none (the action predates it): the fields are
+// still cleared for the rest of the pipeline.
 func (c *xctx) ctClear() {
 	clearCt(&c.flow)
-	c.out.Actions = datapath.AppendCTClear(c.out.Actions)
+	if f := ctFeatures.Load(); f == nil || f.CtClear {
+		c.out.Actions = datapath.AppendCTClear(c.out.Actions)
+	}
 }
 
 func clearCt(k *flow.Key) {

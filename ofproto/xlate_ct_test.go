@@ -289,3 +289,23 @@ func TestRecircSweep(t *testing.T) {
 		}
 	}
 }
+
+func TestXlateCtClear(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {}, 1,
+		apply(openflow.Action{Type: openflow.ActCTClear}, openflow.Output(2, 0)))
+	k := pkt(11)
+	k.CtState = flow.CtTracked | flow.CtEstablished
+	var out Out
+	x.Translate(&k, t0, true, &out)
+	if got := datapath.FormatActions(out.Actions); got != "ct_clear,12" {
+		t.Errorf("actions %q, want ct_clear,12", got)
+	}
+	old := ctFeatures.Load()
+	defer ctFeatures.Store(old)
+	noteDatapathFeatures(datapath.Features{CtProbed: true, Conntrack: true, CtState: true})
+	x.Translate(&k, t0, true, &out)
+	if got := datapath.FormatActions(out.Actions); got != "12" {
+		t.Errorf("without kernel ct_clear: actions %q, want 12", got)
+	}
+}
