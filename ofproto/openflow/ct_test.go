@@ -86,6 +86,7 @@ func TestCtOvsOfctlDump(t *testing.T) {
 	for _, v := range []struct{ name, proto string }{{"add-flows-ct", ""}, {"of13-add-flows-ct", "OpenFlow13"}} {
 		t.Run(v.name, func(t *testing.T) {
 			s := newFakeSwitch(t)
+			s.mu.Lock()
 			for _, fm := range ctCaptureFlowMods(t, v.name) {
 				var fs FlowStats
 				fs.TableID, fs.Priority, fs.Match, fs.Instructions = fm.TableID, fm.Priority, fm.Match, fm.Instructions
@@ -94,6 +95,7 @@ func TestCtOvsOfctlDump(t *testing.T) {
 				}
 				s.flows = append(s.flows, fs)
 			}
+			s.mu.Unlock()
 			var opts []string
 			if v.proto != "" {
 				opts = []string{"-O", v.proto}
