@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -520,5 +521,119 @@ func TestIntegrationConntrackFirewallIPv6(t *testing.T) {
 		if !strings.Contains(ct, want) {
 			t.Errorf("dump-conntrack lacks %q", want)
 		}
+	}
+}
+
+// TestIntegrationConntrackFTP: with alg=ftp the kernel's FTP helper reads
+// the PORT command on the control connection and expects the data
+// connection the server opens back to the client: it arrives related
+// (+rel) and passes, where without the helper it is a new connection from
+// outside and is dropped.
+func TestIntegrationConntrackFTP(t *testing.T) {
+	b := newBed(t)
+	appctl := b.startCt(t)
+	flows := func(alg string) []string {
+		return []string{
+			"table=0,priority=100,arp,actions=NORMAL",
+			"table=0,priority=1,ip,ct_state=-trk,actions=ct(table=1)",
+			"table=1,priority=20,tcp,in_port=1,tp_dst=21,ct_state=+trk+new,actions=ct(commit" + alg + "),output:2",
+			"table=1,priority=10,ip,in_port=1,ct_state=+trk+est,actions=output:2",
+			"table=1,priority=10,ip,in_port=2,ct_state=+trk+est,actions=output:1",
+			"table=1,priority=10,ip,in_port=2,ct_state=+trk+rel,actions=ct(commit),output:1",
+		}
+	}
+	// h2's "FTP server": reads a PORT command and connects back.
+	var ln net.Listener
+	if err := b.h2.Do(func() (err error) { ln, err = net.Listen("tcp", "10.0.0.2:21"); return }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.Write([]byte("220 govswitch test\r\n"))
+				r := bufio.NewReader(c)
+				if _, err := r.ReadString('\n'); err != nil { // USER
+					return
+				}
+				c.Write([]byte("331 any password will do\r\n"))
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				var a, bb, cc, d, p1, p2 int
+				if _, err := fmt.Sscanf(line, "PORT %d,%d,%d,%d,%d,%d", &a, &bb, &cc, &d, &p1, &p2); err != nil {
+					return
+				}
+				c.Write([]byte("200 PORT command successful\r\n"))
+				var dc net.Conn
+				err = b.h2.Do(func() (err error) {
+					dc, err = net.DialTimeout("tcp", fmt.Sprintf("%d.%d.%d.%d:%d", a, bb, cc, d, p1<<8|p2), 3*time.Second)
+					return
+				})
+				if err == nil {
+					dc.Write([]byte("data"))
+					dc.Close()
+				}
+			}()
+		}
+	}()
+	transfer := func(port int) error {
+		var dl net.Listener
+		if err := b.h1.Do(func() (err error) { dl, err = net.Listen("tcp", fmt.Sprintf("10.0.0.1:%d", port)); return }); err != nil {
+			return err
+		}
+		defer dl.Close()
+		var c net.Conn
+		if err := b.h1.Do(func() (err error) { c, err = net.DialTimeout("tcp", "10.0.0.2:21", 3*time.Second); return }); err != nil {
+			return fmt.Errorf("control connection: %w", err)
+		}
+		defer c.Close()
+		// The helper reads commands that start a line after one it has
+		// seen end, as in a real session: USER first, then PORT.
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		r := bufio.NewReader(c)
+		if _, err := r.ReadString('\n'); err != nil {
+			return fmt.Errorf("banner: %w", err)
+		}
+		fmt.Fprintf(c, "USER anonymous\r\n")
+		if _, err := r.ReadString('\n'); err != nil {
+			return fmt.Errorf("USER reply: %w", err)
+		}
+		fmt.Fprintf(c, "PORT 10,0,0,1,%d,%d\r\n", port>>8, port&0xff)
+		dl.(*net.TCPListener).SetDeadline(time.Now().Add(6 * time.Second))
+		dc, err := dl.Accept()
+		if err != nil {
+			return fmt.Errorf("data connection: %w", err)
+		}
+		defer dc.Close()
+		dc.SetReadDeadline(time.Now().Add(3 * time.Second))
+		got, _ := io.ReadAll(dc)
+		if string(got) != "data" {
+			return fmt.Errorf("data %q", got)
+		}
+		return nil
+	}
+
+	b.addFlows(t, flows(""))
+	appctl("dpctl/flush-conntrack")
+	if err := transfer(10000); err == nil {
+		t.Errorf("the data connection got through without the FTP helper")
+	}
+	b.ofctl(t, "del-flows")
+	b.addFlows(t, flows(",alg=ftp"))
+	appctl("dpctl/flush-conntrack")
+	if err := transfer(10001); err != nil {
+		t.Errorf("FTP active transfer through alg=ftp: %v", err)
+	}
+	ct := appctl("dpctl/dump-conntrack")
+	t.Logf("dpctl/dump-conntrack:\n%s", ct)
+	if !strings.Contains(ct, "helper=ftp") {
+		t.Errorf("no connection with helper=ftp in dump-conntrack")
 	}
 }
