@@ -145,6 +145,18 @@ func (r *recircRegistry) sweep(u *Udpif, now time.Time) int {
 	return freed
 }
 
+// forget frees every id of bridge x, whose upcalls have stopped for good.
+func (r *recircRegistry) forget(x *Xlator) {
+	r.mu.Lock()
+	for id, e := range r.byID {
+		if e.state.x == x {
+			delete(r.byID, id)
+			delete(r.byState, e.state)
+		}
+	}
+	r.mu.Unlock()
+}
+
 // recircID returns the recirc_id the ukey's flow matches, without
 // unpacking the whole key.
 func (k *ukey) recircID() uint32 {

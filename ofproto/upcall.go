@@ -219,6 +219,7 @@ func (u *Udpif) Stop() {
 		hd.unmap()
 		hd.bufs = nil
 	}
+	recircs.forget(u.x) // the bridge's recirculation ids (recirc.go)
 }
 
 // mapUpcallBuffers returns n upcall buffers of upcallBufSize bytes mapped

@@ -309,3 +309,19 @@ func TestXlateCtClear(t *testing.T) {
 		t.Errorf("without kernel ct_clear: actions %q, want 12", got)
 	}
 }
+
+// TestRecircForget: a stopped bridge's ids go, other bridges' stay.
+func TestRecircForget(t *testing.T) {
+	b, _ := dummyBridge(t, noPeriodicPass)
+	other := testBridge(t)
+	mine := recircs.id(&frozenState{x: b.X, table: 4}, t0)
+	theirs := recircs.id(&frozenState{x: other, table: 4}, t0)
+	b.Udpif.Start()
+	b.Udpif.Stop()
+	if _, ok := recircs.lookup(mine, t0); ok {
+		t.Errorf("the stopped bridge's id %d survived", mine)
+	}
+	if _, ok := recircs.lookup(theirs, t0); !ok {
+		t.Errorf("another bridge's id %d went", theirs)
+	}
+}
