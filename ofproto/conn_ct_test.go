@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/govswitch/govswitch/datapath"
 )
 
 // TestOfctlCtFlows: the conntrack flows ovs-ofctl writes are taken, and
@@ -47,5 +49,29 @@ func TestOfctlCtFlows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOfctlCtDatapathSupport: on a datapath without conntrack zones the
+// real ovs-ofctl hears NXBAC/NXBMC_CT_DATAPATH_SUPPORT, in OpenFlow 1.0
+// (a Nicira vendor error) and 1.3 (an experimenter error).
+func TestOfctlCtDatapathSupport(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	old := ctFeatures.Load()
+	defer ctFeatures.Store(old)
+	noteDatapathFeatures(datapath.Features{CtProbed: true, Recirc: true, CtState: true, Conntrack: true,
+		CtMark: true, CtLabel: true, CtNAT: true, CtClear: true})
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	for _, opts := range [][]string{nil, {"-O", "OpenFlow13"}} {
+		for _, tc := range []struct{ flow, want string }{
+			{"ip,actions=ct(zone=1,table=1)", "NXBAC_CT_DATAPATH_SUPPORT"},
+			{"ip,ct_zone=1,actions=output:2", "NXBMC_CT_DATAPATH_SUPPORT"},
+		} {
+			out, err := s.ofctlErr(opts, "add-flow", tc.flow)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v add-flow %s: %v %s, want %s", opts, tc.flow, err, out, tc.want)
+			}
+		}
+		s.ofctl(t, opts, "add-flow", "ip,actions=ct(table=1)")
 	}
 }

@@ -160,8 +160,8 @@ func (c *Conn) handle(raw []byte) error {
 // version, quoting the first 64 bytes of raw.
 func (c *Conn) sendError(raw []byte, typ, code uint16) error {
 	e := &openflow.Error{Version: c.Version(), Type: typ, Code: code}
-	if typ == openflow.Err13TypeExperimenter {
-		e.Experimenter = openflow.NXVendorID // the switch's only experimenter errors are Nicira's
+	if typ == openflow.Err13TypeExperimenter || c.Version() < openflow.Version13 && code >= nxErrorCodes10 {
+		e.Experimenter = openflow.NXVendorID // the switch's only vendor errors are Nicira's
 	}
 	return c.queueMsg(e.Reply(raw))
 }

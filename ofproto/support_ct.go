@@ -26,6 +26,10 @@ func noteDatapathFeatures(f datapath.Features) {
 	}
 }
 
+// nxErrorCodes10 is where Nicira's OpenFlow 1.0 error codes start: a
+// code this high under a standard type is theirs, sent as a vendor error.
+const nxErrorCodes10 = 256
+
 // OVS's NXBAC_CT_DATAPATH_SUPPORT and NXBMC_CT_DATAPATH_SUPPORT: Nicira
 // codes under OFPET_BAD_REQUEST in OpenFlow 1.0, experimenter errors
 // (NX_VENDOR_ID) from 1.2 on.

@@ -693,3 +693,32 @@ func TestIntegrationConntrackFTP(t *testing.T) {
 		t.Errorf("no connection with helper=ftp in dump-conntrack")
 	}
 }
+
+// TestIntegrationConntrackZonesRefused: UML's kernel has no conntrack
+// zones, so rules that need them are refused as ovs-vswitchd refuses them,
+// with NXBAC_CT_DATAPATH_SUPPORT (a zone in ct) and
+// NXBMC_CT_DATAPATH_SUPPORT (a ct_zone match), in OpenFlow 1.0 and 1.3.
+func TestIntegrationConntrackZonesRefused(t *testing.T) {
+	b := newBed(t)
+	appctl := b.startCt(t)
+	if feat := appctl("dpif/show-dp-features", b.name); !strings.Contains(feat, "CT zone: No") {
+		t.Skipf("this kernel has conntrack zones:\n%s", feat)
+	}
+	for _, opts := range [][]string{nil, {"-O", "OpenFlow13"}} {
+		for _, tc := range []struct{ flow, want string }{
+			{"ip,actions=ct(zone=1,table=1)", "NXBAC_CT_DATAPATH_SUPPORT"},
+			{"ip,actions=ct(commit,zone=NXM_NX_REG0[0..15]),output:2", "NXBAC_CT_DATAPATH_SUPPORT"},
+			{"ip,ct_zone=1,actions=output:2", "NXBMC_CT_DATAPATH_SUPPORT"},
+		} {
+			out, err := b.ofctlOpts(opts, "add-flow", tc.flow)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Errorf("%v add-flow %s: %v, want %s:\n%s", opts, tc.flow, err, tc.want, out)
+			}
+		}
+	}
+	if dump := b.ofctl(t, "dump-flows"); strings.Contains(dump, "ct") {
+		t.Errorf("refused flows in the table:\n%s", dump)
+	}
+	// Without zones the same firewall is taken.
+	b.addFlows(t, ctFirewall)
+}
