@@ -33,8 +33,8 @@ func TestOfctlCtFlows(t *testing.T) {
 				}
 			}
 			flows := parseFlows(t, s.ofctl(t, opts, "dump-flows"))
-			if len(flows) != len(want) || len(want) != 9 {
-				t.Fatalf("dumped %d flows, parse-flows %d, want 9", len(flows), len(want))
+			if len(flows) != len(want) || len(want) != 10 {
+				t.Fatalf("dumped %d flows, parse-flows %d, want 10", len(flows), len(want))
 			}
 			for _, f := range flows {
 				text := f.match + " actions=" + f.actions

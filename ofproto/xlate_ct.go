@@ -97,6 +97,8 @@ func (c *xctx) ct(a *openflow.Action) {
 					}
 				}
 			}
+		case openflow.ActRegMove:
+			c.ctMove(n, &d)
 		case openflow.ActNAT:
 			c.nat(n.NAT, &d)
 		}
@@ -117,6 +119,44 @@ func (c *xctx) ct(a *openflow.Action) {
 	// The conntrack fields belong to the recirculated instance: the rest
 	// of this action list sees an untracked packet, as in ovs-vswitchd.
 	clearCt(&c.flow)
+}
+
+// ctMove carries out a move into ct_mark or ct_label nested in ct: the
+// source's bits, read from the packet as the pipeline has it, become the
+// value the commit sets under the bits moved.
+func (c *xctx) ctMove(n *openflow.Action, d *datapath.CT) {
+	sn := n.Src.Size()
+	if sn == 0 || n.NBits == 0 || int(n.SrcOfs)+int(n.NBits) > 8*sn {
+		return
+	}
+	// Read into the spare capacity of the actions buffer: nothing escapes.
+	acts := c.out.Actions
+	src, ok := n.Src.Value(acts[len(acts):len(acts)], &c.flow)
+	if !ok {
+		return
+	}
+	cover := n.Src.Cover()
+	c.out.WC.Or(&cover)
+	for i := uint16(0); i < n.NBits; i++ {
+		sp, p := int(n.SrcOfs+i), n.Ofs+i
+		on := src[sn-1-sp/8]>>(sp%8)&1 != 0
+		switch {
+		case n.Field == openflow.FieldCtMark && p < 32:
+			d.MarkMask |= 1 << p
+			if on {
+				d.Mark |= 1 << p
+			} else {
+				d.Mark &^= 1 << p
+			}
+		case n.Field == openflow.FieldCtLabel && p < 128:
+			d.LabelsMask[p/8] |= 1 << (p % 8)
+			if on {
+				d.Labels[p/8] |= 1 << (p % 8)
+			} else {
+				d.Labels[p/8] &^= 1 << (p % 8)
+			}
+		}
+	}
 }
 
 // ctClear translates ct_clear. As in ovs-vswitchd, a kernel without the

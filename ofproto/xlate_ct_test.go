@@ -141,6 +141,9 @@ func TestXlateCtOptions(t *testing.T) {
 		{"force, helper, snat", openflow.CtAction{Flags: openflow.CtCommit | openflow.CtForce, Alg: 21, Table: openflow.CtNoRecirc,
 			Actions: []openflow.Action{nat}}, nil,
 			"ct(force_commit,helper=ftp,nat(src=10.0.0.1-10.0.0.9:1000-2000,random))"},
+		{"mark from a register", openflow.CtAction{Flags: openflow.CtCommit, Table: openflow.CtNoRecirc,
+			Actions: []openflow.Action{{Type: openflow.ActRegMove, Src: openflow.FieldReg1, SrcOfs: 8, Field: openflow.FieldCtMark, Ofs: 0, NBits: 8}}},
+			func(k *flow.Key) { k.Regs[1] = 0x00003400 }, "ct(commit,mark=0x34/0xff)"},
 		{"zone from a register", openflow.CtAction{ZoneField: openflow.FieldReg0, ZoneOfs: 16, Table: openflow.CtNoRecirc},
 			func(k *flow.Key) { k.Regs[0] = 0x00070000 }, "ct(zone=7)"},
 	} {

@@ -59,8 +59,8 @@ type CtAction struct {
 	// CtNoRecirc for nowhere.
 	Table uint8
 	Alg   uint16 // the ALG's well-known port (21 ftp, 69 tftp), 0 for none
-	// Actions are the nested actions, in order: set_field/load into
-	// ct_mark or ct_label (exec(...)) and at most one ActNAT.
+	// Actions are the nested actions, in order: set_field, load or move
+	// into ct_mark or ct_label (exec(...)) and at most one ActNAT.
 	Actions []Action
 }
 
@@ -164,7 +164,7 @@ func decodeCT(v uint8, act []byte) (Action, error) {
 			if c.Flags&CtCommit == 0 && (a.NAT.Flags != 0 || a.NAT.IPMin.IsValid()) {
 				return Action{}, errOf(v, kActBadArgument, "ct: nat with arguments needs commit")
 			}
-		case (a.Type == ActSetField || a.Type == ActRegLoad) && ctField(a.Field):
+		case (a.Type == ActSetField || a.Type == ActRegLoad || a.Type == ActRegMove) && ctField(a.Field):
 			if c.Flags&CtCommit == 0 {
 				return Action{}, errOf(v, kActBadArgument, "ct: setting %s needs commit", a.Field)
 			}

@@ -20,8 +20,8 @@ func ctCaptureFlowMods(t *testing.T, name string) []*FlowMod {
 			fms = append(fms, fm)
 		}
 	}
-	if len(fms) != 9 {
-		t.Fatalf("%s: %d flow mods, want 9", name, len(fms))
+	if len(fms) != 10 {
+		t.Fatalf("%s: %d flow mods, want 10", name, len(fms))
 	}
 	return fms
 }
