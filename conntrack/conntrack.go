@@ -44,6 +44,7 @@ type Entry struct {
 	Timeout           uint32 // seconds left
 	TCPState          uint8  // the kernel's TCP_CONNTRACK_* state; 0 for others
 	HasTCPState       bool
+	Helper            string // the conntrack helper (ALG) attached, "" for none
 }
 
 // ctnetlink message types, attributes and their nested attributes
@@ -64,6 +65,8 @@ const (
 	ctaCountersReply = 10
 	ctaID            = 12
 	ctaZone          = 18
+	ctaHelp          = 5
+	ctaHelpName      = 1
 	ctaLabels        = 22
 
 	ctaTupleIP    = 1
@@ -233,6 +236,15 @@ func ParseEntry(b []byte) (Entry, error) {
 				return e, fmt.Errorf("conntrack: labels of %d bytes", len(l))
 			}
 			copy(e.Labels[:], l)
+		case ctaHelp:
+			ad.Nested(func(n *netlink.AttributeDecoder) error {
+				for n.Next() {
+					if n.Type() == ctaHelpName {
+						e.Helper = strings.TrimRight(string(n.Bytes()), "\x00")
+					}
+				}
+				return nil
+			})
 		case ctaCountersOrig:
 			ad.Nested(func(n *netlink.AttributeDecoder) error { return parseCounters(n, &e.OrigCnt) })
 		case ctaCountersReply:
@@ -413,10 +425,19 @@ func (e *Entry) Format(verbose, stats bool) string {
 		fmt.Fprintf(&sb, ",mark=%d", e.Mark)
 	}
 	if e.Labels != ([16]byte{}) {
-		fmt.Fprintf(&sb, ",labels=0x%s", strings.TrimLeft(fmt.Sprintf("%x", e.Labels[:]), "0"))
+		// CTA_LABELS is the label bitmap, bit 0 in the first byte; OVS
+		// prints it as the 128-bit number whose bit n is label n.
+		var be [16]byte
+		for i := range be {
+			be[i] = e.Labels[15-i]
+		}
+		fmt.Fprintf(&sb, ",labels=0x%s", strings.TrimLeft(fmt.Sprintf("%x", be[:]), "0"))
 	}
 	if e.HasTCPState {
 		sb.WriteString(",protoinfo=(state=" + TCPStateName(e.TCPState) + ")")
+	}
+	if e.Helper != "" {
+		sb.WriteString(",helper=" + e.Helper)
 	}
 	return sb.String()
 }

@@ -59,6 +59,15 @@ func message(t testing.TB, e Entry) []byte {
 			return nil
 		})
 	}
+	if e.Labels != ([16]byte{}) {
+		ae.Bytes(ctaLabels, e.Labels[:])
+	}
+	if e.Helper != "" {
+		ae.Nested(ctaHelp, func(n *netlink.AttributeEncoder) error {
+			n.String(ctaHelpName, e.Helper)
+			return nil
+		})
+	}
 	b, err := ae.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +97,13 @@ func TestParseAndFormat(t *testing.T) {
 		{"udp -m -s", udp, true, true, "udp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=1234,dport=53),reply=(src=10.0.0.2,dst=10.0.0.1,sport=53,dport=1234),id=77,status=CONFIRMED,timeout=30"},
 		{"icmp in a zone", icmp, false, false, "icmp,orig=(src=10.0.0.1,dst=10.0.0.2,id=9,type=8,code=0),reply=(src=10.0.0.2,dst=10.0.0.1,id=9,type=0,code=0),zone=5,mark=3"},
 		{"tcp", tcp, false, false, "tcp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=40000,dport=80),reply=(src=10.0.0.2,dst=10.0.0.1,sport=80,dport=40000),protoinfo=(state=ESTABLISHED)"},
+		// Labels are the bitmap, label 4 in the first byte; OVS prints the
+		// number, then protoinfo, then the helper.
+		{"tcp with labels and a helper", func() Entry {
+			e := tcp
+			e.Labels[0], e.Helper = 0x10, "ftp"
+			return e
+		}(), false, false, "tcp,orig=(src=10.0.0.1,dst=10.0.0.2,sport=40000,dport=80),reply=(src=10.0.0.2,dst=10.0.0.1,sport=80,dport=40000),labels=0x10,protoinfo=(state=ESTABLISHED),helper=ftp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

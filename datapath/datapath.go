@@ -159,6 +159,14 @@ type Features struct {
 	// CtZone is set when the datapath matches on conntrack zones (a
 	// kernel built with CONFIG_NF_CONNTRACK_ZONES; UML's is not).
 	CtZone bool
+	// CtProbed says the fields below were probed (the kernel datapath);
+	// a datapath that leaves it false (dummy) makes no claim, and the
+	// switch does not refuse conntrack rules on its account.
+	CtProbed bool
+	// Recirc: the recirc action and the recirc_id match. CtState, CtMark,
+	// CtLabel: matches on those conntrack fields. Conntrack: the ct
+	// action. CtNAT: its nat clause. CtClear: the ct_clear action.
+	Recirc, CtState, CtMark, CtLabel, Conntrack, CtNAT, CtClear bool
 }
 
 // OVS_DP_F_* user features.

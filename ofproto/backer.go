@@ -116,6 +116,7 @@ func NewBacker(dp datapath.Datapath, cfg UpcallConfig) *Backer {
 	bk := &Backer{DP: dp, tablesChanged: make(chan struct{}, 1)}
 	bk.set.Store(&backerSet{owner: map[uint32]*Bridge{}, byID: map[uint16]*Bridge{}, patches: map[string]patchEnd{}})
 	bk.Udpif = NewUdpif(dp, bk, cfg)
+	noteDatapathFeatures(dp.Features()) // conntrack support: support_ct.go
 	return bk
 }
 

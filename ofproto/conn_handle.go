@@ -160,6 +160,9 @@ func (c *Conn) handle(raw []byte) error {
 // version, quoting the first 64 bytes of raw.
 func (c *Conn) sendError(raw []byte, typ, code uint16) error {
 	e := &openflow.Error{Version: c.Version(), Type: typ, Code: code}
+	if typ == openflow.Err13TypeExperimenter || c.Version() < openflow.Version13 && code >= nxErrorCodes10 {
+		e.Experimenter = openflow.NXVendorID // the switch's only vendor errors are Nicira's
+	}
 	return c.queueMsg(e.Reply(raw))
 }
 
@@ -290,6 +293,9 @@ func (c *Conn) features(env openflow.Envelope) error {
 // flowModError maps a flow table error to version v's error type and code.
 func flowModError(v uint8, err error) (typ, code uint16) {
 	k := ErrKind(err)
+	if typ, code, ok := ctFlowModError(v, k); ok {
+		return typ, code
+	}
 	switch k {
 	case ErrUnsupportedAction:
 		return openflow.ErrTypeBadAction, openflow.BadActionBadType

@@ -20,10 +20,6 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		flow string
 		want string // the error ovs-ofctl prints
 	}{
-		{"ct 1.0", nil, "ip,actions=ct(commit),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"ct 1.3", of13, "ip,actions=ct(commit),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"ct nat", of13, "ip,actions=ct(commit,nat(src=10.0.0.1)),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"ct_clear", nil, "actions=ct_clear,output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		{"clone", nil, "actions=clone(output:2)", "OFPBAC_BAD_VENDOR_TYPE"},
 		{"controller userdata", nil, "actions=controller(userdata=01.02.03)", "OFPBAC_BAD_VENDOR_TYPE"},
 		{"learn", of13, "actions=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2", "OFPBAC_BAD_VENDOR_TYPE"},

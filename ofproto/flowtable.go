@@ -106,6 +106,11 @@ const (
 	ErrUnsupportedNXAction // OFPBAC_BAD_VENDOR_TYPE / BAD_EXP_TYPE: a Nicira action
 	ErrInvalidMeter        // OFPMMFC_INVALID_METER: the switch has no meters
 	ErrUnsupportedSetField // OFPBAC_BAD_SET_TYPE (1.0, which has none: OFPBAC_BAD_TYPE, as the codec answers an unknown load destination)
+	// Conntrack refusals (support_ct.go).
+	ErrCtDatapathAction // NXBAC_CT_DATAPATH_SUPPORT
+	ErrCtDatapathMatch  // NXBMC_CT_DATAPATH_SUPPORT
+	ErrBadSetArgument   // OFPBAC_BAD_SET_ARGUMENT: nat, ct_mark or ct_label outside ct
+	ErrBadMask          // OFPBMC_BAD_MASK
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -208,6 +213,9 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 		// ovs-vswitchd refuses a meter that does not exist so, and
 		// translation has no meters to run.
 		return errorf(ErrInvalidMeter, "meter %d: the switch has no meters", in.Meter)
+	}
+	if err := checkCt(in, m); err != nil {
+		return err
 	}
 	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
 		if err := checkSupported(list); err != nil {

@@ -267,6 +267,7 @@ func (u *Udpif) revalidate() {
 	u.flowLimit.Store(int64(nextFlowLimit(limit, nflows, d, u.cfg.FlowLimit)))
 
 	u.synced(tablesV, macV)
+	u.sweepRecirc(start)
 
 	done := time.Now()
 	// Expired OpenFlow flows change the tables' version (and post a

@@ -44,17 +44,30 @@ func checkSupported(acts []openflow.Action) error {
 			// Groups are refused by checkActions (OFPBAC_BAD_OUT_GROUP,
 			// as ovs-vswitchd does for a group that does not exist).
 		case openflow.ActSetField:
+			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
+				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
+			}
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "set_field %s is not implemented", a.Field)
 			}
 		case openflow.ActRegLoad:
+			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
+				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
+			}
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "load into %s is not implemented", a.Field)
 			}
 		case openflow.ActRegMove:
+			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
+				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
+			}
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
 			}
+		case openflow.ActCT, openflow.ActCTClear:
+			// Checked against the datapath by checkCt.
+		case openflow.ActNAT:
+			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:
 			if a.Vendor == openflow.NXVendorID {
 				sub := -1
@@ -98,7 +111,8 @@ var warnedUnsupported sync.Map
 // isUnsupported reports whether err refuses an unimplemented action.
 func isUnsupported(err error) bool {
 	switch ErrKind(err) {
-	case ErrUnsupportedAction, ErrUnsupportedVendor, ErrUnsupportedNXAction, ErrUnsupportedSetField:
+	case ErrUnsupportedAction, ErrUnsupportedVendor, ErrUnsupportedNXAction, ErrUnsupportedSetField,
+		ErrCtDatapathAction, ErrCtDatapathMatch:
 		return true
 	}
 	return false

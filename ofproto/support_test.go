@@ -52,7 +52,7 @@ func TestCheckSupportedFields(t *testing.T) {
 		{openflow.FieldReg0, true}, {openflow.FieldReg15, true}, {openflow.FieldMetadata, true}, {openflow.FieldIPv6Dst, true},
 		{openflow.FieldXReg7, true}, {openflow.FieldXXReg3, true},
 		{openflow.FieldICMPv4Type, false}, {openflow.FieldARPSPA, false}, {openflow.FieldMPLSLabel, false},
-		{openflow.FieldNDTarget, false}, {openflow.FieldCtMark, false}, {openflow.FieldIPv6Label, false},
+		{openflow.FieldNDTarget, false}, {openflow.FieldIPv6Label, false},
 	} {
 		for _, typ := range []openflow.ActionType{openflow.ActSetField, openflow.ActRegLoad} {
 			err := checkSupported([]openflow.Action{{Type: typ, Field: tc.f, NBits: 1}})

@@ -148,6 +148,10 @@ type Udpif struct {
 	// running says a pass is under way, checking against these versions.
 	running                   bool
 	runningTables, runningMAC uint64
+
+	// recircSweptAt is when the revalidator last freed unused
+	// recirculation ids (recirc.go).
+	recircSweptAt atomic.Int64
 }
 
 // NewUdpif returns the upcall machinery for dp translating with x (an
@@ -215,6 +219,7 @@ func (u *Udpif) Stop() {
 		hd.unmap()
 		hd.bufs = nil
 	}
+	recircs.forget(u) // the bridges' recirculation ids (recirc.go)
 }
 
 // mapUpcallBuffers returns n upcall buffers of upcallBufSize bytes mapped

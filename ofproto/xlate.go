@@ -190,10 +190,14 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
-	if c.inPort.NoRecv {
-		return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+	if key.RecircID == 0 {
+		if c.inPort.NoRecv {
+			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+		}
+		c.pipeline(0)
+	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
+		return
 	}
-	c.pipeline(0)
 	if !c.exit {
 		c.runActionSet()
 	}
@@ -347,6 +351,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.decTTL()
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
+	case openflow.ActCT:
+		c.ct(a)
+	case openflow.ActCTClear:
+		c.ctClear()
 	case openflow.ActSetQueue:
 		// A queue selects an egress QoS queue; with no QoS configured
 		// (the switch has none) ovs-vswitchd emits nothing for it

@@ -210,7 +210,13 @@ type dpFeature struct {
 // what it has probed.
 var dpFeatures = []dpFeature{
 	{"ufid", "Ufid", func(f datapath.Features) bool { return f.UFID }},
+	{"ct_clear", "Conntrack clear", func(f datapath.Features) bool { return f.CtClear }},
+	{"recirc", "Recirc", func(f datapath.Features) bool { return f.Recirc }},
+	{"ct_state", "CT state", func(f datapath.Features) bool { return f.CtState }},
 	{"ct_zone", "CT zone", func(f datapath.Features) bool { return f.CtZone }},
+	{"ct_mark", "CT mark", func(f datapath.Features) bool { return f.CtMark }},
+	{"ct_label", "CT label", func(f datapath.Features) bool { return f.CtLabel }},
+	{"ct_state_nat", "CT state NAT", func(f datapath.Features) bool { return f.CtNAT }},
 }
 
 func yesNo(b bool) string {

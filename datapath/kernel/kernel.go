@@ -205,6 +205,7 @@ func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err erro
 	d.features.UFID = d.probeUFID()
 	d.noCtZone = !d.probeCtZone()
 	d.features.CtZone = !d.noCtZone
+	d.probeCt()
 	return d, nil
 }
 

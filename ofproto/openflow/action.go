@@ -34,6 +34,9 @@ const (
 	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
 	ActRegMove               // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
 	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
+	ActCT                    // Ct: NXAST_CT
+	ActCTClear               // NXAST_CT_CLEAR
+	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
 )
 
 var actionNames = [...]string{
@@ -43,6 +46,7 @@ var actionNames = [...]string{
 	ActGroup: "group", ActSetNwTTL: "set_nw_ttl", ActDecNwTTL: "dec_ttl", ActSetMPLSTTL: "set_mpls_ttl",
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
+	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat",
 }
 
 func (t ActionType) String() string {
@@ -82,6 +86,9 @@ type Action struct {
 	// Data is the body of an ActVendor action after the vendor id. It
 	// aliases the decoded message.
 	Data []byte
+	// Ct and NAT are the bodies of ActCT and ActNAT (see ct.go).
+	Ct  *CtAction
+	NAT *NATAction
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -158,7 +165,7 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
-		bytes.Equal(a.Data, b.Data)
+		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

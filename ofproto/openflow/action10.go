@@ -141,6 +141,15 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return nil
 	}
 	switch sub {
+	case NXASTCT:
+		return decodeCT(v, act)
+	case NXASTNAT:
+		return decodeNAT(v, act)
+	case NXASTCTClear:
+		if err := need(16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActCTClear}, nil
 	case NXASTResubmit, NXASTResubmitTable:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -270,8 +279,10 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return be32(be16(nxActionHeader(b, 16, NXASTSetQueue), 0), a.Queue), nil
 	case ActDecNwTTL:
 		return zeros(nxActionHeader(b, 16, NXASTDecTTL), 6), nil
-	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT:
 		return appendNXAction(b, a)
+	case ActCT:
+		return appendCT(b, a, Version10)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }
@@ -366,6 +377,10 @@ func appendNXAction(b []byte, a *Action) ([]byte, error) {
 		}
 		b = be16(be16(be16(nxActionHeader(b, 24, NXASTRegMove), a.NBits), a.SrcOfs), a.Ofs)
 		return be32(be32(b, sh), dh), nil
+	case ActCTClear:
+		return zeros(nxActionHeader(b, 16, NXASTCTClear), 6), nil
+	case ActNAT:
+		return appendNAT(b, a.NAT)
 	case ActVendor:
 		n := 8 + len(a.Data)
 		if n%8 != 0 || n > 0xffff {

@@ -188,8 +188,10 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendSetField13(b, &sf)
 	case ActSetField:
 		return appendSetField13(b, a)
-	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT:
 		return appendNXAction(b, a)
+	case ActCT:
+		return appendCT(b, a, Version13)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }

@@ -225,6 +225,14 @@ func (e *Error) Reply(req []byte) *ErrorMsg {
 	if len(req) > 64 {
 		req = req[:64]
 	}
+	if e.Version < Version13 && e.Experimenter != 0 {
+		// A vendor's error in OpenFlow 1.0, as OVS sends it: NXET_VENDOR
+		// / NXVC_VENDOR_ERROR, then nx_vendor_error (vendor, type, code)
+		// before the quoted request.
+		data := be16(be16(be32(make([]byte, 0, 8+len(req)), e.Experimenter), e.Type), e.Code)
+		return &ErrorMsg{Envelope: Envelope{Version: e.Version, Xid: xid}, Type: ErrTypeNiciraVendor,
+			Data: append(data, req...)}
+	}
 	return &ErrorMsg{Envelope: Envelope{Version: e.Version, Xid: xid}, Type: e.Type, Code: e.Code,
 		Experimenter: e.Experimenter, Data: req}
 }

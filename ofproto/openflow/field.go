@@ -259,8 +259,21 @@ func init() {
 		func(k *flow.Key) *uint16 { return &k.CtZone }, 0, 0xffff)
 	defInt(FieldCtMark, "ct_mark", nx1(107), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.CtMark }, 0, 0xffffffff)
+	// The label is a 128-bit number, big-endian on the wire; the Key
+	// holds it as the kernel does, least significant byte first.
 	defBytes(FieldCtLabel, "ct_label", nx1(108), noHeader, 16, true, both, preNone,
 		func(k *flow.Key) []byte { return k.CtLabels[:] })
+	fields[FieldCtLabel].load = func(k *flow.Key, dst []byte) []byte {
+		for i := 15; i >= 0; i-- {
+			dst = append(dst, k.CtLabels[i])
+		}
+		return dst
+	}
+	fields[FieldCtLabel].store = func(k *flow.Key, v []byte) {
+		for i := range k.CtLabels {
+			k.CtLabels[i] = v[15-i]
+		}
+	}
 	for i := 0; i < 16; i++ {
 		i := i
 		defInt(FieldReg0+Field(i), fmt.Sprintf("reg%d", i), nx1(uint8(i)), noHeader, 4, true, both, preNone,

@@ -321,6 +321,9 @@ var ofctlCaptures = []capture{
 	{"add-flow-regs", []string{"add-flow", "SW",
 		"table=1,ip,reg3=0x5,actions=set_field:0x1->xreg1,set_field:0xa000000000000000000000000000001->xxreg0," +
 			"move:NXM_OF_IP_SRC[]->NXM_NX_REG0[],move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],output:1"}},
+	// Conntrack: ct with every option, nat, ct_clear and the ct_* matches.
+	{"add-flows-ct", []string{"add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
+	{"of13-add-flows-ct", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
 }
 
 func dumpFlows() []FlowStats {

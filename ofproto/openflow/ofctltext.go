@@ -528,8 +528,14 @@ func allFF(b []byte) bool {
 	return true
 }
 
+// labelHex prints a ct_label of the Key (least significant byte first)
+// as the number it is.
 func labelHex(l *[16]byte) string {
-	s := strings.TrimLeft(fmt.Sprintf("%x", l[:]), "0")
+	var be [16]byte
+	for i := range be {
+		be[i] = l[15-i]
+	}
+	s := strings.TrimLeft(fmt.Sprintf("%x", be[:]), "0")
 	if s == "" {
 		return "0"
 	}
