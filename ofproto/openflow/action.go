@@ -34,6 +34,7 @@ const (
 	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
 	ActRegMove               // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
 	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
+	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
 )
 
 var actionNames = [...]string{
@@ -42,7 +43,7 @@ var actionNames = [...]string{
 	ActPushVLAN: "push_vlan", ActPushMPLS: "push_mpls", ActPopMPLS: "pop_mpls", ActSetQueue: "set_queue",
 	ActGroup: "group", ActSetNwTTL: "set_nw_ttl", ActDecNwTTL: "dec_ttl", ActSetMPLSTTL: "set_mpls_ttl",
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
-	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
+	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor", ActMeter: "meter",
 }
 
 func (t ActionType) String() string {

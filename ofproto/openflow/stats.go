@@ -147,6 +147,14 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 	case StatsVendor:
 		return decodeVendorStats(env, flags, rest, reply)
 	}
+	if v >= Version13 {
+		if m, ok, err := decodeGroupStats(env, typ, flags, rest, reply); ok {
+			return m, err
+		}
+		if m, ok, err := decodeMeterStats(env, typ, flags, rest, reply); ok {
+			return m, err
+		}
+	}
 	return nil, errOf(v, kBadStat, "stats type %d", typ)
 }
 
@@ -183,6 +191,10 @@ func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, e
 	sub, rest := u32(b[4:]), b[hdr:]
 	if v != Version10 {
 		return nil, errOf(v, kBadSubtype, "Nicira stats %d in OpenFlow 1.3", sub)
+	}
+	if typ, ok := nxGroupStatsType(sub); ok {
+		m, _, err := decodeGroupStats(env, typ, flags, rest, reply)
+		return m, err
 	}
 	switch sub {
 	case NXSTFlow, NXSTAggregate:
