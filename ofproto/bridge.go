@@ -71,6 +71,8 @@ type Bridge struct {
 	Ports  *Ports
 	MAC    *maclearn.Table
 	X      *Xlator
+	Groups *Groups
+	Meters *Meters
 	Udpif  *Udpif
 	Config BridgeConfig
 
@@ -95,7 +97,9 @@ func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
 		Name: cfg.Name, DP: dp, Tables: tables, Ports: NewPorts(),
 		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
 	}
-	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC}
+	b.Groups, b.Meters = NewGroups(b.Tables), NewMeters(b.Tables, dp)
+	b.Tables.Groups, b.Tables.Meters = b.Groups, b.Meters
+	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC, Groups: b.Groups, Meters: b.Meters}
 	vports, err := dp.Vports()
 	if err != nil {
 		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)

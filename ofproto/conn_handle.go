@@ -151,6 +151,9 @@ func (c *Conn) handle(raw []byte) error {
 			return &openflow.TableFeaturesReply{Envelope: env, Tables: tables[lo:hi]}
 		})
 	}
+	if ok, err := c.handleGroupMeter(raw, env, msg); ok {
+		return err
+	}
 	// Anything else is a message only a switch sends, or one this switch
 	// does not implement.
 	return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadType)
@@ -413,8 +416,7 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 		return c.sendError(raw, typ, code)
 	}
 	if fm.Command >= CmdDelete && m.OutGroup != openflow.GroupAny {
-		// There are no groups, so no flow outputs to one.
-		return nil
+		fm.OutGroup, fm.HasOutGroup = m.OutGroup, true
 	}
 	now := time.Now()
 	var err error
@@ -587,9 +589,6 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 // statsRules returns the OpenFlow rules a flow or aggregate request
 // selects; the fail-open rule (priority above 16 bits) is not one.
 func (m *ConnManager) statsRules(req *openflow.FlowStatsRequest) []*Rule {
-	if req.OutGroup != openflow.GroupAny {
-		return nil
-	}
 	cookie, mask := req.Cookie, req.CookieMask
 	if req.Version == openflow.Version10 {
 		mask = 0
@@ -598,7 +597,7 @@ func (m *ConnManager) statsRules(req *openflow.FlowStatsRequest) []*Rule {
 		cookie, mask, req.OutPort)
 	out := rules[:0]
 	for _, r := range rules {
-		if r.Priority <= 0xffff {
+		if r.Priority <= 0xffff && (req.OutGroup == openflow.GroupAny || r.Value.uses(refGroup, req.OutGroup)) {
 			out = append(out, r)
 		}
 	}

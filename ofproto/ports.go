@@ -19,6 +19,9 @@ type Port struct {
 	Type    string // "system", "internal", "vxlan", ...
 	NoFlood bool   // OFPPC_NO_FLOOD: FLOOD and NORMAL's flooding skip it
 	Down    bool   // administratively down (OFPPC_PORT_DOWN): nothing is sent to it
+	// LinkDown is set while the device has no carrier (OFPPS_LINK_DOWN):
+	// fast failover groups skip buckets that watch it.
+	LinkDown bool
 	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
 	// zero value is a trunk of all VLANs.
 	VLAN PortVLAN

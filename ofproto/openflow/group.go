@@ -74,23 +74,23 @@ const (
 // The selection method group property: an experimenter property of
 // Netronome's (NTR_VENDOR_ID; OVS also accepts the older compat id).
 const (
-	NTRVendorID         uint32 = 0x0000154d
-	NTRCompatVendorID   uint32 = 0xff00154d
-	NTRSelectionMethod  uint32 = 1
-	selectionMethodLen         = 16
-	selectionPropLen           = 40 // up to the fields
-	bucket11Len                = 16
-	bucket15Len                = 8
-	groupMod11Len              = 8
-	groupMod15Len              = 16
-	groupDesc11Len             = 8
-	groupDesc15Len             = 16
-	groupStatsLen              = 40
-	bucketCounterLen           = 16
-	groupFeaturesLen           = 40
-	groupBucketPropWeight      = 0
-	groupBucketPropWatchPort   = 1
-	groupBucketPropWatchGroup  = 2
+	NTRVendorID               uint32 = 0x0000154d
+	NTRCompatVendorID         uint32 = 0xff00154d
+	NTRSelectionMethod        uint32 = 1
+	selectionMethodLen               = 16
+	selectionPropLen                 = 40 // up to the fields
+	bucket11Len                      = 16
+	bucket15Len                      = 8
+	groupMod11Len                    = 8
+	groupMod15Len                    = 16
+	groupDesc11Len                   = 8
+	groupDesc15Len                   = 16
+	groupStatsLen                    = 40
+	bucketCounterLen                 = 16
+	groupFeaturesLen                 = 40
+	groupBucketPropWeight            = 0
+	groupBucketPropWatchPort         = 1
+	groupBucketPropWatchGroup        = 2
 )
 
 // Bucket is one bucket of a group.
