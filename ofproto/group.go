@@ -117,11 +117,7 @@ func buildGroup(m *openflow.GroupMod, buckets []openflow.Bucket, created time.Ti
 	g := &Group{ID: m.GroupID, Type: m.Type, Buckets: buckets, Selection: m.Selection, Created: created,
 		counter: newCounter()}
 	if m.Selection.Method == "hash" {
-		f, err := m.Selection.FieldList()
-		if err != nil {
-			return nil, groupErrorf(openflow.GroupModFailed13BadBucket, "selection fields: %v", err)
-		}
-		g.fields = f
+		g.fields = m.Selection.Fields
 	}
 	for range buckets {
 		g.bucketCounters = append(g.bucketCounters, newCounter())

@@ -121,12 +121,13 @@ func (a *Bucket) Equal(b *Bucket) bool {
 
 // Selection is the selection method property of a select group (1.5):
 // Method "" when the group has none (OVS's default hash), "hash" or
-// "dp_hash". Fields is the OXM field array of "hash", as it came (a
-// header and a value, or value and mask, per field); FieldList decodes it.
+// "dp_hash". Fields are the fields "hash" hashes, each under a mask; on
+// the wire OVS sends each as an unmasked OXM (NXM in 1.0) entry whose
+// value is the mask, and so does this codec.
 type Selection struct {
 	Method string
 	Param  uint64
-	Fields []byte
+	Fields []SelectionField
 }
 
 // SelectionField is one field a "hash" selection method hashes, with the
@@ -136,11 +137,10 @@ type SelectionField struct {
 	Mask  [16]byte // the first Field.Size() bytes
 }
 
-// FieldList decodes s.Fields. It fails on a field this codec does not
-// know or a malformed array.
-func (s *Selection) FieldList() ([]SelectionField, error) {
+// decodeSelectionFields reads an OXM/NXM field array: an unmasked entry's
+// value is its mask; a masked entry's mask is its mask.
+func decodeSelectionFields(b []byte) ([]SelectionField, error) {
 	var out []SelectionField
-	b := s.Fields
 	for len(b) > 0 {
 		if len(b) < 4 {
 			return nil, fmt.Errorf("openflow: selection fields: %d bytes left over", len(b))
@@ -156,18 +156,36 @@ func (s *Selection) FieldList() ([]SelectionField, error) {
 		if f == FieldNone || masked && n != 2*size || !masked && n != size {
 			return nil, fmt.Errorf("openflow: selection field %#08x is not one this switch hashes", h)
 		}
+		if _, ok := f.Header(false); !ok {
+			return nil, fmt.Errorf("openflow: selection field %s has no OXM form", f)
+		}
+		if _, ok := f.Header(true); !ok {
+			return nil, fmt.Errorf("openflow: selection field %s has no NXM form", f)
+		}
 		sf := SelectionField{Field: f}
 		if masked {
 			copy(sf.Mask[:], b[4+size:4+n])
 		} else {
-			for i := 0; i < size; i++ {
-				sf.Mask[i] = 0xff
+			copy(sf.Mask[:], b[4:4+n])
+		}
+		for _, o := range out {
+			if o.Field == f {
+				return nil, fmt.Errorf("openflow: selection field %s twice", f)
 			}
 		}
 		out = append(out, sf)
 		b = b[4+n:]
 	}
 	return out, nil
+}
+
+func appendSelectionFields(b []byte, v uint8, fs []SelectionField) []byte {
+	for _, sf := range fs {
+		h, _ := sf.Field.Header(v == Version10)
+		n := sf.Field.Size()
+		b = append(be32(b, h&^0x1ff|uint32(n)), sf.Mask[:n]...)
+	}
+	return b
 }
 
 // GroupMod is OFPT_GROUP_MOD (and NXT_GROUP_MOD, OVS's OpenFlow 1.0
@@ -336,13 +354,15 @@ func decodeGroupProps(v uint8, b []byte, typ uint8, cmd uint16, s *Selection) er
 			return propErr(v, BadProperty14BadValue, "selection method %q is not supported", s.Method)
 		}
 		s.Param = u64(body[12+selectionMethodLen:])
-		s.Fields = body[selectionPropLen-4:]
-		if len(s.Fields) > 0 && s.Method != "hash" {
+		raw := body[selectionPropLen-4:]
+		if len(raw) > 0 && s.Method != "hash" {
 			return propErr(v, BadProperty14BadValue, "selection method %s takes no fields", s.Method)
 		}
-		if _, err := s.FieldList(); err != nil {
+		fs, err := decodeSelectionFields(raw)
+		if err != nil {
 			return propErr(v, BadProperty14BadValue, "%v", err)
 		}
+		s.Fields = fs
 	}
 }
 
@@ -505,16 +525,18 @@ func appendBuckets(b []byte, v uint8, typ uint8, bks []Bucket) ([]byte, int, err
 
 // appendSelection appends the selection method property, none for the
 // default method.
-func appendSelection(b []byte, s *Selection) []byte {
+func appendSelection(b []byte, v uint8, s *Selection) []byte {
 	if s.Method == "" {
 		return b
 	}
-	n := selectionPropLen + len(s.Fields)
-	b = be32(be32(be16(be16(b, 0xffff), uint16(n)), NTRVendorID), NTRSelectionMethod)
+	at := len(b)
+	b = be32(be32(be16(be16(b, 0xffff), 0), NTRVendorID), NTRSelectionMethod)
 	b = zeros(b, 4)
 	b = appendCString(b, s.Method, selectionMethodLen)
 	b = be64(b, s.Param)
-	b = append(b, s.Fields...)
+	b = appendSelectionFields(b, v, s.Fields)
+	n := len(b) - at
+	b[at+2], b[at+3] = byte(n>>8), byte(n)
 	return zeros(b, (8-n%8)%8)
 }
 
@@ -547,7 +569,7 @@ func (m *GroupMod) Append(b []byte) ([]byte, error) {
 		return b[:start], err
 	}
 	b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
-	b = appendSelection(b, &m.Selection)
+	b = appendSelection(b, v, &m.Selection)
 	return finish(b, start)
 }
 
@@ -872,7 +894,7 @@ func (m *GroupDescReply) Append(b []byte) ([]byte, error) {
 			}
 			if bodyIs15(v) {
 				b[at+8], b[at+9] = byte(bl>>8), byte(bl)
-				b = appendSelection(b, &d.Selection)
+				b = appendSelection(b, v, &d.Selection)
 			}
 			n := len(b) - at
 			if n > 0xffff {
