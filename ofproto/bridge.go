@@ -81,6 +81,11 @@ type Bridge struct {
 	DatapathID uint64
 
 	mu sync.Mutex
+	// hostDevices is set when the datapath's ports are this host's
+	// network devices (whose link state the bridge follows); links is the
+	// watcher that follows it.
+	hostDevices bool
+	links       *linkWatch
 	// OnPortEvent, if set, is told of port additions, removals and
 	// changes. It must not block.
 	OnPortEvent func(PortEvent)
@@ -105,6 +110,7 @@ func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
 		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)
 	}
 	for _, vp := range vports {
+		b.hostDevices = b.hostDevices || vp.IfIndex != 0
 		if err := b.Ports.Add(portFromVport(&vp)); err != nil {
 			return nil, fmt.Errorf("bridge %s: %w", cfg.Name, err)
 		}
@@ -147,6 +153,7 @@ func portFromVport(vp *datapath.Vport) Port {
 		if ifi, err := net.InterfaceByIndex(int(vp.IfIndex)); err == nil && ifi.Name == vp.Name && len(ifi.HardwareAddr) == 6 {
 			copy(p.HWAddr[:], ifi.HardwareAddr)
 		}
+		p.LinkDown = linkDownOf(int(vp.IfIndex), vp.Name)
 	}
 	return p
 }
@@ -162,11 +169,17 @@ func vportTypeName(t datapath.VportType) string {
 }
 
 // Start begins handling upcalls and revalidating.
-func (b *Bridge) Start() { b.Udpif.Start() }
+func (b *Bridge) Start() {
+	b.Udpif.Start()
+	b.startLinkWatch()
+}
 
 // Stop stops the upcall handlers and revalidator. The datapath and its
 // flows stay, so traffic keeps flowing in the kernel.
-func (b *Bridge) Stop() { b.Udpif.Stop() }
+func (b *Bridge) Stop() {
+	b.stopLinkWatch()
+	b.Udpif.Stop()
+}
 
 // AddPort adds a datapath port for the network device name (typ "system"
 // or "internal") and gives it OpenFlow port ofport, or the next free
