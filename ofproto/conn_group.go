@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -33,10 +34,43 @@ func (c *Conn) groupMod(raw []byte, m *openflow.GroupMod) error {
 	c.logRefusal("group mod", err)
 	var ge *GroupError
 	if errors.As(err, &ge) {
+		if c.Version() == openflow.Version10 {
+			return c.sendNXError(raw, openflow.Err13TypeGroupModFailed, ge.Code)
+		}
 		return c.sendError(raw, openflow.Err13TypeGroupModFailed, ge.Code)
+	}
+	return c.sendFlowModError(raw, err)
+}
+
+// sendFlowModError answers raw with the error for a failed flow mod (or
+// bucket actions); OpenFlow 1.0 hears of a missing group as OVS tells it.
+func (c *Conn) sendFlowModError(raw []byte, err error) error {
+	if c.Version() == openflow.Version10 && ErrKind(err) == ErrBadOutGroup {
+		return c.sendNXError(raw, openflow.ErrTypeBadAction, openflow.BadAction13BadOutGroup)
 	}
 	typ, code := flowModError(c.Version(), err)
 	return c.sendError(raw, typ, code)
+}
+
+// NXETVendor is OVS's error type for an OpenFlow 1.1+ error sent over 1.0
+// (NXET_VENDOR, code NXVC_VENDOR_ERROR).
+const NXETVendor uint16 = 0xb0c2
+
+// sendNXError answers raw over OpenFlow 1.0 with an error 1.0 has no code
+// for, as ovs-vswitchd encodes it: NXET_VENDOR, then the Nicira vendor id
+// and the 1.1+ type and code, then the whole request.
+func (c *Conn) sendNXError(raw []byte, typ, code uint16) error {
+	data := binary.BigEndian.AppendUint32(make([]byte, 0, 8+len(raw)), openflow.NXVendorID)
+	data = binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(data, typ), code)
+	if len(raw) > openflow.MaxMessageLen-openflow.HeaderLen-4-8 {
+		raw = raw[:64]
+	}
+	var xid uint32
+	if len(raw) >= openflow.HeaderLen {
+		xid = binary.BigEndian.Uint32(raw[4:])
+	}
+	return c.queueMsg(&openflow.ErrorMsg{Envelope: openflow.Envelope{Version: openflow.Version10, Xid: xid},
+		Type: NXETVendor, Data: append(data, raw...)})
 }
 
 func (c *Conn) meterMod(raw []byte, m *openflow.MeterMod) error {

@@ -43,6 +43,12 @@ func TestOfctlGroups(t *testing.T) {
 		s.ofctl(t, g.opts, "add-group", g.spec)
 	}
 	s.ofctl(t, of13, "mod-group", "group_id=8,type=all,bucket=output:2")
+	s.ofctl(t, []string{"-O", "OpenFlow13", "--may-create"}, "mod-group", "group_id=10,type=all,bucket=output:2")
+	s.ofctl(t, []string{"-O", "OpenFlow13", "--may-create"}, "mod-group", "group_id=10,type=all,bucket=output:1")
+	if got := groupLines(s.ofctl(t, of13, "dump-groups")); !slices.Contains(got, " group_id=10,type=all,bucket=actions=output:1") {
+		t.Errorf("mod-group --may-create: %q", got)
+	}
+	s.ofctl(t, of13, "del-groups", "group_id=10")
 	s.ofctl(t, of15, "insert-buckets", "group_id=8,command_bucket_id=last,bucket=bucket_id:9,output:3")
 	s.ofctl(t, of15, "remove-buckets", "group_id=8,command_bucket_id=0")
 
@@ -130,5 +136,24 @@ func TestOfctlMetersWithoutDatapathMeters(t *testing.T) {
 	}
 	if out := s.ofctl(t, of13, "dump-meters"); strings.Contains(out, "meter=") {
 		t.Errorf("dump-meters:\n%s", out)
+	}
+}
+
+// TestOfctlGroupErrors10: over OpenFlow 1.0 the group errors, which 1.0
+// has no codes for, reach ovs-ofctl as ovs-vswitchd sends them (an
+// NXET_VENDOR error), and ovs-ofctl names them as it does for
+// ovs-vswitchd.
+func TestOfctlGroupErrors10(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	s.ofctl(t, nil, "add-group", "group_id=9,type=all,bucket=output:1")
+	for _, tc := range []struct{ cmd, arg, want string }{
+		{"add-group", "group_id=9,type=all,bucket=output:1", "OFPT_ERROR (xid=0x6): OFPGMFC_GROUP_EXISTS"},
+		{"add-flow", "priority=3,actions=group:77", "OFPT_ERROR (xid=0x6): OFPBAC_BAD_OUT_GROUP"},
+	} {
+		out, err := s.ofctlErr(nil, tc.cmd, tc.arg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: %v %s, want %s", tc.cmd, tc.arg, err, out, tc.want)
+		}
 	}
 }

@@ -424,9 +424,8 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 		err = c.m.b.Tables.Apply(&fm, now)
 	})
 	if err != nil {
-		typ, code := flowModError(m.Version, err)
 		c.logRefusal("flow mod", err)
-		return c.sendError(raw, typ, code)
+		return c.sendFlowModError(raw, err)
 	}
 	if m.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
 		// The switch buffers no packets; the flow is in, but there is no
@@ -460,6 +459,10 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		typ, code := flowModError(v, err)
 		c.logRefusal("packet-out", err)
 		return c.sendError(raw, typ, code)
+	}
+	if err := c.m.b.Tables.checkActionRefs(m.Actions); err != nil {
+		c.logRefusal("packet-out", err)
+		return c.sendFlowModError(raw, err)
 	}
 	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
 		c.log.Info("packet-out failed", "err", err)

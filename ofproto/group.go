@@ -165,7 +165,14 @@ func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
 	}
 	var deleted []uint32
 	cur := old[m.GroupID]
-	switch m.Command {
+	cmd := m.Command
+	if cmd == openflow.GroupAddOrModify {
+		cmd = openflow.GroupModify
+		if cur == nil {
+			cmd = openflow.GroupAdd
+		}
+	}
+	switch cmd {
 	case openflow.GroupAdd:
 		if cur != nil {
 			gs.mu.Unlock()

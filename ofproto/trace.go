@@ -37,6 +37,9 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	}
 	for i := 0; i < out.NRules; i++ {
 		r := out.Rules[i]
+		if isCounter(r) {
+			continue // a group's or bucket's counter
+		}
 		match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority})
 		if len(match) > 0 {
 			match = append(match, ", "...)

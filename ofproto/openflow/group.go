@@ -28,6 +28,9 @@ const (
 	GroupDelete       uint16 = 2
 	GroupInsertBucket uint16 = 3
 	GroupRemoveBucket uint16 = 5
+	// GroupAddOrModify is OVS's extension (ovs-ofctl mod-group
+	// --may-create): modify the group, adding it if it does not exist.
+	GroupAddOrModify uint16 = 0x8000
 )
 
 // Group numbers (OFPG_*). GroupAny is in flowmod.go.
@@ -338,7 +341,7 @@ func decodeGroupProps(v uint8, b []byte, typ uint8, cmd uint16, s *Selection) er
 		if typ != GroupTypeSelect {
 			return propErr(v, BadProperty14BadValue, "a selection method is for select groups only")
 		}
-		if cmd != GroupAdd && cmd != GroupModify {
+		if cmd != GroupAdd && cmd != GroupModify && cmd != GroupAddOrModify {
 			return propErr(v, BadProperty14BadValue, "a selection method is for group add and modify only")
 		}
 		if len(body) < selectionPropLen-4 {
@@ -383,7 +386,7 @@ func checkGroupMod(m *GroupMod) error {
 		return groupErr(v, GroupModFailed13BadType, "group type %d", m.Type)
 	}
 	switch m.Command {
-	case GroupAdd, GroupModify, GroupDelete, GroupInsertBucket:
+	case GroupAdd, GroupModify, GroupAddOrModify, GroupDelete, GroupInsertBucket:
 	case GroupRemoveBucket:
 		if len(m.Buckets) != 0 {
 			return groupErr(v, GroupModFailed13BadBucket, "remove_bucket with buckets")
