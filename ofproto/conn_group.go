@@ -118,7 +118,7 @@ func (c *Conn) groupStats(env openflow.Envelope, req *openflow.GroupStatsRequest
 			d = 0
 		}
 		stats[i] = openflow.GroupStats{GroupID: g.ID, RefCount: c.m.b.Tables.countUsing(refGroup, g.ID),
-			PacketCount: p, ByteCount: b, DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+			PacketCount: p, ByteCount: b, DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
 			Buckets: buckets}
 	}
 	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {

@@ -266,6 +266,10 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 func (c *Conn) features(env openflow.Envelope) error {
 	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
+	if env.Version >= openflow.Version13 {
+		// Group stats, as ovs-vswitchd advertises them (OFPC_GROUP_STATS).
+		r.Capabilities |= openflow.Cap13Groups
+	}
 	if env.Version >= openflow.Version14 {
 		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
 		r.Capabilities |= openflow.Cap14Bundles

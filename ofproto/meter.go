@@ -266,7 +266,7 @@ func (ms *Meters) Stats(m *Meter, now time.Time) openflow.MeterStats {
 		d = 0
 	}
 	s := openflow.MeterStats{MeterID: m.ID, FlowCount: ms.ts.countUsing(refMeter, m.ID),
-		DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
+		DurationSec: uint32(d / time.Second), DurationNsec: msNsec(d),
 		Bands: make([]openflow.BandStats, len(m.Bands))}
 	if ms.dp != nil {
 		if st, err := ms.dp.GetMeter(m.DPID); err == nil {
@@ -279,4 +279,11 @@ func (ms *Meters) Stats(m *Meter, now time.Time) openflow.MeterStats {
 		}
 	}
 	return s
+}
+
+// msNsec is the nanoseconds part of d to the millisecond, as ovs-vswitchd
+// reports group and meter durations (it keeps time in milliseconds), so
+// ovs-ofctl prints them alike ("duration:6.359s").
+func msNsec(d time.Duration) uint32 {
+	return uint32(d % time.Second / time.Millisecond * time.Millisecond)
 }

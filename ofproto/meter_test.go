@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 	"golang.org/x/sys/unix"
@@ -59,12 +60,48 @@ func (f *fakeMeters) GetMeter(id uint32) (datapath.MeterStats, error) {
 	return datapath.MeterStats{Packets: 200, Bytes: 12800, Bands: []datapath.FlowStats{{Packets: 180, Bytes: 11520}}}, nil
 }
 
-// withFakeMeters gives the test switch fake kernel meters.
-func withFakeMeters(s *testSwitch) *fakeMeters {
-	f := &fakeMeters{Datapath: s.dp}
-	s.b.Meters = NewMeters(s.b.Tables, f)
-	s.b.Tables.Meters, s.b.X.Meters = s.b.Meters, s.b.Meters
-	return f
+// newMeterSwitch is newTestSwitch over a dummy datapath given fake kernel
+// meters (before anything reads the bridge).
+func newMeterSwitch(t *testing.T, nports int, bcfg BridgeConfig, cfg ConnConfig) *testSwitch {
+	t.Helper()
+	prov := dummy.New()
+	inner, err := prov.Create("br0", datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := &fakeMeters{Datapath: inner}
+	bcfg.Name = "br0"
+	b, err := NewBridge(bcfg, dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testSwitch{prov: prov, dp: dp, b: b, devs: map[string]*dummy.Netdev{}}
+	for i := 1; i <= nports; i++ {
+		name := "p" + string(rune('0'+i))
+		dev, err := prov.AddNetdev(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.AddPort(name, "system", 0); err != nil {
+			t.Fatal(err)
+		}
+		s.devs[name] = dev
+	}
+	cfg.Rundir = t.TempDir()
+	cfg.Logger = quietLogger()
+	if s.m, err = NewConnManager(b, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	t.Cleanup(func() {
+		s.m.Close()
+		b.Stop()
+		inner.Close()
+	})
+	return s
 }
 
 func meterMod(cmd uint16, id uint32, flags uint16, bands ...openflow.MeterBand) *openflow.MeterMod {
@@ -198,9 +235,8 @@ func TestConnOsKenGroups(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
+			newMeterSwitch(t, 2, BridgeConfig{FailMode: FailSecure, HasControllers: true}, ConnConfig{
 				Controllers: []string{fmt.Sprintf("tcp:127.0.0.1:%d", port)}})
-			withFakeMeters(s)
 			// Each endpoint may wait out os-ken's 1 s stats timeout.
 			for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), "OSKEN done"); time.Sleep(20 * time.Millisecond) {
 				if time.Now().After(deadline) {
