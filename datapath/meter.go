@@ -42,9 +42,10 @@ type Meterer interface {
 	MeterFeatures() (MeterFeatures, error)
 	// SetMeter adds or replaces meter m.ID.
 	SetMeter(m *Meter) error
-	// DeleteMeter deletes meter id; a missing meter is an error for which
-	// errors.Is(err, unix.ENOENT).
+	// DeleteMeter deletes meter id. Linux answers the delete of a missing
+	// meter without an error.
 	DeleteMeter(id uint32) error
-	// GetMeter returns meter id's counters.
+	// GetMeter returns meter id's counters; a missing meter is an error
+	// for which errors.Is(err, unix.ENOENT).
 	GetMeter(id uint32) (MeterStats, error)
 }
