@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,15 +51,22 @@ func (b *groupBed) configure(vsctl func(args ...string) string) {
 
 // groupRun is what one switch did.
 type groupRun struct {
-	selectGot  [2]int // frames of 64 flows to the select group at h2, h3
-	selectDP   string // the datapath flows of the select group's traffic
-	allGot     [2]int // frames of 20 to the all group at h2, h3
-	ffGot      [2]int // frames of 20 to the ff group at h2, h3 with h2's link up
-	ffDownGot  [2]int // ... with h2's link down
-	ffBackGot  [2]int // ... with it back up
-	meterGot   int    // frames of 200 through a 10 pktps meter at h2
-	meterStats string // meter-stats after
-	groupStats string // dump-group-stats after
+	selectGot [2]int // frames of 64 flows to the select group at h2, h3
+	selectDP  string // the datapath flows of the select group's traffic
+	allGot    [2]int // frames of 20 to the all group at h2, h3
+	ffGot     [2]int // frames of 20 to the ff group at h2, h3 with h2's link up
+	ffDownGot [2]int // ... with h2's link down
+	ffBackGot [2]int // ... with it back up
+	// ffDownAfter and ffBackAfter are how long after the carrier changed
+	// the switch took to send the frames the other way.
+	ffDownAfter, ffBackAfter time.Duration
+	meterGot                 int    // frames of 200 through a 10 pktps meter at h2
+	meterStats               string // meter-stats after
+	groupStats               string // dump-group-stats after
+	// What ovs-ofctl prints that must be the same for both switches.
+	groups13, groups15 []string // dump-groups lines, sorted
+	meterFeatures      string
+	meters             string // dump-meters
 }
 
 // counter counts the test's UDP frames (destination port dport) reaching
@@ -116,6 +124,30 @@ func (b *groupBed) send(t *testing.T, n int, sport, dport uint16, distinct bool,
 	<-done
 	<-done
 	return got
+}
+
+// settle sends single frames to dport until one reaches host want (1: h2,
+// 2: h3), as the switch takes a link change in its own time, and returns
+// how long that took; it fails the test after 15 s.
+func (b *groupBed) settle(t *testing.T, dport uint16, want int) time.Duration {
+	t.Helper()
+	tx := testbed.OpenRaw(t, b.hosts[0], "eth0")
+	defer tx.Close()
+	rx := testbed.OpenRaw(t, b.hosts[want], "eth0")
+	defer rx.Close()
+	start := time.Now()
+	for time.Since(start) < 15*time.Second {
+		if err := tx.Send(udpFrame(b.macs[0], b.macs[1], 20000, dport)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rx.Recv(200*time.Millisecond, func(f []byte) bool {
+			return len(f) >= 42 && f[23] == 17 && binary.BigEndian.Uint16(f[36:]) == dport
+		}); err == nil {
+			return time.Since(start)
+		}
+	}
+	t.Fatalf("port %d: frames did not move to h%d within 15 s of the link change", dport, want+1)
+	return 0
 }
 
 // setLink sets h's eth0 up or down, which takes the carrier off its
@@ -182,11 +214,17 @@ func (b *groupBed) steps(t *testing.T, ofctl func(args ...string) (string, error
 	r.ffGot = b.send(t, 20, 20000, 9003, false, 5*time.Millisecond)
 	setLink(t, b.hosts[1], false)
 	waitCarrier(t, b.ports[1], false)
+	r.ffDownAfter = b.settle(t, 9003, 2)
 	r.ffDownGot = b.send(t, 20, 20000, 9003, false, 5*time.Millisecond)
 	setLink(t, b.hosts[1], true)
 	waitCarrier(t, b.ports[1], true)
+	r.ffBackAfter = b.settle(t, 9003, 1)
 	r.ffBackGot = b.send(t, 20, 20000, 9003, false, 5*time.Millisecond)
 	r.groupStats = must("-O", "OpenFlow13", "dump-group-stats")
+	must("-O", "OpenFlow15", "add-group", "group_id=4,type=select,selection_method=hash,fields(ip_src,nw_proto),bucket=bucket_id:7,weight:5,output:2,bucket=output:3")
+	r.groups13 = sortedGroupLines(must("-O", "OpenFlow13", "dump-groups"))
+	r.groups15 = sortedGroupLines(must("-O", "OpenFlow15", "dump-groups"))
+	r.meterFeatures = must("-O", "OpenFlow13", "meter-features")
 
 	// 200 frames at about 200 per second through a meter of 10 packets per
 	// second (its bucket holds 10: OVS sets the burst to the rate).
@@ -195,14 +233,16 @@ func (b *groupBed) steps(t *testing.T, ofctl func(args ...string) (string, error
 	got := b.send(t, 200, 20000, 9004, false, 5*time.Millisecond)
 	r.meterGot = got[0]
 	r.meterStats = must("-O", "OpenFlow13", "meter-stats")
+	r.meters = must("-O", "OpenFlow13", "dump-meters")
 	return r
 }
 
 // checkGroupRun holds one switch's run to what the groups mean.
 func checkGroupRun(t *testing.T, who string, r groupRun) {
 	t.Helper()
-	t.Logf("%s: select %v, all %v, ff %v / down %v / up %v, meter %d of 200\nselect's datapath flows:\n%s%s%s",
-		who, r.selectGot, r.allGot, r.ffGot, r.ffDownGot, r.ffBackGot, r.meterGot, r.selectDP, r.groupStats, r.meterStats)
+	t.Logf("%s: select %v, all %v, ff %v / down %v (failed over %v after the carrier went) / up %v (%v), meter %d of 200\nselect's datapath flows:\n%s%s%s",
+		who, r.selectGot, r.allGot, r.ffGot, r.ffDownGot, r.ffDownAfter.Round(time.Millisecond), r.ffBackGot,
+		r.ffBackAfter.Round(time.Millisecond), r.meterGot, r.selectDP, r.groupStats, r.meterStats)
 	if r.selectGot[0]+r.selectGot[1] != 64 || r.selectGot[0] < 8 || r.selectGot[1] < 8 {
 		t.Errorf("%s: 64 flows to the select group reached h2, h3 as %v: want each flow once, both buckets used", who, r.selectGot)
 	}
@@ -277,11 +317,39 @@ func TestIntegrationGroupsMeters(t *testing.T) {
 
 	checkGroupRun(t, "ovs-vswitchd", ovs)
 	checkGroupRun(t, "govswitchd", gov)
+	for _, c := range []struct {
+		what     string
+		ovs, gov string
+	}{
+		{"dump-groups (1.3)", strings.Join(ovs.groups13, "\n"), strings.Join(gov.groups13, "\n")},
+		{"dump-groups (1.5)", strings.Join(ovs.groups15, "\n"), strings.Join(gov.groups15, "\n")},
+		{"meter-features", ovs.meterFeatures, gov.meterFeatures},
+		{"dump-meters", ovs.meters, gov.meters},
+	} {
+		if c.ovs != c.gov {
+			t.Errorf("%s differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", c.what, c.ovs, c.gov)
+		} else {
+			t.Logf("%s, as both print it:\n%s", c.what, c.gov)
+		}
+	}
 	// The select group's megaflows hold the fields its hash read: one
 	// datapath flow per UDP flow.
 	if n := strings.Count(gov.selectDP, "\n"); n < 32 {
 		t.Errorf("govswitchd: %d datapath flows for 64 select flows, want one per flow:\n%s", n, gov.selectDP)
 	}
+}
+
+// sortedGroupLines are the group lines of dump-groups, sorted (the order
+// is ovs-vswitchd's hash order).
+func sortedGroupLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, " group_id=") {
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines)
+	return lines
 }
 
 // ofctlAt runs ovs-ofctl with args, inserting the switch's management
