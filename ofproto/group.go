@@ -201,10 +201,8 @@ func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
 			gs.mu.Unlock()
 			return groupErrorf(openflow.GroupModFailed13UnknownGroup, "no group %d", m.GroupID)
 		}
-		if m.Type != cur.Type && m.Command == openflow.GroupInsertBucket {
-			gs.mu.Unlock()
-			return groupErrorf(openflow.GroupModFailed13BadType, "group %d is of type %d, not %d", m.GroupID, cur.Type, m.Type)
-		}
+		// The message's type does not change the group's (OVS ignores
+		// it for bucket commands too).
 		g, err := editBuckets(cur, m)
 		if err != nil {
 			gs.mu.Unlock()
