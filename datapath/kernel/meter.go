@@ -66,27 +66,8 @@ func (d *Datapath) probeMeters() {
 		d.meterErr = fmt.Errorf("meter features: %w: %v", datapath.ErrNotSupported, err)
 		return
 	}
-	var f datapath.MeterFeatures
-	it := netlinkio.NewAttrIter(msgs[0][datapath.OVSHeaderLen:])
-	for it.Next() {
-		switch it.Type() {
-		case meterAttrMaxMeters:
-			f.MaxMeters = it.U32()
-		case meterAttrMaxBands:
-			f.MaxBands = it.U32()
-		case meterAttrBands:
-			bands := it.Nested()
-			for bands.Next() {
-				band := bands.Nested()
-				for band.Next() {
-					if band.Type() == bandAttrType && len(band.Data()) == 4 && band.U32() == meterBandTypeDrop {
-						f.DropBand = true
-					}
-				}
-			}
-		}
-	}
-	if err := it.Err(); err != nil {
+	f, err := parseMeterFeatures(msgs[0])
+	if err != nil {
 		d.meterErr = fmt.Errorf("meter features reply: %w: %w", datapath.ErrNotSupported, err)
 		return
 	}
@@ -197,16 +178,60 @@ func (d *Datapath) GetMeter(id uint32) (datapath.MeterStats, error) {
 	if err != nil {
 		return st, datapath.WrapError("meter get", d.name, err)
 	}
-	if len(msgs) == 0 || len(msgs[0]) < datapath.OVSHeaderLen {
+	if len(msgs) == 0 {
 		return st, fmt.Errorf("meter get %d: no reply: %w", id, unix.EBADMSG)
 	}
+	return parseMeterStats(msgs[0], id)
+}
+
+// parseMeterFeatures reads an OVS_METER_CMD_FEATURES reply (ovs_header
+// and attributes).
+func parseMeterFeatures(b []byte) (datapath.MeterFeatures, error) {
+	var f datapath.MeterFeatures
+	if len(b) < datapath.OVSHeaderLen {
+		return f, fmt.Errorf("meter features reply of %d bytes: %w", len(b), unix.EBADMSG)
+	}
+	it := netlinkio.NewAttrIter(b[datapath.OVSHeaderLen:])
+	for it.Next() {
+		switch it.Type() {
+		case meterAttrMaxMeters:
+			f.MaxMeters = it.U32()
+		case meterAttrMaxBands:
+			f.MaxBands = it.U32()
+		case meterAttrBands:
+			bands := it.Nested()
+			for bands.Next() {
+				band := bands.Nested()
+				for band.Next() {
+					if band.Type() == bandAttrType && len(band.Data()) == 4 && band.U32() == meterBandTypeDrop {
+						f.DropBand = true
+					}
+				}
+				if err := band.Err(); err != nil {
+					return f, err
+				}
+			}
+			if err := bands.Err(); err != nil {
+				return f, err
+			}
+		}
+	}
+	return f, it.Err()
+}
+
+// parseMeterStats reads an OVS_METER_CMD_GET (or DEL) reply for meter id.
+func parseMeterStats(b []byte, id uint32) (datapath.MeterStats, error) {
+	var st datapath.MeterStats
+	if len(b) < datapath.OVSHeaderLen {
+		return st, fmt.Errorf("meter get %d: reply of %d bytes: %w", id, len(b), unix.EBADMSG)
+	}
 	gotID := false
-	it := netlinkio.NewAttrIter(msgs[0][datapath.OVSHeaderLen:])
+	it := netlinkio.NewAttrIter(b[datapath.OVSHeaderLen:])
 	for it.Next() {
 		switch it.Type() {
 		case meterAttrID:
-			if it.U32() != id {
-				return st, fmt.Errorf("meter get %d: the kernel answered for meter %d: %w", id, it.U32(), unix.EBADMSG)
+			if got := it.U32(); got != id {
+				return st, fmt.Errorf("meter get %d: the kernel answered for meter %d: %w", id, got, unix.EBADMSG)
 			}
 			gotID = true
 		case meterAttrStats:
@@ -221,7 +246,13 @@ func (d *Datapath) GetMeter(id uint32) (datapath.MeterStats, error) {
 						bs.Packets, bs.Bytes = flowStatsOf(band.Data())
 					}
 				}
+				if err := band.Err(); err != nil {
+					return st, fmt.Errorf("meter get %d: %w", id, err)
+				}
 				st.Bands = append(st.Bands, bs)
+			}
+			if err := bands.Err(); err != nil {
+				return st, fmt.Errorf("meter get %d: %w", id, err)
 			}
 		}
 	}
