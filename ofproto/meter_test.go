@@ -283,3 +283,44 @@ func TestConnOsKenGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestOfctlMeters: the real ovs-ofctl adds, dumps and deletes meters on a
+// switch with (fake) kernel meters, and flows through a meter added over
+// 1.3 (the meter instruction) and 1.5 (the meter action) dump over both,
+// as ovs-vswitchd dumps them.
+func TestOfctlMeters(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newMeterSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	of13, of15 := []string{"-O", "OpenFlow13"}, []string{"-O", "OpenFlow15"}
+	s.ofctl(t, of13, "add-meter", "meter=1,pktps,burst,stats,bands=type=drop,rate=10,burst_size=5")
+	s.ofctl(t, of13, "add-flow", "priority=7,actions=meter:1,output:2")
+	s.ofctl(t, of15, "add-flow", "priority=9,actions=meter:1,output:2")
+	for _, v := range [][]string{of13, of15} {
+		out := s.ofctl(t, v, "dump-flows")
+		if strings.Count(out, "actions=meter:1,output:2") != 2 {
+			t.Errorf("%s dump-flows:\n%s", v[1], out)
+		}
+		// ovs-vswitchd's text for the same meter.
+		if out := s.ofctl(t, v, "dump-meters"); !strings.Contains(out, "meter=1 pktps burst stats bands=\ntype=drop rate=10 burst_size=5\n") {
+			t.Errorf("%s dump-meters:\n%s", v[1], out)
+		}
+	}
+	if out := s.ofctl(t, of13, "meter-stats"); !strings.Contains(out, "meter:1 flow_count:2 packet_in_count:200 byte_in_count:12800 duration:") ||
+		!strings.Contains(out, "0: packet_count:180 byte_count:11520") {
+		t.Errorf("meter-stats:\n%s", out)
+	}
+	if out := s.ofctl(t, of13, "meter-features"); !strings.Contains(out, "max_meter:4 max_bands:1 max_color:0\nband_types: drop\ncapabilities: kbps pktps burst stats") {
+		t.Errorf("meter-features:\n%s", out)
+	}
+	if out, err := s.ofctlErr(of13, "add-meter", "meter=2,kbps,bands=type=dscp_remark,rate=1000,prec_level=1"); err == nil || !strings.Contains(err.Error(), "OFPMMFC_BAD_BAND") {
+		t.Errorf("dscp_remark: %v %s", err, out)
+	}
+	if out, err := s.ofctlErr(of13, "add-flow", "priority=8,actions=meter:9,output:2"); err == nil || !strings.Contains(err.Error(), "OFPMMFC_INVALID_METER") {
+		t.Errorf("flow to a missing meter: %v %s", err, out)
+	}
+	// Deleting the meter deletes its flows, as ovs-vswitchd does.
+	s.ofctl(t, of13, "del-meter", "meter=1")
+	if out := s.ofctl(t, of13, "dump-flows"); strings.Contains(out, "meter") {
+		t.Errorf("flows outlived their meter:\n%s", out)
+	}
+}

@@ -382,3 +382,45 @@ func (m *MeterConfigReply) Append(b []byte) ([]byte, error) {
 			return appendBands(b, c.Bands), nil
 		}}, 0, false)
 }
+
+// OpenFlow 1.5 made the meter instruction an action; OVS's model keeps it
+// an instruction, which runs before the apply actions, and takes a meter
+// action only first among them (else OFPBAC_UNSUPPORTED_ORDER). So a 1.5
+// meter action decodes into Instructions.Meter, and Instructions.Meter
+// encodes in 1.5 as a meter action first in the apply actions, as
+// ovs-vswitchd writes it; a flow added over one version dumps over any.
+
+// decodeInstructionsV is DecodeInstructions13 for version v.
+func decodeInstructionsV(v uint8, b []byte, in *Instructions) error {
+	if err := DecodeInstructions13(b, in); err != nil {
+		return err
+	}
+	for i := range in.Write {
+		if in.Write[i].Type == ActMeter {
+			return &Error{Version: v, Type: ErrTypeBadAction, Code: BadAction13UnsupOrder, Err: ErrUnsupported,
+				Detail: "meter in write actions"}
+		}
+	}
+	if len(in.Apply) > 0 && in.Apply[0].Type == ActMeter && in.Meter == 0 {
+		in.Meter = in.Apply[0].Queue
+		in.Apply = in.Apply[1:]
+	}
+	for i := range in.Apply {
+		if in.Apply[i].Type == ActMeter {
+			return &Error{Version: v, Type: ErrTypeBadAction, Code: BadAction13UnsupOrder, Err: ErrUnsupported,
+				Detail: "a meter action must come first, once"}
+		}
+	}
+	return nil
+}
+
+// appendInstructionsV is AppendInstructions13 for version v.
+func appendInstructionsV(b []byte, v uint8, in *Instructions) ([]byte, error) {
+	if v < Version15 || in.Meter == 0 {
+		return AppendInstructions13(b, in)
+	}
+	c := *in
+	c.Meter = 0
+	c.Apply = append([]Action{{Type: ActMeter, Queue: in.Meter}}, in.Apply...)
+	return AppendInstructions13(b, &c)
+}

@@ -472,7 +472,7 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 			if mn, err = DecodeOXM(e[48:], &s.Match); err != nil {
 				return nil, err
 			}
-			err = DecodeInstructions13(e[48+mn:], &s.Instructions)
+			err = decodeInstructionsV(v, e[48+mn:], &s.Instructions)
 		default:
 			decodeMatch10(e[4:], &s.Match)
 			s.DurationSec, s.DurationNsec = u32(e[44:]), u32(e[48:])
@@ -535,7 +535,7 @@ func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 		if b, err = AppendOXM(b, &s.Match); err != nil {
 			return b, err
 		}
-		b, err = AppendInstructions13(b, &s.Instructions)
+		b, err = appendInstructionsV(b, v, &s.Instructions)
 	default:
 		if b, err = appendMatch10(b, &s.Match); err != nil {
 			return b, err
