@@ -133,6 +133,11 @@ func checkBucketActions(buckets []openflow.Bucket) error {
 			return err
 		}
 		for _, a := range buckets[i].Actions {
+			if a.Type == openflow.ActMeter {
+				// A meter is an instruction in OVS's model, which a
+				// bucket (an action set) cannot hold.
+				return errorf(ErrUnsupportedAction, "meter %d in a group bucket is not implemented", a.Queue)
+			}
 			if a.Type == openflow.ActOutput {
 				switch p := a.Port; {
 				case p < openflow.PortMax, p == openflow.PortInPort, p == openflow.PortNormal, p == openflow.PortFlood,
