@@ -88,6 +88,9 @@ type Backer struct {
 	// or down (a port mod's OFPPC_PORT_DOWN), as ovs-vswitchd does; nil
 	// for datapaths whose devices are not the host's.
 	SetLinkUp func(name string, up bool) error
+	// meterIDs is the datapath's meter id pool, shared by its bridges
+	// (meter.go).
+	meterIDs meterIDPool
 }
 
 // backerSet is one immutable version of the backer's bridges.
@@ -248,6 +251,7 @@ func (bk *Backer) AddBridge(cfg BridgeConfig) (*Bridge, error) {
 	if err := b.Ports.Add(lp); err != nil {
 		return nil, err
 	}
+	b.hostDevices = vp.IfIndex != 0 // a kernel datapath: follow link state (linkstate.go)
 	bk.attach(b)
 	return b, nil
 }

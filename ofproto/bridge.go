@@ -74,6 +74,8 @@ type Bridge struct {
 	Ports  *Ports
 	MAC    *maclearn.Table
 	X      *Xlator
+	Groups *Groups
+	Meters *Meters
 	Udpif  *Udpif
 	Config BridgeConfig
 
@@ -82,6 +84,11 @@ type Bridge struct {
 	DatapathID uint64
 
 	mu sync.Mutex
+	// hostDevices is set when the datapath's ports are this host's
+	// network devices (whose link state the bridge follows); links is the
+	// watcher that follows it.
+	hostDevices bool
+	links       *linkWatch
 	// OnPortEvent, if set, is told of port additions, removals and
 	// changes. It must not block.
 	OnPortEvent func(PortEvent)
@@ -119,6 +126,7 @@ func NewBridge(cfg BridgeConfig, dp datapath.Datapath) (*Bridge, error) {
 		return nil, fmt.Errorf("bridge %s: list ports: %w", cfg.Name, err)
 	}
 	for _, vp := range vports {
+		b.hostDevices = b.hostDevices || vp.IfIndex != 0
 		p := portFromVport(&vp)
 		if vp.PortNo == 0 {
 			p.OFPort = openflow.PortLocal
@@ -140,7 +148,9 @@ func buildBridge(cfg BridgeConfig, bk *Backer) (*Bridge, error) {
 		Name: cfg.Name, DP: bk.DP, Backer: bk, Udpif: bk.Udpif, Tables: tables, Ports: NewPorts(),
 		MAC: maclearn.New(cfg.MACTableSize, cfg.MACAging), Config: cfg,
 	}
-	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC, bridge: b, backer: bk}
+	b.Groups, b.Meters = NewGroups(b.Tables), newMeters(b.Tables, bk.DP, &bk.meterIDs)
+	b.Tables.Groups, b.Tables.Meters = b.Groups, b.Meters
+	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC, Groups: b.Groups, Meters: b.Meters, bridge: b, backer: bk}
 	b.DatapathID = datapathID(cfg.Name)
 	if cfg.FailMode == FailStandalone && !cfg.HasControllers {
 		// OVS's bridge starts as a learning switch: one visible flow,
@@ -177,6 +187,7 @@ func portFromVport(vp *datapath.Vport) Port {
 		if ifi, err := net.InterfaceByIndex(int(vp.IfIndex)); err == nil && ifi.Name == vp.Name && len(ifi.HardwareAddr) == 6 {
 			copy(p.HWAddr[:], ifi.HardwareAddr)
 		}
+		p.LinkDown = linkDownOf(int(vp.IfIndex), vp.Name)
 	}
 	return p
 }
@@ -193,11 +204,13 @@ func vportTypeName(t datapath.VportType) string {
 
 // Start begins handling upcalls and revalidating, for a bridge with a
 // datapath of its own; a bridge on a shared datapath handles its traffic
-// from AddBridge on, and its Backer's Start starts the handlers.
+// from AddBridge on, and its Backer's Start starts the handlers. Either
+// way it starts following its devices' link state.
 func (b *Bridge) Start() {
 	if b.Backer.private {
 		b.Udpif.Start()
 	}
+	b.startLinkWatch()
 }
 
 // Stop stops the upcall handlers and revalidator (of a datapath of the
@@ -205,6 +218,7 @@ func (b *Bridge) Start() {
 // ports. The datapath and its flows stay, so traffic keeps flowing in the
 // kernel.
 func (b *Bridge) Stop() {
+	b.stopLinkWatch()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return

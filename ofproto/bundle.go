@@ -51,7 +51,6 @@ type bundle struct {
 type bundleEntry struct {
 	raw     []byte
 	fm      FlowMod
-	skip    bool // a delete restricted to a group: selects nothing, there are no groups
 	portMod *openflow.PortMod
 }
 
@@ -214,8 +213,7 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 	if err != nil {
 		var oe *openflow.Error
 		if !errors.As(err, &oe) || unknownMessage(oe) {
-			// An unknown type (a group or meter mod among them: the
-			// switch has neither) cannot be bundled.
+			// An unknown type cannot be bundled.
 			return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
 		}
 		o := *oe
@@ -238,14 +236,16 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 		if im.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
 			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBufferUnknown)
 		}
+		if fm.Command >= CmdDelete && im.OutGroup != openflow.GroupAny {
+			fm.OutGroup, fm.HasOutGroup = im.OutGroup, true
+		}
 		e.fm = fm
-		e.skip = fm.Command >= CmdDelete && im.OutGroup != openflow.GroupAny
 	case *openflow.PortMod:
 		pm := *im
 		e.portMod = &pm
 	default:
-		// Packet-outs in bundles are not implemented: refused rather
-		// than run at the wrong time.
+		// Packet-outs, group mods and meter mods in bundles are not
+		// implemented: refused rather than run at the wrong time.
 		return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
 	}
 	c.bmu.Lock()
@@ -312,9 +312,6 @@ func (c *Conn) commitBundle(b *bundle) (failed *bundleEntry, err error) {
 			if typ, code, ok := c.checkPortMod(e.portMod); !ok {
 				return e, c.sendError(e.raw, typ, code)
 			}
-			continue
-		}
-		if e.skip {
 			continue
 		}
 		fms = append(fms, &e.fm)

@@ -151,6 +151,9 @@ func (c *Conn) handle(raw []byte) error {
 			return &openflow.TableFeaturesReply{Envelope: env, Tables: tables[lo:hi]}
 		})
 	}
+	if ok, err := c.handleGroupMeter(raw, env, msg); ok {
+		return err
+	}
 	// Anything else is a message only a switch sends, or one this switch
 	// does not implement.
 	return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadType)
@@ -264,6 +267,10 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 func (c *Conn) features(env openflow.Envelope) error {
 	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
+	if env.Version >= openflow.Version13 {
+		// Group stats, as ovs-vswitchd advertises them (OFPC_GROUP_STATS).
+		r.Capabilities |= openflow.Cap13Groups
+	}
 	if env.Version >= openflow.Version14 {
 		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
 		r.Capabilities |= openflow.Cap14Bundles
@@ -417,8 +424,7 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 		return c.sendError(raw, typ, code)
 	}
 	if fm.Command >= CmdDelete && m.OutGroup != openflow.GroupAny {
-		// There are no groups, so no flow outputs to one.
-		return nil
+		fm.OutGroup, fm.HasOutGroup = m.OutGroup, true
 	}
 	now := time.Now()
 	var err error
@@ -426,9 +432,8 @@ func (c *Conn) flowMod(raw []byte, m *openflow.FlowMod) error {
 		err = c.m.b.Tables.Apply(&fm, now)
 	})
 	if err != nil {
-		typ, code := flowModError(m.Version, err)
 		c.logRefusal("flow mod", err)
-		return c.sendError(raw, typ, code)
+		return c.sendFlowModError(raw, err)
 	}
 	if m.BufferID != openflow.NoBuffer && fm.Command < CmdDelete {
 		// The switch buffers no packets; the flow is in, but there is no
@@ -462,6 +467,10 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		typ, code := flowModError(v, err)
 		c.logRefusal("packet-out", err)
 		return c.sendError(raw, typ, code)
+	}
+	if err := c.m.b.Tables.checkActionRefs(m.Actions); err != nil {
+		c.logRefusal("packet-out", err)
+		return c.sendFlowModError(raw, err)
 	}
 	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
 		c.log.Info("packet-out failed", "err", err)
@@ -586,9 +595,6 @@ func (c *Conn) roleRequest(raw []byte, r *openflow.RoleRequest) error {
 // statsRules returns the OpenFlow rules a flow or aggregate request
 // selects; the fail-open rule (priority above 16 bits) is not one.
 func (m *ConnManager) statsRules(req *openflow.FlowStatsRequest) []*Rule {
-	if req.OutGroup != openflow.GroupAny {
-		return nil
-	}
 	cookie, mask := req.Cookie, req.CookieMask
 	if req.Version == openflow.Version10 {
 		mask = 0
@@ -597,7 +603,7 @@ func (m *ConnManager) statsRules(req *openflow.FlowStatsRequest) []*Rule {
 		cookie, mask, req.OutPort)
 	out := rules[:0]
 	for _, r := range rules {
-		if r.Priority <= 0xffff {
+		if r.Priority <= 0xffff && (req.OutGroup == openflow.GroupAny || r.Value.uses(refGroup, req.OutGroup)) {
 			out = append(out, r)
 		}
 	}

@@ -47,7 +47,7 @@ func TestConnOvsOfctl14And15(t *testing.T) {
 	for name, opts := range versions {
 		t.Run(name, func(t *testing.T) {
 			out := s.ofctl(t, opts, "show")
-			for _, want := range []string{"OFPT_FEATURES_REPLY (OF" + name + ")", "capabilities: FLOW_STATS TABLE_STATS PORT_STATS BUNDLES", " 1(p1): addr:", " 2(p2): addr:", " LOCAL(br0): addr:"} {
+			for _, want := range []string{"OFPT_FEATURES_REPLY (OF" + name + ")", "capabilities: FLOW_STATS TABLE_STATS PORT_STATS GROUP_STATS BUNDLES", " 1(p1): addr:", " 2(p2): addr:", " LOCAL(br0): addr:"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("show lacks %q:\n%s", want, out)
 				}

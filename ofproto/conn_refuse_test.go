@@ -34,11 +34,11 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		{"nd_target", of13, "icmp6,icmp_type=135,actions=set_field:fe80::1->nd_target,output:2", "OFPBAC_BAD_SET_TYPE"},
 		{"mpls_label", of13, "mpls,actions=set_field:5->mpls_label,output:2", "OFPBAC_BAD_SET_TYPE"},
 		// ovs-vswitchd 3.1 answers a meter that does not exist so (seen in
-		// the bed); this switch has no meters at all.
+		// the bed); the dummy datapath has no meters at all.
 		{"meter 1.3", of13, "actions=meter:1,output:2", "OFPMMFC_INVALID_METER"},
-		// In 1.5 meter is an action (OFPAT_METER) the codec does not decode
-		// yet: OFPBAC_BAD_TYPE, where ovs-vswitchd says INVALID_METER.
-		{"meter 1.5", []string{"-O", "OpenFlow15"}, "actions=meter:1,output:2", "OFPBAC_BAD_TYPE"},
+		// In 1.5 meter is an action (OFPAT_METER); a missing meter is
+		// refused as in 1.3.
+		{"meter 1.5", []string{"-O", "OpenFlow15"}, "actions=meter:1,output:2", "OFPMMFC_INVALID_METER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := s.ofctlErr(tc.opts, "add-flow", tc.flow)

@@ -75,12 +75,16 @@ type FlowMod struct {
 	NewCookie uint64
 	// ModifyAdds makes a modify that matches nothing add the flow, as
 	// OpenFlow 1.0 requires; 1.1+ modifies do not.
-	ModifyAdds   bool
-	IdleTimeout  uint16 // seconds; 0 = none
-	HardTimeout  uint16 // seconds; 0 = none
-	Flags        uint16
-	Importance   uint16 // OpenFlow 1.4+ eviction precedence, kept and reported
-	OutPort      uint32 // delete: only flows that output here; openflow.PortAny = no filter
+	ModifyAdds  bool
+	IdleTimeout uint16 // seconds; 0 = none
+	HardTimeout uint16 // seconds; 0 = none
+	Flags       uint16
+	Importance  uint16 // OpenFlow 1.4+ eviction precedence, kept and reported
+	OutPort     uint32 // delete: only flows that output here; openflow.PortAny = no filter
+	// OutGroup, when HasOutGroup, makes a delete select only the flows
+	// that use that group (out_group).
+	OutGroup     uint32
+	HasOutGroup  bool
 	Instructions openflow.Instructions
 }
 
@@ -96,7 +100,7 @@ const (
 	ErrBadOutPort                             // OFPBAC_BAD_OUT_PORT
 	ErrBadTimeout                             // OFPFMFC_BAD_TIMEOUT
 	ErrBadGotoTable                           // OFPBIC_BAD_TABLE_ID: goto_table to a missing or earlier table
-	ErrBadOutGroup                            // OFPBAC_BAD_OUT_GROUP: the switch has no groups
+	ErrBadOutGroup                            // OFPBAC_BAD_OUT_GROUP: the group does not exist
 	ErrMatchInconsistent                      // OFPBAC_MATCH_INCONSISTENT: set_field without its prerequisites
 	// Actions that decode but that translation cannot carry out (see
 	// checkSupported): refused, as ovs-vswitchd refuses actions it does
@@ -104,7 +108,7 @@ const (
 	ErrUnsupportedAction   // OFPBAC_BAD_TYPE: a standard action
 	ErrUnsupportedVendor   // OFPBAC_BAD_VENDOR / BAD_EXPERIMENTER: another vendor's action
 	ErrUnsupportedNXAction // OFPBAC_BAD_VENDOR_TYPE / BAD_EXP_TYPE: a Nicira action
-	ErrInvalidMeter        // OFPMMFC_INVALID_METER: the switch has no meters
+	ErrInvalidMeter        // OFPMMFC_INVALID_METER: the meter does not exist
 	ErrUnsupportedSetField // OFPBAC_BAD_SET_TYPE (1.0, which has none: OFPBAC_BAD_TYPE, as the codec answers an unknown load destination)
 	// Conntrack refusals (support_ct.go).
 	ErrCtDatapathAction // NXBAC_CT_DATAPATH_SUPPORT
@@ -203,17 +207,12 @@ func (e *Entry) outputsTo(port uint32) bool {
 //     destinations a flow may use (OFPP_TABLE is for packet-out only,
 //     OFPP_ANY is no port); any port below OFPP_MAX is accepted, existing
 //     or not, as OVS does: it may be added later;
-//   - group actions and meters: the switch has neither;
+//   - (groups and meters that do not exist are refused by checkRefs);
 //   - set_field of a field whose prerequisites m does not pin down (ip_src
 //     without an IPv4 match), which would rewrite packets of another
 //     protocol;
 //   - actions translation cannot carry out (checkSupported).
 func checkActions(in *openflow.Instructions, m *classifier.Match) error {
-	if in.Meter != 0 {
-		// ovs-vswitchd refuses a meter that does not exist so, and
-		// translation has no meters to run.
-		return errorf(ErrInvalidMeter, "meter %d: the switch has no meters", in.Meter)
-	}
 	if err := checkCt(in, m); err != nil {
 		return err
 	}
@@ -224,8 +223,6 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 		for i := range list {
 			a := &list[i]
 			switch a.Type {
-			case openflow.ActGroup:
-				return errorf(ErrBadOutGroup, "group %d: the switch has no groups", a.Group)
 			case openflow.ActSetField:
 				if !a.Field.PrereqsMet(&m.Key, &m.Mask) {
 					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
@@ -280,6 +277,10 @@ type Tables struct {
 	// OnRemoved, if set, is told of every flow removed by a timeout or a
 	// delete, under the tables' mutex: it must not call back into Tables.
 	OnRemoved func(Removed)
+	// Groups and Meters are the switch's groups and meters, which flows
+	// may name (nil: none).
+	Groups *Groups
+	Meters *Meters
 }
 
 // View is one consistent version of every table: the snapshots the
@@ -376,7 +377,11 @@ func (ts *Tables) Apply(fm *FlowMod, now time.Time) error {
 // mod's error and, if failed is not nil, sets *failed to its index.
 func (ts *Tables) ApplyAll(fms []*FlowMod, now time.Time, failed *int) error {
 	for i, fm := range fms {
-		if err := check(fm); err != nil {
+		err := check(fm)
+		if err == nil {
+			err = ts.checkRefs(fm)
+		}
+		if err != nil {
 			if failed != nil {
 				*failed = i
 			}
@@ -555,6 +560,9 @@ func (tx *txn) addTo(id uint8, fm *FlowMod) error {
 // selects reports whether a flow_mod's cookie and out_port filters select e.
 func (fm *FlowMod) selects(e *Entry) bool {
 	if (e.Cookie^fm.Cookie)&fm.CookieMask != 0 {
+		return false
+	}
+	if fm.HasOutGroup && !e.uses(refGroup, fm.OutGroup) {
 		return false
 	}
 	return fm.OutPort == openflow.PortAny || e.outputsTo(fm.OutPort)

@@ -24,6 +24,9 @@ type Port struct {
 	// (OFPPC_NO_PACKET_IN) sends none of its table misses to the
 	// controller.
 	NoRecv, NoFwd, NoPacketIn bool
+	// LinkDown is set while the device has no carrier (OFPPS_LINK_DOWN):
+	// fast failover groups skip buckets that watch it.
+	LinkDown bool
 	// VLAN is the port's 802.1Q configuration, which NORMAL applies; the
 	// zero value is a trunk of all VLANs.
 	VLAN PortVLAN

@@ -40,9 +40,10 @@ func checkSupported(acts []openflow.Action) error {
 		switch a.Type {
 		case openflow.ActOutput, openflow.ActEnqueue, openflow.ActSetVLANVID, openflow.ActSetVLANPCP,
 			openflow.ActStripVLAN, openflow.ActPushVLAN, openflow.ActResubmit, openflow.ActDecNwTTL,
-			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup:
-			// Groups are refused by checkActions (OFPBAC_BAD_OUT_GROUP,
-			// as ovs-vswitchd does for a group that does not exist).
+			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup, openflow.ActMeter:
+			// A group or meter that does not exist is refused by
+			// Tables.checkRefs (OFPBAC_BAD_OUT_GROUP,
+			// OFPMMFC_INVALID_METER), as ovs-vswitchd refuses it.
 		case openflow.ActSetField:
 			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
 				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)

@@ -38,8 +38,8 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	cur := b.X.ID
 	for i := 0; i < out.NRules; i++ {
 		r := out.Rules[i]
-		if isPatchCounter(r) {
-			continue
+		if isPatchCounter(r) || isCounter(r) {
+			continue // a patch port's, a group's or a bucket's counter
 		}
 		if id := out.RuleBridges[i]; id != cur {
 			// Through a patch port into another bridge, as OVS's trace

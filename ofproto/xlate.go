@@ -67,6 +67,10 @@ type Xlator struct {
 	Tables *Tables
 	Ports  *Ports
 	MAC    *maclearn.Table
+	// Groups and Meters are what group actions and meters refer to (nil:
+	// none).
+	Groups *Groups
+	Meters *Meters
 
 	// ControllerPID is the netlink port id that userspace actions (packets
 	// for the controller) are sent to; 0 means no controller path, and
@@ -243,6 +247,9 @@ func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
 	c.note(r)
 	c.cookie = r.Value.Cookie
 	in := &r.Value.Instructions
+	if in.Meter != 0 {
+		c.meter(in.Meter)
+	}
 	c.doActions(in.Apply)
 	if in.Clear {
 		c.nActionSet = 0
@@ -347,6 +354,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.flow.VLANs[0] = flow.VLAN{TPID: a.EthType, TCI: flow.VLANPresent}
 	case openflow.ActResubmit:
 		c.resubmit(a)
+	case openflow.ActGroup:
+		c.group(a.Group)
+	case openflow.ActMeter:
+		c.meter(a.Queue)
 	case openflow.ActDecNwTTL:
 		c.decTTL()
 	case openflow.ActSetNwTTL:
@@ -361,7 +372,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 		// either, as for enqueue's queue.
 	default:
 		// Flow mods and packet-outs with actions we do not translate
-		// (groups, MPLS, vendor actions) are refused (checkSupported);
+		// (MPLS, vendor actions) are refused (checkSupported);
 		// should one reach here anyway, the translation ends in a
 		// drop rather than half-apply.
 		c.out.Actions = c.out.Actions[:0]

@@ -146,6 +146,7 @@ type Datapath struct {
 	batch netlinkio.Batch
 
 	dumpState
+	meterState
 }
 
 var _ datapath.Datapath = (*Datapath)(nil)
@@ -206,6 +207,7 @@ func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err erro
 	d.noCtZone = !d.probeCtZone()
 	d.features.CtZone = !d.noCtZone
 	d.probeCt()
+	d.probeMeters()
 	return d, nil
 }
 

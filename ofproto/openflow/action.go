@@ -37,6 +37,7 @@ const (
 	ActCT                    // Ct: NXAST_CT
 	ActCTClear               // NXAST_CT_CLEAR
 	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
+	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
 )
 
 var actionNames = [...]string{
@@ -46,7 +47,7 @@ var actionNames = [...]string{
 	ActGroup: "group", ActSetNwTTL: "set_nw_ttl", ActDecNwTTL: "dec_ttl", ActSetMPLSTTL: "set_mpls_ttl",
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
-	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat",
+	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
 }
 
 func (t ActionType) String() string {

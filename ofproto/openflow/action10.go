@@ -33,6 +33,7 @@ const (
 	NXASTSetTunnel64   uint16 = 9
 	NXASTResubmitTable uint16 = 14
 	NXASTDecTTL        uint16 = 18
+	NXASTGroup         uint16 = 40 // group action in OpenFlow 1.0 (OVS)
 )
 
 // splitAction returns the first action of b, its type, and the rest, after
@@ -183,6 +184,11 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			return Action{}, err
 		}
 		return Action{Type: ActDecNwTTL}, nil
+	case NXASTGroup:
+		if err := need(16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActGroup, Group: u32(act[12:])}, nil
 	case NXASTRegMove:
 		if err := need(24); err != nil {
 			return Action{}, err
@@ -279,6 +285,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return be32(be16(nxActionHeader(b, 16, NXASTSetQueue), 0), a.Queue), nil
 	case ActDecNwTTL:
 		return zeros(nxActionHeader(b, 16, NXASTDecTTL), 6), nil
+	case ActGroup:
+		return be32(zeros(nxActionHeader(b, 16, NXASTGroup), 2), a.Group), nil
 	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT:
 		return appendNXAction(b, a)
 	case ActCT:

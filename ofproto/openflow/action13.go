@@ -24,6 +24,7 @@ const (
 	Act13SetField   uint16 = 25
 	Act13PushPBB    uint16 = 26
 	Act13PopPBB     uint16 = 27
+	Act15Meter      uint16 = 29 // OpenFlow 1.5
 )
 
 // OpenFlow 1.3 instruction types (OFPIT_*).
@@ -87,6 +88,8 @@ func DecodeActions13(dst []Action, b []byte) ([]Action, error) {
 			a = Action{Type: ActSetQueue, Queue: u32(act[4:])}
 		case Act13Group:
 			a = Action{Type: ActGroup, Group: u32(act[4:])}
+		case Act15Meter:
+			a = Action{Type: ActMeter, Queue: u32(act[4:])}
 		case Act13SetNwTTL:
 			a = Action{Type: ActSetNwTTL, TTL: act[4]}
 		case Act13DecNwTTL:
@@ -173,6 +176,8 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return be32(act13(b, Act13SetQueue, 8), a.Queue), nil
 	case ActGroup:
 		return be32(act13(b, Act13Group, 8), a.Group), nil
+	case ActMeter:
+		return be32(act13(b, Act15Meter, 8), a.Queue), nil
 	case ActSetNwTTL:
 		return append(act13(b, Act13SetNwTTL, 8), a.TTL, 0, 0, 0), nil
 	case ActDecNwTTL:

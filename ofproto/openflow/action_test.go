@@ -81,7 +81,9 @@ func TestActionsAcrossVersions(t *testing.T) {
 		{"set_vlan_vid becomes set_field in 1.3", Action{Type: ActSetVLANVID, VLANVID: 9},
 			"0001000800090000", "0019001080000c02 0009000000000000"},
 		{"push_vlan has no 1.0 form", Action{Type: ActPushVLAN, EthType: 0x8100}, "", "0011000881000000"},
-		{"group has no 1.0 form", Action{Type: ActGroup, Group: 1}, "", "0016000800000001"},
+		// 1.0 carries group as OVS's NXAST_GROUP (recorded from ovs-vswitchd's
+		// NXST_GROUP_DESC reply).
+		{"group is NXAST_GROUP in 1.0", Action{Type: ActGroup, Group: 1}, "ffff001000002320 0028000000000001", "0016000800000001"},
 		{"set_tp_src has no 1.3 form", Action{Type: ActSetField, Field: FieldTpSrc, Value: [16]byte{0, 80}},
 			"0009000800500000", ""},
 		{"32-bit port has no 1.0 form", Output(0x10000, 0), "", "0000001000010000 0000000000000000"},

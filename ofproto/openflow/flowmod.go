@@ -140,7 +140,7 @@ func decodeFlowMod13(env Envelope, body []byte) (Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := DecodeInstructions13(body[40+n:], &m.Instructions); err != nil {
+	if err := decodeInstructionsV(env.Version, body[40+n:], &m.Instructions); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -204,7 +204,7 @@ func (m *FlowMod) append13(b []byte) ([]byte, error) {
 	if b, err = AppendOXM(b, &m.Match); err != nil {
 		return b[:start], err
 	}
-	if b, err = AppendInstructions13(b, &m.Instructions); err != nil {
+	if b, err = appendInstructionsV(b, m.Version, &m.Instructions); err != nil {
 		return b[:start], err
 	}
 	return finish(b, start)

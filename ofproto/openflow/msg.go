@@ -120,6 +120,10 @@ func decode13(env Envelope, typ uint8, body []byte) (Msg, error) {
 		return decodeRole(env, typ, body)
 	case Type13GetAsyncRequest:
 		return &GetAsyncRequest{Envelope: env}, nil
+	case Type13GroupMod:
+		return decodeGroupMod(env, body)
+	case Type13MeterMod:
+		return decodeMeterMod(env, body)
 	case Type13GetAsyncReply, Type13SetAsync:
 		if env.Version >= Version14 {
 			return decodeAsync14(env, typ, body)

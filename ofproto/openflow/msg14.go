@@ -486,7 +486,7 @@ func decodeFlowStats15(v uint8, e []byte, s *FlowStats) error {
 	if st.has&(1<<OXSIdleTime) != 0 {
 		s.IdleAge = uint16(min(st.idle, 0xfffe)) + 1
 	}
-	return DecodeInstructions13(e[flowStats15Len+mn+sn:], &s.Instructions)
+	return decodeInstructionsV(v, e[flowStats15Len+mn+sn:], &s.Instructions)
 }
 
 func appendFlowStats15(b []byte, s *FlowStats) ([]byte, error) {
@@ -507,7 +507,7 @@ func appendFlowStats15(b []byte, s *FlowStats) ([]byte, error) {
 	st.set(OXSPacketCount)
 	st.set(OXSByteCount)
 	b = appendOXS(b, &st)
-	if b, err = AppendInstructions13(b, &s.Instructions); err != nil {
+	if b, err = appendInstructionsV(b, Version15, &s.Instructions); err != nil {
 		return b, err
 	}
 	return b, putLen16(b, at, at)

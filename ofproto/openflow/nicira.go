@@ -80,6 +80,8 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 		return &NXFlowModTableID{Envelope: env, Enable: rest[0] != 0}, nil
 	case NXTFlowMod:
 		return decodeNXFlowMod(env, rest)
+	case NXTGroupMod:
+		return decodeGroupMod(env, rest)
 	case NXTPacketIn:
 		return decodeNXPacketIn(env, rest)
 	case NXTFlowRemoved:

@@ -147,6 +147,14 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 	case StatsVendor:
 		return decodeVendorStats(env, flags, rest, reply)
 	}
+	if v >= Version13 {
+		if m, ok, err := decodeGroupStats(env, typ, flags, rest, reply); ok {
+			return m, err
+		}
+		if m, ok, err := decodeMeterStats(env, typ, flags, rest, reply); ok {
+			return m, err
+		}
+	}
 	return nil, errOf(v, kBadStat, "stats type %d", typ)
 }
 
@@ -183,6 +191,10 @@ func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, e
 	sub, rest := u32(b[4:]), b[hdr:]
 	if v != Version10 {
 		return nil, errOf(v, kBadSubtype, "Nicira stats %d in OpenFlow 1.3", sub)
+	}
+	if typ, ok := nxGroupStatsType(sub); ok {
+		m, _, err := decodeGroupStats(env, typ, flags, rest, reply)
+		return m, err
 	}
 	switch sub {
 	case NXSTFlow, NXSTAggregate:
@@ -460,7 +472,7 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 			if mn, err = DecodeOXM(e[48:], &s.Match); err != nil {
 				return nil, err
 			}
-			err = DecodeInstructions13(e[48+mn:], &s.Instructions)
+			err = decodeInstructionsV(v, e[48+mn:], &s.Instructions)
 		default:
 			decodeMatch10(e[4:], &s.Match)
 			s.DurationSec, s.DurationNsec = u32(e[44:]), u32(e[48:])
@@ -523,7 +535,7 @@ func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 		if b, err = AppendOXM(b, &s.Match); err != nil {
 			return b, err
 		}
-		b, err = AppendInstructions13(b, &s.Instructions)
+		b, err = appendInstructionsV(b, v, &s.Instructions)
 	default:
 		if b, err = appendMatch10(b, &s.Match); err != nil {
 			return b, err
