@@ -79,9 +79,10 @@ type Conn struct {
 	role        uint32 // openflow.RoleEqual/Master/Slave
 	async       openflow.AsyncConfig
 	missSendLen uint16
-	nxmFlows    bool // NXT_SET_FLOW_FORMAT NXM
-	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
-	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
+	nxmFlows    bool   // NXT_SET_FLOW_FORMAT NXM
+	pinFormat   uint32 // NXT_SET_PACKET_IN_FORMAT (openflow.NXPacketIn*)
+	ctrlID      uint16 // NXT_SET_CONTROLLER_ID
+	tableIDExt  bool   // NXT_FLOW_MOD_TABLE_ID
 
 	// Open bundles, under bmu: the reader goroutine changes them, the
 	// timer discards idle ones.
@@ -93,6 +94,11 @@ type Conn struct {
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
 	tokensAt time.Time
+
+	// svcAsync is set on a service connection that asked for
+	// asynchronous messages with a nonzero miss_send_len (see
+	// packetin2.go), as ovs-ofctl monitor does.
+	svcAsync atomic.Bool
 
 	rxMsgs, txMsgs   atomic.Uint64
 	pinSent, pinDrop atomic.Uint64
@@ -369,7 +375,7 @@ func (c *Conn) wants(kind asyncKind, reason uint8) bool {
 	if c.Version() == 0 || c.isClosed() {
 		return false
 	}
-	if kind == asyncPacketIn && c.kind != ConnController {
+	if kind == asyncPacketIn && c.kind != ConnController && !c.svcAsync.Load() {
 		return false
 	}
 	c.mu.Lock()

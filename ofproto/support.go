@@ -56,6 +56,12 @@ func checkSupported(acts []openflow.Action) error {
 				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
 			}
 		case openflow.ActVendor:
+			if ok, err := checkControllerAction(a); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if a.Vendor == openflow.NXVendorID {
 				sub := -1
 				if len(a.Data) >= 2 {

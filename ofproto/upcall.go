@@ -59,6 +59,9 @@ type PacketIn struct {
 	Table  uint8
 	Cookie uint64
 	MaxLen uint16
+	// Ext is what a Nicira controller action adds (controller id,
+	// userdata, continuation); nil for a plain CONTROLLER output.
+	Ext *PacketInExt
 }
 
 // UpcallStats are the upcall path's counters, for upcall/show,
@@ -597,6 +600,13 @@ func (hd *handler) packetIn(up *datapath.Upcall) {
 		return
 	}
 	u.c.packetIns.Add(1)
+	var ext *PacketInExt
+	if up.Userdata[0] == UserdataController2 {
+		if ext = parsePacketInExt(append([]byte(nil), up.Userdata...)); ext == nil {
+			u.c.packetInsDropped.Add(1)
+			return
+		}
+	}
 	u.PacketIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
-		Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen})
+		Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen, Ext: ext})
 }

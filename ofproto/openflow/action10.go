@@ -141,6 +141,10 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return nil
 	}
 	switch sub {
+	case NXASTController, NXASTController2, NXASTNote:
+		if err := checkNXController(v, sub, act[8:]); err != nil {
+			return Action{}, err
+		}
 	case NXASTResubmit, NXASTResubmitTable:
 		if err := need(16); err != nil {
 			return Action{}, err
