@@ -120,8 +120,8 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 }
 
 // TranslateResume translates a continuation: its action set written
-// first, its actions run as if in the table and under the cookie it names,
-// then the action set at the end of the pipeline. key's InPort is in
+// first, its actions run as if in the tables and under the cookies its
+// unrolls name, then the action set at the end of the pipeline. key's InPort is in
 // datapath numbering; ofInPort is the packet's OpenFlow input port.
 func (x *Xlator) TranslateResume(key *flow.Key, ofInPort uint32, cont *openflow.Continuation, now time.Time, out *Out) {
 	out.reset()
@@ -131,11 +131,26 @@ func (x *Xlator) TranslateResume(key *flow.Key, ofInPort uint32, cont *openflow.
 	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
-	c.table, c.cookie = cont.TableID, cont.Cookie
 	for _, a := range cont.ActionSet {
 		c.writeAction(a)
 	}
-	c.doActions(cont.Actions)
+	// Each run of actions runs as part of the rule its unroll names.
+	from := 0
+	for i := 0; i <= len(cont.Unrolls) && !c.exit; i++ {
+		to := len(cont.Actions)
+		if i < len(cont.Unrolls) {
+			to = min(max(cont.Unrolls[i].At, from), to)
+		}
+		c.doActions(cont.Actions[from:to])
+		if c.ctrl.pausing {
+			c.freezeRest(cont.Actions[to:])
+			break
+		}
+		if i < len(cont.Unrolls) {
+			c.table, c.cookie = cont.Unrolls[i].TableID, cont.Unrolls[i].Cookie
+		}
+		from = to
+	}
 	if !c.exit {
 		c.runActionSet()
 	}

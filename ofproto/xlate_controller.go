@@ -45,24 +45,24 @@ const (
 )
 
 // ctrlState is a translation's pause state.
+// The userdata is built in out.ctrl.buf: the header, metadata and
+// userdata at the pause, the continuation once the translation has
+// unwound.
 type ctrlState struct {
 	pausing bool
-	// userdata is being built in out.ctrl.buf: the header, metadata and
-	// userdata are written at the pause; the continuation when the
-	// translation has unwound.
-	pauseTable  uint8
-	pauseCookie uint64
 }
 
 // ctrlOut is the part of an Out the controller actions use; its buffers
 // keep their capacity from translation to translation.
 type ctrlOut struct {
-	frozen []openflow.Action
-	buf    []byte
+	frozen  []openflow.Action
+	unrolls []openflow.Unroll
+	buf     []byte
 }
 
 func (o *ctrlOut) reset() {
 	o.frozen = o.frozen[:0]
+	o.unrolls = o.unrolls[:0]
 	o.buf = o.buf[:0]
 }
 
@@ -132,7 +132,7 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 		return
 	}
 	o.buf[3] |= ctrlFlagPause
-	c.ctrl = ctrlState{pausing: true, pauseTable: c.table, pauseCookie: c.cookie}
+	c.ctrl = ctrlState{pausing: true}
 	c.exit = true
 }
 
@@ -147,8 +147,20 @@ func (c *xctx) inPortOF() uint32 {
 
 // freezeRest adds the actions left at one level to the continuation; the
 // innermost level comes first, which is the order they run in.
+// Before an action that depends on the rule it came from, the table and
+// cookie of this level are recorded (unless the last record says the same),
+// as ovs-vswitchd's freeze_unroll_actions does.
 func (c *xctx) freezeRest(rest []openflow.Action) {
-	c.out.ctrl.frozen = append(c.out.ctrl.frozen, rest...)
+	o := &c.out.ctrl
+	for i := range rest {
+		if needsUnroll(rest[i : i+1]) {
+			n := len(o.unrolls)
+			if n == 0 || o.unrolls[n-1].TableID != c.table || o.unrolls[n-1].Cookie != c.cookie {
+				o.unrolls = append(o.unrolls, openflow.Unroll{At: len(o.frozen), TableID: c.table, Cookie: c.cookie})
+			}
+		}
+		o.frozen = append(o.frozen, rest[i])
+	}
 }
 
 // freezeInstructions adds what is left of a rule's instructions after its
@@ -191,10 +203,7 @@ func (c *xctx) freezeInstructions(in *openflow.Instructions) {
 // userdata, and the userspace action goes out.
 func (c *xctx) finishPause() {
 	o := &c.out.ctrl
-	cont := openflow.Continuation{ActionSet: c.actionSet[:c.nActionSet], Actions: o.frozen}
-	if needsUnroll(o.frozen) {
-		cont.TableID, cont.Cookie = c.ctrl.pauseTable, c.ctrl.pauseCookie
-	}
+	cont := openflow.Continuation{ActionSet: c.actionSet[:c.nActionSet], Actions: o.frozen, Unrolls: o.unrolls}
 	start := len(o.buf)
 	b, err := appendContinuationBody(o.buf, &cont)
 	if err != nil {

@@ -171,10 +171,14 @@ func decodePacketIn2(env Envelope, resume bool, body []byte) (Msg, error) {
 // and the action set). Stack, mirrors and conntrack state are decoded so
 // a resume holding them is refused rather than half carried out.
 type Continuation struct {
-	Bridge      [16]byte // the bridge's UUID, network order as OVS writes it
-	TableID     uint8
-	Cookie      uint64
+	Bridge [16]byte // the bridge's UUID, network order as OVS writes it
+	// Actions are the actions left to run. Unrolls, in order of At, say
+	// from which action on they run as part of the rule in table TableID
+	// with cookie Cookie (OVS's unroll_xlate): what output and
+	// controller actions report, and what resubmit(,) means. Before the
+	// first, table 0 and cookie 0.
 	Actions     []Action
+	Unrolls     []Unroll
 	ActionSet   []Action
 	OdpPort     uint32
 	Mirrors     uint32
@@ -182,8 +186,18 @@ type Continuation struct {
 	Stack       [][]byte
 }
 
+// Unroll is a point in a Continuation's actions where the table and cookie
+// change.
+type Unroll struct {
+	At      int
+	TableID uint8
+	Cookie  uint64
+}
+
 // AppendContinuation appends c as NXCPT_* properties, its actions in
-// version v's encoding.
+// version v's encoding: one NXCPT_ACTIONS per run of actions between
+// unrolls, each after an NXCPT_TABLE_ID and NXCPT_COOKIE that say what
+// changed, as ovs-vswitchd writes them.
 func AppendContinuation(b []byte, v uint8, c *Continuation) ([]byte, error) {
 	start := len(b)
 	b = appendProp(b, nxcptBridge, c.Bridge[:])
@@ -196,17 +210,35 @@ func AppendContinuation(b []byte, v uint8, c *Continuation) ([]byte, error) {
 	if c.Conntracked {
 		b = appendProp(b, nxcptConntracked, nil)
 	}
-	if len(c.Actions) > 0 {
-		if c.TableID != 0 {
-			b = appendProp(b, nxcptTableID, []byte{c.TableID})
+	var table uint8
+	var cookie uint64
+	from := 0
+	for i := 0; i <= len(c.Unrolls); i++ {
+		to := len(c.Actions)
+		if i < len(c.Unrolls) {
+			to = c.Unrolls[i].At
 		}
-		if c.Cookie != 0 {
-			b = appendPropU64(b, nxcptCookie, c.Cookie)
+		if to < from || to > len(c.Actions) {
+			return b[:start], fmt.Errorf("openflow: continuation unroll at %d of %d actions: %w", to, len(c.Actions), ErrUnsupported)
 		}
-		var err error
-		if b, err = appendActionsProp(b, v, nxcptActions, c.Actions); err != nil {
-			return b[:start], err
+		if i > 0 {
+			u := &c.Unrolls[i-1]
+			if u.TableID != table {
+				b = appendProp(b, nxcptTableID, []byte{u.TableID})
+				table = u.TableID
+			}
+			if u.Cookie != cookie {
+				b = appendPropU64(b, nxcptCookie, u.Cookie)
+				cookie = u.Cookie
+			}
 		}
+		if to > from {
+			var err error
+			if b, err = appendActionsProp(b, v, nxcptActions, c.Actions[from:to]); err != nil {
+				return b[:start], err
+			}
+		}
+		from = to
 	}
 	if len(c.ActionSet) > 0 {
 		var err error
@@ -236,14 +268,12 @@ func appendActionsProp(b []byte, v uint8, typ uint16, acts []Action) ([]byte, er
 }
 
 // DecodeContinuation decodes a continuation's NXCPT_* properties, actions in
-// version v. Actions alias b. Several NXCPT_ACTIONS groups (each after its
-// own table id and cookie) are joined; the table id and cookie are the
-// first group's.
+// version v. Actions alias b. Each NXCPT_ACTIONS group becomes an Unroll
+// with the table id and cookie in force.
 func DecodeContinuation(v uint8, b []byte) (*Continuation, error) {
 	c := &Continuation{}
 	var tableID uint8
 	var cookie uint64
-	groups := 0
 	err := eachProp(v, "continuation", b, func(typ uint16, val, raw []byte) error {
 		switch typ {
 		case nxcptBridge:
@@ -296,10 +326,7 @@ func DecodeContinuation(v uint8, b []byte) (*Continuation, error) {
 				c.ActionSet = acts
 				return nil
 			}
-			if groups == 0 {
-				c.TableID, c.Cookie = tableID, cookie
-			}
-			groups++
+			c.Unrolls = append(c.Unrolls, Unroll{At: len(c.Actions), TableID: tableID, Cookie: cookie})
 			c.Actions = append(c.Actions, acts...)
 		default:
 			return errOf(v, kBadType, "continuation: unknown property %#x", typ)
