@@ -88,7 +88,7 @@ func (m *ConnManager) encodePacketInExt(c *Conn, pin *PacketIn, p *Port, reason 
 			Cookie: pin.Cookie, Match: md, Data: pin.Packet}
 		return msg.Append(b)
 	}
-	msg := openflow.PacketIn2{Envelope: env, Packet: pin.Packet, TableID: pin.Table, Cookie: pin.Cookie,
+	msg := openflow.PacketIn2{Envelope: env, BufferID: openflow.NoBuffer, Packet: pin.Packet, TableID: pin.Table, Cookie: pin.Cookie,
 		Reason: reason, Metadata: md}
 	if pin.Ext != nil {
 		msg.Userdata = pin.Ext.Userdata

@@ -97,7 +97,7 @@ func TestPacketIn2PauseResume(t *testing.T) {
 		t.Fatalf("p2 got % x before the resume", got)
 	}
 
-	resume := &openflow.PacketIn2{Resume: true, Packet: pin.Packet, TableID: pin.TableID, Cookie: pin.Cookie,
+	resume := &openflow.PacketIn2{Resume: true, BufferID: openflow.NoBuffer, Packet: pin.Packet, TableID: pin.TableID, Cookie: pin.Cookie,
 		Reason: pin.Reason, Metadata: pin.Metadata, Continuation: pin.Continuation}
 	ctl.send(resume)
 	if got := ctl.barrier(); len(got) != 0 {

@@ -45,16 +45,17 @@ const (
 
 // PacketIn2 is NXT_PACKET_IN2, or NXT_RESUME when Resume is set: a
 // property list. Encoding writes the properties ovs-vswitchd writes, in its
-// order: packet, full_len (when FullLen exceeds len(Packet)), table_id,
-// cookie (unless all-ones), reason, metadata (Metadata as raw OXM), the
-// continuation (when not empty) and userdata (packet-in2 only). Decoding
+// order: packet, full_len (when FullLen is set), buffer_id (when not
+// NoBuffer: ovs-vswitchd never sets one), table_id, cookie (unless
+// all-ones), reason, metadata (Metadata as raw OXM), the continuation and
+// userdata (when not empty; ovs-vswitchd's NXT_RESUME has none). Decoding
 // accepts them in any order; slices alias the message.
 type PacketIn2 struct {
 	Envelope
 	Resume   bool
 	Packet   []byte
 	FullLen  uint32 // 0: len(Packet)
-	BufferID uint32 // decoded only; NoBuffer when absent
+	BufferID uint32 // NoBuffer when absent: set it so
 	TableID  uint8
 	Cookie   uint64
 	Reason   uint8
@@ -75,8 +76,11 @@ func (m *PacketIn2) Append(b []byte) ([]byte, error) {
 		return b, err
 	}
 	b = appendProp(b, nxpintPacket, m.Packet)
-	if m.FullLen > uint32(len(m.Packet)) {
+	if m.FullLen != 0 {
 		b = appendPropU32(b, nxpintFullLen, m.FullLen)
+	}
+	if m.BufferID != NoBuffer {
+		b = appendPropU32(b, nxpintBufferID, m.BufferID)
 	}
 	b = appendProp(b, nxpintTableID, []byte{m.TableID})
 	if m.Cookie != ^uint64(0) {
@@ -92,7 +96,7 @@ func (m *PacketIn2) Append(b []byte) ([]byte, error) {
 	if len(m.Continuation) > 0 {
 		b = appendNested(b, nxpintContinuation, m.Continuation)
 	}
-	if len(m.Userdata) > 0 && !m.Resume {
+	if len(m.Userdata) > 0 {
 		b = appendProp(b, nxpintUserdata, m.Userdata)
 	}
 	return finish(b, start)
@@ -171,7 +175,9 @@ func decodePacketIn2(env Envelope, resume bool, body []byte) (Msg, error) {
 // and the action set). Stack, mirrors and conntrack state are decoded so
 // a resume holding them is refused rather than half carried out.
 type Continuation struct {
-	Bridge [16]byte // the bridge's UUID, network order as OVS writes it
+	// Bridge is the bridge's UUID as OVS writes it: its four 32-bit words
+	// in host order, which is little-endian where ovs-ofctl prints it.
+	Bridge [16]byte
 	// Actions are the actions left to run. Unrolls, in order of At, say
 	// from which action on they run as part of the rule in table TableID
 	// with cookie Cookie (OVS's unroll_xlate): what output and
