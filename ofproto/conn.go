@@ -100,6 +100,8 @@ type Conn struct {
 	// packetin2.go), as ovs-ofctl monitor does.
 	svcAsync atomic.Bool
 
+	mon monitorState // flow monitors (monitor.go)
+
 	rxMsgs, txMsgs   atomic.Uint64
 	pinSent, pinDrop atomic.Uint64
 }
@@ -313,6 +315,9 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			c.txMsgs.Add(1)
+			if len(c.send) == 0 && c.monitorsPaused() {
+				c.monitorsMayResume()
+			}
 		case <-tick.C:
 			v := c.Version()
 			if v == 0 {

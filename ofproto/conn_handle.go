@@ -115,6 +115,10 @@ func (c *Conn) handle(raw []byte) error {
 		c.ctrlID = m.ID
 		c.mu.Unlock()
 		return nil
+	case *openflow.FlowMonitorRequest:
+		return c.flowMonitorRequest(raw, m)
+	case *openflow.NXFlowMonitorCancel:
+		return c.cancelFlowMonitor(raw, m)
 	case *openflow.PacketIn2:
 		if m.Resume {
 			return c.resume(raw, m)
@@ -362,7 +366,7 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 	fm = FlowMod{Command: Command(m.Command), Table: m.TableID, Priority: m.Priority,
 		Match:  classifier.Match{Key: m.Match.Key, Mask: m.Match.Mask},
 		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
-		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions}
+		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions, Origin: c, Xid: m.Xid}
 	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
 	if v == openflow.Version10 {
 		c.mu.Lock()

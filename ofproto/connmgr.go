@@ -239,6 +239,7 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 	b.Udpif.PacketIn = m.packetIn
 	b.OnPortEvent = m.portEvent
 	b.Tables.OnRemoved = m.flowRemoved
+	b.Tables.OnChange = m.flowChanged
 	return m, nil
 }
 

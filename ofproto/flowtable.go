@@ -82,6 +82,11 @@ type FlowMod struct {
 	Importance   uint16 // OpenFlow 1.4+ eviction precedence, kept and reported
 	OutPort      uint32 // delete: only flows that output here; openflow.PortAny = no filter
 	Instructions openflow.Instructions
+	// Origin and Xid say who sent the flow mod (a *Conn) and in which
+	// message, for flow monitors' abbreviated updates (monitor.go); the
+	// tables only pass them on.
+	Origin any
+	Xid    uint32
 }
 
 // ErrorKind is a flow_mod failure, version-independent; the connection
@@ -272,6 +277,10 @@ type Tables struct {
 	// OnRemoved, if set, is told of every flow removed by a timeout or a
 	// delete, under the tables' mutex: it must not call back into Tables.
 	OnRemoved func(Removed)
+	// OnChange, if set, is told after every commit of the rules it added,
+	// replaced or removed (flow monitors, monitor.go), under the tables'
+	// mutex: it must not call back into Tables.
+	OnChange func([]FlowChange)
 }
 
 // View is one consistent version of every table: the snapshots the
@@ -374,7 +383,7 @@ func (ts *Tables) ApplyAll(fms []*FlowMod, now time.Time, failed *int) error {
 	defer ts.mu.Unlock()
 	tx := txn{ts: ts, now: now}
 	for i, fm := range fms {
-		if err := tx.apply(fm); err != nil {
+		if err := tx.applyFrom(fm); err != nil {
 			tx.abort()
 			if failed != nil {
 				*failed = i
@@ -430,6 +439,7 @@ type txn struct {
 	touched []uint8
 	dn      int64
 	tracks  [][2]*Rule // (new, old) for the timeout set, in order
+	origins []*FlowMod // the flow mod behind each track; nil for expiry
 	removed []Removed
 }
 
@@ -482,6 +492,9 @@ func (tx *txn) commit() {
 		for _, r := range tx.removed {
 			ts.OnRemoved(r)
 		}
+	}
+	if ts.OnChange != nil && len(tx.tracks) > 0 {
+		ts.OnChange(tx.changes())
 	}
 }
 

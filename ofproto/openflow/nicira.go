@@ -54,6 +54,8 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 			return decodeBundleControl(env, body[8:])
 		case ONFTBundleAddMessage:
 			return decodeBundleAdd(env, body[8:])
+		case ONFTFlowMonitorCancel, ONFTFlowMonitorPaused, ONFTFlowMonitorResumed:
+			return decodeONFMonitorMsg(env, sub, body[8:])
 		}
 		return nil, errOf(v, kBadSubtype, "ONF message %d", sub)
 	}

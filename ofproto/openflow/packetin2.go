@@ -429,11 +429,11 @@ func PacketInFormatName(f uint32) string {
 
 // nxAnyVersion reports whether Nicira message sub is decoded and encoded in
 // every OpenFlow version, as OVS does (OVN speaks them over OpenFlow 1.5);
-// the older Nicira messages stay OpenFlow 1.0 only.
+// the older Nicira messages stay OpenFlow 1.0 only, as do the flow monitor
+// ones (1.3 has ONF forms, 1.4 its own).
 func nxAnyVersion(sub uint32) bool {
 	switch sub {
-	case NXTSetPacketInFormat, NXTPacketIn, NXTSetControllerID, NXTFlowMonitorCancel,
-		NXTFlowMonitorPaused, NXTFlowMonitorResumed, NXTResume, NXTPacketIn2:
+	case NXTSetPacketInFormat, NXTPacketIn, NXTSetControllerID, NXTResume, NXTPacketIn2:
 		return true
 	}
 	return false
@@ -446,6 +446,12 @@ func decodeNXAnyVersion(env Envelope, sub uint32, rest []byte) (m Msg, err error
 	case NXTPacketIn2, NXTResume:
 		m, err = decodePacketIn2(env, sub == NXTResume, rest)
 		return m, err, true
+	case NXTFlowMonitorCancel, NXTFlowMonitorPaused, NXTFlowMonitorResumed:
+		if env.Version != Version10 {
+			return nil, nil, false
+		}
+	}
+	switch sub {
 	case NXTFlowMonitorCancel:
 		if len(rest) != 4 {
 			return nil, badLen(env.Version, "NXT_FLOW_MONITOR_CANCEL", len(rest), 4), true
