@@ -46,6 +46,45 @@ func FuzzPacketIn2(f *testing.F) {
 	})
 }
 
+// monitorFuzzSeeds are flow monitor requests and replies in every form.
+func monitorFuzzSeeds() [][]byte {
+	var out [][]byte
+	var mt Match
+	mt.Key.InPort, mt.Mask.InPort = 1, ^uint32(0)
+	for _, v := range []uint8{Version10, Version13, Version14} {
+		env := Envelope{Version: v, Xid: 3}
+		req := &FlowMonitorRequest{Envelope: env, Monitors: []FlowMonitor{{ID: 1, Flags: MonitorInitial | MonitorAdd | MonitorInstructions,
+			OutPort: PortAny, OutGroup: GroupAny, TableID: TableAll, Match: mt}}}
+		rep := &FlowMonitorReply{Envelope: env, Updates: []FlowUpdate{
+			{Event: UpdateAdded, TableID: 1, Priority: 5, Cookie: 9, Match: mt, Instructions: Instructions{Apply: []Action{Output(2, 0)}}},
+			{Event: UpdateRemoved, Reason: 2, Match: mt},
+			{Event: UpdateAbbrev, Xid: 77}}}
+		for _, m := range []Msg{req, rep, &NXFlowMonitorCancel{Envelope: env, ID: 1}, &NXFlowMonitorFlowControl{Envelope: env}} {
+			if b, err := m.Append(nil); err == nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// FuzzFlowMonitor holds the flow monitor decoders (NXST, ONFST, OFPMP and
+// the cancel/paused/resumed messages) to fuzzDecode's rules.
+func FuzzFlowMonitor(f *testing.F) {
+	for _, s := range monitorFuzzSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, v := range []uint8{Version10, Version13, Version14} {
+			c := append([]byte(nil), b...)
+			if len(c) > 0 {
+				c[0] = v
+			}
+			fuzzDecode(t, c)
+		}
+	})
+}
+
 func FuzzContinuation(f *testing.F) {
 	for _, s := range ctrlFuzzSeeds() {
 		f.Add(s)
@@ -156,6 +195,9 @@ func TestGenCtrlFuzzCorpus(t *testing.T) {
 	for i, s := range ctrlFuzzSeeds() {
 		write("FuzzPacketIn2", i, s)
 		write("FuzzContinuation", i, s)
+	}
+	for i, s := range monitorFuzzSeeds() {
+		write("FuzzFlowMonitor", i, s)
 	}
 	n := 0
 	for _, c := range ctrlCaptures {
