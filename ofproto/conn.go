@@ -269,6 +269,7 @@ func (c *Conn) run(ready func(*Conn)) {
 		}
 		c.touch()
 		c.rxMsgs.Add(1)
+		c.snoopCopy(raw)
 		if err := c.handle(raw); err != nil {
 			if !errors.Is(err, errConnClosed) {
 				c.log.Warn("closing", "err", err)
@@ -304,6 +305,7 @@ func (c *Conn) writeLoop() {
 		case <-c.closed:
 			return
 		case b := <-c.send:
+			c.snoopCopy(b)
 			c.nc.SetWriteDeadline(time.Now().Add(connWriteTimeout))
 			_, err := c.nc.Write(b)
 			c.m.putBuf(b)

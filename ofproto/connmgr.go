@@ -139,7 +139,8 @@ type ConnManager struct {
 
 	bundleBytes atomic.Int64 // held by all connections' open bundles (see bundle.go)
 
-	contUUID [16]byte // the bridge in continuations (continuation.go)
+	contUUID [16]byte   // the bridge in continuations (continuation.go)
+	snoop    snoopState // the snoop socket (snoop.go)
 
 	asyncDropped atomic.Uint64 // events dropped on a full dispatcher queue
 	pinNoCtrl    atomic.Uint64 // packet-ins with no controller to take them
@@ -354,6 +355,11 @@ func (m *ConnManager) Start() error {
 		}
 		lns = append(lns, ln)
 	}
+	if !m.cfg.NoMgmt {
+		if err := m.startSnoop(); err != nil {
+			return fail(fmt.Errorf("bridge %s: snoop socket: %w", m.b.Name, err))
+		}
+	}
 	m.listeners = lns
 	m.started = true
 	m.started0 = time.Now()
@@ -404,6 +410,7 @@ func (m *ConnManager) Close() error {
 	for _, ln := range m.listeners {
 		ln.Close()
 	}
+	m.closeSnoop()
 	conns := make([]*Conn, 0, len(m.conns))
 	for c := range m.conns {
 		conns = append(conns, c)

@@ -24,9 +24,15 @@ type ofctlMonitor struct {
 
 func (s *testSwitch) startMonitor(t *testing.T, opts []string, args ...string) *ofctlMonitor {
 	t.Helper()
+	return s.startOfctl(t, append(append(append([]string{}, opts...), "monitor", "unix:"+s.m.MgmtPath()), args...)...)
+}
+
+// startOfctl runs a long-lived ovs-ofctl command (monitor, snoop),
+// collecting its output.
+func (s *testSwitch) startOfctl(t *testing.T, full ...string) *ofctlMonitor {
+	t.Helper()
 	needTool(t, "ovs-ofctl")
 	ctx, cancel := context.WithCancel(context.Background())
-	full := append(append(append([]string{}, opts...), "monitor", "unix:"+s.m.MgmtPath()), args...)
 	cmd := exec.CommandContext(ctx, "ovs-ofctl", full...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
