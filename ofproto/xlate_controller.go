@@ -58,6 +58,7 @@ type ctrlOut struct {
 	frozen  []openflow.Action
 	unrolls []openflow.Unroll
 	buf     []byte
+	md      openflow.Match // scratch for the metadata (it would escape from the stack)
 }
 
 func (o *ctrlOut) reset() {
@@ -121,7 +122,9 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	b = binary.BigEndian.AppendUint64(b, c.cookie)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // lengths, filled in below
 	mdStart := len(b)
-	b = appendPinMetadata(b, &c.flow, c.inPortOF())
+	o.md = openflow.Match{}
+	pinMetadata(&o.md, &c.flow, c.inPortOF())
+	b, _ = openflow.AppendOXMTLVs(b, &o.md) // every field here has an OXM form
 	binary.BigEndian.PutUint16(b[16:], uint16(len(b)-mdStart))
 	b = append(b, ca.Userdata...)
 	binary.BigEndian.PutUint16(b[18:], uint16(len(ca.Userdata)))
@@ -255,17 +258,9 @@ func needsUnroll(acts []openflow.Action) bool {
 	return false
 }
 
-// appendPinMetadata appends, as raw OXM, the pipeline metadata a packet-in
-// reports (OVS's flow_get_metadata): the tunnel id, metadata, registers
-// and pkt_mark when not zero, and always the input port.
-func appendPinMetadata(b []byte, k *flow.Key, inPort uint32) []byte {
-	var m openflow.Match
-	pinMetadata(&m, k, inPort)
-	b, _ = openflow.AppendOXMTLVs(b, &m) // every field here has an OXM form
-	return b
-}
-
-// pinMetadata fills m with the packet-in metadata of k.
+// pinMetadata fills m with the pipeline metadata a packet-in reports
+// (OVS's flow_get_metadata): the tunnel id, metadata, registers and
+// pkt_mark when not zero, and always the input port.
 func pinMetadata(m *openflow.Match, k *flow.Key, inPort uint32) {
 	m.Key.InPort, m.Mask.InPort = inPort, ^uint32(0)
 	if k.Tunnel.ID != 0 {
