@@ -26,11 +26,11 @@ import (
 type pinController struct {
 	nc net.Conn
 
-	mu             sync.Mutex
-	paused, plain  string // ofp-print of the first of each
+	mu              sync.Mutex
+	paused, plain   string // ofp-print of the first of each
 	nPaused, nPlain int
-	errs           []string
-	seen           []string // message types received, for the log
+	errs            []string
+	seen            []string // message types received, for the log
 }
 
 func startPinController(t *testing.T, mgmt string) *pinController {
