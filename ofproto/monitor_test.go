@@ -217,3 +217,54 @@ func TestMonitorPauseResume(t *testing.T) {
 		t.Errorf("after the resume: %+v", r)
 	}
 }
+
+// TestMonitorPacketInFormats: ovs-ofctl monitor on the mgmt socket, with
+// miss_send_len set and each packet-in format it can ask for, prints the
+// packet-ins of a controller(userdata=..) flow; only packet-in2 carries
+// the userdata.
+func TestMonitorPacketInFormats(t *testing.T) {
+	for _, tc := range []struct {
+		opts []string
+		want string
+	}{
+		{[]string{"-P", "nxt_packet_in2"}, "NXT_PACKET_IN2 (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)\n userdata=0a.0b"},
+		{[]string{"-O", "OpenFlow13", "-P", "nxt_packet_in2"}, "NXT_PACKET_IN2 (OF1.3) (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)\n userdata=0a.0b"},
+		{[]string{"-P", "nxt_packet_in"}, "NXT_PACKET_IN (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)"},
+		{[]string{"-O", "OpenFlow13", "-P", "standard"}, "OFPT_PACKET_IN (OF1.3) (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)"},
+	} {
+		t.Run(strings.Join(tc.opts, " "), func(t *testing.T) {
+			s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+			s.ofctl(t, nil, "add-flow", "cookie=5,in_port=1,actions=controller(userdata=0a.0b),output:2")
+			mon := s.startMonitor(t, tc.opts, "65534")
+			format := uint32(openflow.NXPacketInOpenFlow10)
+			switch tc.opts[len(tc.opts)-1] {
+			case "nxt_packet_in2":
+				format = openflow.NXPacketIn2Format
+			case "nxt_packet_in":
+				format = openflow.NXPacketInNXM
+			}
+			// Both of ovs-ofctl's settings are in before the packet.
+			waitFor(t, "monitor asking for packet-ins", func() bool {
+				for _, c := range *s.m.connList.Load() {
+					c.mu.Lock()
+					f := c.pinFormat
+					c.mu.Unlock()
+					if c.svcAsync.Load() && f == format {
+						return true
+					}
+				}
+				return false
+			})
+			if err := s.devs["p1"].Send(frame(1, 2)); err != nil {
+				t.Fatal(err)
+			}
+			out := mon.waitFor(t, "(unbuffered)")
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("ovs-ofctl monitor printed\n%s\nwant\n%s", out, tc.want)
+			}
+			if strings.Contains(tc.want, "userdata") != strings.Contains(out, "userdata") {
+				t.Errorf("userdata where it does not belong:\n%s", out)
+			}
+		})
+	}
+}
