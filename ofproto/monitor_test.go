@@ -255,9 +255,26 @@ func TestMonitorPacketInFormats(t *testing.T) {
 				}
 				return false
 			})
-			if err := s.devs["p1"].Send(frame(1, 2)); err != nil {
-				t.Fatal(err)
-			}
+			// ovs-ofctl drops what arrives while it still waits for the
+			// replies of its own set-up, so send until it prints one.
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				for {
+					s.devs["p1"].Send(frame(1, 2))
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+				}
+			}()
+			defer func() {
+				if t.Failed() {
+					nc, qf := s.m.Dropped()
+					t.Logf("upcall stats %+v; dropped no-controller %d queue-full %d; conns %+v", s.b.Udpif.Stats(), nc, qf, s.m.Status())
+				}
+			}()
 			out := mon.waitFor(t, "(unbuffered)")
 			if !strings.Contains(out, tc.want) {
 				t.Errorf("ovs-ofctl monitor printed\n%s\nwant\n%s", out, tc.want)
