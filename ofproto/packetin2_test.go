@@ -3,6 +3,7 @@ package ofproto
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -53,11 +54,19 @@ func ofpPrint(t *testing.T, raw []byte) string {
 // the packet-in2 as it decodes ovs-vswitchd's. Forged continuations get
 // errors, not crashes.
 func TestPacketIn2PauseResume(t *testing.T) {
+	// Not 1.5: there load must be a masked set_field, which the codec
+	// does not encode yet (flow dumps have the same gap).
+	for _, v := range []uint8{openflow.Version10, openflow.Version13, openflow.Version14} {
+		t.Run(fmt.Sprintf("version 0x%02x", v), func(t *testing.T) { testPacketIn2PauseResume(t, v) })
+	}
+}
+
+func testPacketIn2PauseResume(t *testing.T, v uint8) {
 	needTool(t, "ovs-ofctl")
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
 	ctl, _ := s.pipe(t, ConnController)
-	ctl.handshake(4, 1, 4)
-	ctl.v = 4
+	ctl.handshake(v, v)
+	ctl.v = v
 	ctl.send(&openflow.NXSetPacketInFormat{Format: openflow.NXPacketIn2Format})
 	if got := ctl.barrier(); len(got) != 0 {
 		t.Fatalf("set packet-in format answered %v", got)
@@ -113,7 +122,11 @@ func TestPacketIn2PauseResume(t *testing.T) {
 	resume.Continuation = forged
 	ctl.send(resume)
 	em, ok := ctl.recv().(*openflow.ErrorMsg)
-	if !ok || em.Type != openflow.Err13TypeExperimenter || em.Code != 35 || em.Experimenter != openflow.NXVendorID {
+	if v == openflow.Version10 {
+		if !ok || em.Type != openflow.ErrTypeBadRequest || em.Code != 534 {
+			t.Errorf("stale resume answered %+v, want NXR_STALE (1, 534)", em)
+		}
+	} else if !ok || em.Type != openflow.Err13TypeExperimenter || em.Code != 35 || em.Experimenter != openflow.NXVendorID {
 		t.Errorf("stale resume answered %+v, want NXR_STALE", em)
 	}
 	// Garbage is a property error.
