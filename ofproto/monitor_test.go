@@ -230,6 +230,7 @@ func TestMonitorPacketInFormats(t *testing.T) {
 		{[]string{"-P", "nxt_packet_in2"}, "NXT_PACKET_IN2 (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)\n userdata=0a.0b"},
 		{[]string{"-O", "OpenFlow13", "-P", "nxt_packet_in2"}, "NXT_PACKET_IN2 (OF1.3) (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)\n userdata=0a.0b"},
 		{[]string{"-P", "nxt_packet_in"}, "NXT_PACKET_IN (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)"},
+		{[]string{"-O", "OpenFlow13", "-P", "nxt_packet_in"}, "NXT_PACKET_IN (OF1.3) (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)"},
 		{[]string{"-O", "OpenFlow13", "-P", "standard"}, "OFPT_PACKET_IN (OF1.3) (xid=0x0): cookie=0x5 total_len=60 in_port=1 (via action) data_len=60 (unbuffered)"},
 	} {
 		t.Run(strings.Join(tc.opts, " "), func(t *testing.T) {
