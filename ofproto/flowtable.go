@@ -279,8 +279,10 @@ type Tables struct {
 	OnRemoved func(Removed)
 	// OnChange, if set, is told after every commit of the rules it added,
 	// replaced or removed (flow monitors, monitor.go), under the tables'
-	// mutex: it must not call back into Tables.
+	// mutex: it must not call back into Tables, and the slice is valid
+	// only during the call (it is reused).
 	OnChange func([]FlowChange)
+	changes  []FlowChange // OnChange's reused slice, under mu
 }
 
 // View is one consistent version of every table: the snapshots the
@@ -494,7 +496,9 @@ func (tx *txn) commit() {
 		}
 	}
 	if ts.OnChange != nil && len(tx.tracks) > 0 {
-		ts.OnChange(tx.changes())
+		ts.changes = tx.appendChanges(ts.changes[:0])
+		ts.OnChange(ts.changes)
+		clear(ts.changes) // drop the references to rules and connections
 	}
 }
 

@@ -42,9 +42,8 @@ func (tx *txn) applyFrom(fm *FlowMod) error {
 	return err
 }
 
-// changes lists the commit's changes for OnChange.
-func (tx *txn) changes() []FlowChange {
-	out := make([]FlowChange, 0, len(tx.tracks))
+// appendChanges appends the commit's changes, for OnChange.
+func (tx *txn) appendChanges(out []FlowChange) []FlowChange {
 	for i, tr := range tx.tracks {
 		ch := FlowChange{New: tr[0], Old: tr[1]}
 		var fm *FlowMod
@@ -72,7 +71,8 @@ type monitorState struct {
 	mu       sync.Mutex
 	monitors map[uint32]*openflow.FlowMonitor
 	paused   bool
-	pausedA  atomic.Bool // paused, for the writer to poll without the mutex
+	pausedA  atomic.Bool  // paused, for the writer to poll without the mutex
+	n        atomic.Int32 // len(monitors), for commits to skip a connection without the mutex
 }
 
 // monitorQueueHigh is the send-queue length at which updates pause.
@@ -133,6 +133,7 @@ func (c *Conn) flowMonitorRequest(raw []byte, req *openflow.FlowMonitorRequest) 
 			initial = append(initial, &fm)
 		}
 	}
+	ms.n.Store(int32(len(ms.monitors)))
 	ms.mu.Unlock()
 
 	ev := openflow.UpdateInitial
@@ -193,6 +194,7 @@ func (c *Conn) cancelFlowMonitor(raw []byte, m *openflow.NXFlowMonitorCancel) er
 	ms.mu.Lock()
 	_, ok := ms.monitors[m.ID]
 	delete(ms.monitors, m.ID)
+	ms.n.Store(int32(len(ms.monitors)))
 	ms.mu.Unlock()
 	if !ok {
 		return c.ofmonitorErr(raw, 3, 519)
@@ -243,6 +245,9 @@ func (m *ConnManager) flowChanged(changes []FlowChange) {
 
 func (c *Conn) monitorUpdate(changes []FlowChange) {
 	ms := &c.mon
+	if ms.n.Load() == 0 {
+		return
+	}
 	ms.mu.Lock()
 	if len(ms.monitors) == 0 || ms.paused {
 		ms.mu.Unlock()
