@@ -173,10 +173,10 @@ type ofctlWatch struct {
 	lines []string
 }
 
-func startWatch(t *testing.T, mgmt string) *ofctlWatch {
+func startWatch(t *testing.T, mgmt string, opts ...string) *ofctlWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", "monitor", "unix:"+mgmt, "watch:")
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", append(opts, "monitor", "unix:"+mgmt, "watch:")...)
 	cmd.Env = append(cmd.Environ(), "OVS_RUNDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -221,7 +221,7 @@ type ctrlRun struct {
 	received        int // echo replies ping got
 	paused, plain   string
 	nPaused, nPlain int
-	watch           string
+	watch, watch14  string // ovs-ofctl monitor watch: in OpenFlow 1.0 and 1.4
 	errs            []string
 }
 
@@ -270,10 +270,13 @@ func runCtrlScenario(t *testing.T, mgmt string, h1 *testbed.Netns) ctrlRun {
 
 	w := startWatch(t, mgmt)
 	w.waitFor(t, "NXST_FLOW_MONITOR reply")
+	w14 := startWatch(t, mgmt, "-O", "OpenFlow14")
+	w14.waitFor(t, "OFPST_FLOW_MONITOR reply")
 	ofctl("add-flow", "priority=30,udp,in_port=1,actions=output:2")
 	ofctl("mod-flows", "udp,in_port=1,actions=output:1")
 	ofctl("del-flows", "udp")
 	r.watch = w.waitFor(t, "event=DELETED")
+	r.watch14 = w14.waitFor(t, "event=DELETED")
 	return r
 }
 
@@ -323,5 +326,8 @@ func TestIntegrationControllerPauseResume(t *testing.T) {
 	}
 	if ovs.watch != gov.watch {
 		t.Errorf("ovs-ofctl monitor watch: differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.watch, gov.watch)
+	}
+	if ovs.watch14 != gov.watch14 {
+		t.Errorf("ovs-ofctl -O OpenFlow14 monitor watch: differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.watch14, gov.watch14)
 	}
 }
