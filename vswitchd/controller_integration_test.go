@@ -331,3 +331,140 @@ func TestIntegrationControllerPauseResume(t *testing.T) {
 		t.Errorf("ovs-ofctl -O OpenFlow14 monitor watch: differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.watch14, gov.watch14)
 	}
 }
+
+// tcpController listens like a controller and, once a switch connects
+// (each connection is announced on accepted), asks it for its features
+// every 200 ms until stopped.
+func tcpController(t *testing.T) (addr string, accepted chan struct{}, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, accepted := make(chan struct{}), make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				env := openflow.Envelope{Version: openflow.Version13}
+				hello, _ := (&openflow.Hello{Envelope: env, Versions: openflow.VersionBitmap(openflow.Version13)}).Append(nil)
+				nc.Write(hello)
+				go func() { // drain, answering echoes
+					fr := openflow.NewFramer(0)
+					for {
+						raw, err := fr.ReadMsg(nc)
+						if err != nil {
+							return
+						}
+						if m, err := openflow.Decode(raw); err == nil {
+							if e, ok := m.(*openflow.EchoRequest); ok {
+								b, _ := (&openflow.EchoReply{Envelope: e.Envelope, Data: e.Data}).Append(nil)
+								nc.Write(b)
+							}
+						}
+					}
+				}()
+				for xid := uint32(1); ; xid++ {
+					b, _ := (&openflow.FeaturesRequest{Envelope: openflow.Envelope{Version: openflow.Version13, Xid: xid}}).Append(nil)
+					if _, err := nc.Write(b); err != nil {
+						return
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+				}
+			}()
+		}
+	}()
+	return "tcp:" + ln.Addr().String(), accepted, func() { close(done); ln.Close(); wg.Wait() }
+}
+
+// startSnoop runs ovs-ofctl snoop on a bridge's snoop socket.
+func startSnoop(t *testing.T, sock string) *ofctlWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", "snoop", "unix:"+sock)
+	cmd.Env = append(cmd.Environ(), "OVS_RUNDIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &ofctlWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			w.mu.Lock()
+			w.lines = append(w.lines, sc.Text())
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); cmd.Wait(); <-done })
+	return w
+}
+
+// TestIntegrationSnoop: ovs-ofctl snoop on <rundir>/<bridge>.snoop sees
+// the messages between the bridge and its controller, on ovs-vswitchd 3.1
+// and on govswitchd alike. (ovs-vswitchd refuses a snooper while no
+// controller is connected; govswitchd takes it and it sees the controller
+// once one connects.)
+func TestIntegrationSnoop(t *testing.T) {
+	b := newBed(t)
+	addr, accepted, stop := tcpController(t)
+	defer stop()
+	waitAccepted := func(who string) {
+		t.Helper()
+		select {
+		case <-accepted:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s never connected to the controller", who)
+		}
+	}
+
+	o := startOVS(t)
+	o.must(t, "ovs-vsctl", "add-br", b.name, "--", "set", "Bridge", b.name, "fail-mode=secure")
+	o.must(t, "ovs-vsctl", "set-controller", b.name, addr)
+	waitAccepted("ovs-vswitchd")
+	ws := startSnoop(t, filepath.Join(o.dir, b.name+".snoop"))
+	ovs := ws.waitFor(t, "OFPT_FEATURES_REPLY (OF1.3)")
+	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
+		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ovs-vswitchd's exit --cleanup left %s for 5 s", b.name)
+		}
+	}
+
+	b.start(t, "--fail-mode", "secure", "--controller", addr)
+	waitAccepted("govswitchd")
+	wg := startSnoop(t, filepath.Join(b.rundir, b.name+".snoop"))
+	gov := wg.waitFor(t, "OFPT_FEATURES_REPLY (OF1.3)")
+	for _, r := range []struct{ who, out string }{{"ovs-vswitchd", ovs}, {"govswitchd", gov}} {
+		for _, want := range []string{"OFPT_FEATURES_REQUEST (OF1.3)", "OFPT_FEATURES_REPLY (OF1.3)", "dpid:"} {
+			if !strings.Contains(r.out, want) {
+				t.Errorf("%s: ovs-ofctl snoop printed no %q:\n%s", r.who, want, r.out)
+			}
+		}
+	}
+}
