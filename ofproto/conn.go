@@ -79,9 +79,10 @@ type Conn struct {
 	role        uint32 // openflow.RoleEqual/Master/Slave
 	async       openflow.AsyncConfig
 	missSendLen uint16
-	nxmFlows    bool // NXT_SET_FLOW_FORMAT NXM
-	nxmPacketIn bool // NXT_SET_PACKET_IN_FORMAT NXM
-	tableIDExt  bool // NXT_FLOW_MOD_TABLE_ID
+	nxmFlows    bool   // NXT_SET_FLOW_FORMAT NXM
+	pinFormat   uint32 // NXT_SET_PACKET_IN_FORMAT (openflow.NXPacketIn*)
+	ctrlID      uint16 // NXT_SET_CONTROLLER_ID
+	tableIDExt  bool   // NXT_FLOW_MOD_TABLE_ID
 
 	// Open bundles, under bmu: the reader goroutine changes them, the
 	// timer discards idle ones.
@@ -93,6 +94,13 @@ type Conn struct {
 	// Token bucket for packet-ins; only the dispatcher goroutine uses it.
 	tokens   float64
 	tokensAt time.Time
+
+	// svcAsync is set on a service connection that asked for
+	// asynchronous messages with a nonzero miss_send_len (see
+	// packetin2.go), as ovs-ofctl monitor does.
+	svcAsync atomic.Bool
+
+	mon monitorState // flow monitors (monitor.go)
 
 	rxMsgs, txMsgs   atomic.Uint64
 	pinSent, pinDrop atomic.Uint64
@@ -261,6 +269,7 @@ func (c *Conn) run(ready func(*Conn)) {
 		}
 		c.touch()
 		c.rxMsgs.Add(1)
+		c.snoopCopy(raw)
 		if err := c.handle(raw); err != nil {
 			if !errors.Is(err, errConnClosed) {
 				c.log.Warn("closing", "err", err)
@@ -296,6 +305,7 @@ func (c *Conn) writeLoop() {
 		case <-c.closed:
 			return
 		case b := <-c.send:
+			c.snoopCopy(b)
 			c.nc.SetWriteDeadline(time.Now().Add(connWriteTimeout))
 			_, err := c.nc.Write(b)
 			c.m.putBuf(b)
@@ -307,6 +317,9 @@ func (c *Conn) writeLoop() {
 				return
 			}
 			c.txMsgs.Add(1)
+			if len(c.send) == 0 && c.monitorsPaused() {
+				c.monitorsMayResume()
+			}
 		case <-tick.C:
 			v := c.Version()
 			if v == 0 {
@@ -369,7 +382,7 @@ func (c *Conn) wants(kind asyncKind, reason uint8) bool {
 	if c.Version() == 0 || c.isClosed() {
 		return false
 	}
-	if kind == asyncPacketIn && c.kind != ConnController {
+	if kind == asyncPacketIn && c.kind != ConnController && !c.svcAsync.Load() {
 		return false
 	}
 	c.mu.Lock()

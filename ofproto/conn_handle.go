@@ -70,6 +70,7 @@ func (c *Conn) handle(raw []byte) error {
 		c.mu.Lock()
 		c.missSendLen = m.MissSendLen
 		c.mu.Unlock()
+		c.setServiceAsync(m.MissSendLen)
 		return nil
 	case *openflow.BarrierRequest:
 		// Messages are handled one at a time, so everything before the
@@ -108,13 +109,20 @@ func (c *Conn) handle(raw []byte) error {
 		c.mu.Unlock()
 		return nil
 	case *openflow.NXSetPacketInFormat:
-		if m.Format != openflow.NXPacketInOpenFlow10 && m.Format != openflow.NXPacketInNXM {
-			return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestEPerm)
-		}
+		return c.setPacketInFormat(raw, m)
+	case *openflow.NXSetControllerID:
 		c.mu.Lock()
-		c.nxmPacketIn = m.Format == openflow.NXPacketInNXM
+		c.ctrlID = m.ID
 		c.mu.Unlock()
 		return nil
+	case *openflow.FlowMonitorRequest:
+		return c.flowMonitorRequest(raw, m)
+	case *openflow.NXFlowMonitorCancel:
+		return c.cancelFlowMonitor(raw, m)
+	case *openflow.PacketIn2:
+		if m.Resume {
+			return c.resume(raw, m)
+		}
 	case *openflow.NXFlowModTableID:
 		c.mu.Lock()
 		c.tableIDExt = m.Enable
@@ -369,7 +377,7 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 	fm = FlowMod{Command: Command(m.Command), Table: m.TableID, Priority: m.Priority,
 		Match:  classifier.Match{Key: m.Match.Key, Mask: m.Match.Mask},
 		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
-		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions}
+		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions, Origin: c, Xid: m.Xid}
 	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
 	if v == openflow.Version10 {
 		c.mu.Lock()
@@ -811,7 +819,7 @@ func tableFeatures() []openflow.TableFeatures {
 func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []byte) ([]byte, error) {
 	v := c.Version()
 	c.mu.Lock()
-	nxFlows, nxPin := c.nxmFlows, c.nxmPacketIn
+	nxFlows, pinFormat := c.nxmFlows, c.pinFormat
 	c.mu.Unlock()
 	env := openflow.Envelope{Version: v}
 	switch ev.kind {
@@ -825,6 +833,9 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		if v >= openflow.Version13 && ev.explicitMiss {
 			reason = ReasonNoMatch
 		}
+		if pin.Ext != nil || pinFormat == openflow.NXPacketIn2Format {
+			return m.encodePacketInExt(c, pin, p, reason, pinFormat, b)
+		}
 		// The switch buffers nothing, so the whole packet goes up
 		// (buffer_id none), whatever max_len or miss_send_len say.
 		if len(pin.Packet) > 0xffff-128 {
@@ -833,7 +844,7 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		// The message lives in the manager, not on the stack: the codec
 		// lets it escape, and this path must not allocate.
 		msg := &m.pinMsg
-		*msg = openflow.PacketIn{Envelope: env, NXM: v == openflow.Version10 && nxPin, BufferID: openflow.NoBuffer,
+		*msg = openflow.PacketIn{Envelope: env, NXM: pinFormat == openflow.NXPacketInNXM, BufferID: openflow.NoBuffer,
 			TotalLen: uint16(len(pin.Packet)), InPort: p.OFPort, Reason: reason,
 			TableID: pin.Table, Cookie: pin.Cookie, Data: pin.Packet}
 		msg.Match.Key.InPort, msg.Match.Mask.InPort = p.OFPort, ^uint32(0)

@@ -121,6 +121,8 @@ type ConnManager struct {
 	// snapshot of conns for the dispatcher, replaced on every change.
 	connList atomic.Pointer[[]*Conn]
 	nCtrl    atomic.Int32 // controller connections past hello
+	// nSvcAsync counts service connections that take packet-ins.
+	nSvcAsync atomic.Int32
 
 	events chan asyncEvent
 	free   chan []byte
@@ -136,6 +138,9 @@ type ConnManager struct {
 	pinMsg openflow.PacketIn // the dispatcher's packet-in scratch
 
 	bundleBytes atomic.Int64 // held by all connections' open bundles (see bundle.go)
+
+	contUUID [16]byte   // the bridge in continuations (continuation.go)
+	snoop    snoopState // the snoop socket (snoop.go)
 
 	asyncDropped atomic.Uint64 // events dropped on a full dispatcher queue
 	pinNoCtrl    atomic.Uint64 // packet-ins with no controller to take them
@@ -199,7 +204,7 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 	}
 	m := &ConnManager{b: b, cfg: cfg, log: cfg.Logger.With("bridge", b.Name),
 		conns: map[*Conn]struct{}{}, events: make(chan asyncEvent, asyncQueueLen),
-		free: make(chan []byte, bufPoolLen), stop: make(chan struct{})}
+		free: make(chan []byte, bufPoolLen), stop: make(chan struct{}), contUUID: newBridgeUUID()}
 	if cfg.Protocols == nil {
 		m.versions = openflow.VersionBitmap(openflow.Version10, openflow.Version13, openflow.Version14, openflow.Version15)
 	}
@@ -235,6 +240,7 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 	b.SetPacketIn(m.packetIn)
 	b.OnPortEvent = m.portEvent
 	b.Tables.OnRemoved = m.flowRemoved
+	b.Tables.OnChange = m.flowChanged
 	return m, nil
 }
 
@@ -349,6 +355,11 @@ func (m *ConnManager) Start() error {
 		}
 		lns = append(lns, ln)
 	}
+	if !m.cfg.NoMgmt {
+		if err := m.startSnoop(); err != nil {
+			return fail(fmt.Errorf("bridge %s: snoop socket: %w", m.b.Name, err))
+		}
+	}
 	m.listeners = lns
 	m.started = true
 	m.started0 = time.Now()
@@ -399,6 +410,7 @@ func (m *ConnManager) Close() error {
 	for _, ln := range m.listeners {
 		ln.Close()
 	}
+	m.closeSnoop()
 	conns := make([]*Conn, 0, len(m.conns))
 	for c := range m.conns {
 		conns = append(conns, c)
@@ -495,6 +507,9 @@ func (m *ConnManager) remove(c *Conn) {
 	delete(m.conns, c)
 	m.publishLocked()
 	m.mu.Unlock()
+	if c.svcAsync.Swap(false) {
+		m.nSvcAsync.Add(-1)
+	}
 	if c.kind == ConnController && c.Version() != 0 {
 		if m.nCtrl.Add(-1) == 0 {
 			m.controllersChanged(false)
@@ -684,7 +699,7 @@ func (m *ConnManager) invalidate() { m.b.Tables.Invalidate() }
 // queues the packet for the dispatcher, or drops and counts it, and never
 // blocks or allocates.
 func (m *ConnManager) packetIn(pi PacketIn) {
-	if m.nCtrl.Load() == 0 {
+	if m.nCtrl.Load() == 0 && m.nSvcAsync.Load() == 0 {
 		m.pinNoCtrl.Add(1)
 		return
 	}
@@ -752,7 +767,8 @@ func (m *ConnManager) dispatch(ev *asyncEvent, now time.Time) {
 		if ev.explicitMiss && c.Version() >= openflow.Version13 {
 			r = ReasonNoMatch
 		}
-		if !c.wants(ev.kind, r) || implicitMiss && c.Version() >= openflow.Version13 {
+		if !c.wants(ev.kind, r) || implicitMiss && c.Version() >= openflow.Version13 ||
+			ev.kind == asyncPacketIn && !c.wantsControllerID(&ev.pin) {
 			continue
 		}
 		if ev.kind == asyncPacketIn && !c.allowPacketIn(now, m.cfg.PacketInRate, m.cfg.PacketInBurst) {

@@ -86,6 +86,11 @@ type FlowMod struct {
 	OutGroup     uint32
 	HasOutGroup  bool
 	Instructions openflow.Instructions
+	// Origin and Xid say who sent the flow mod (a *Conn) and in which
+	// message, for flow monitors' abbreviated updates (monitor.go); the
+	// tables only pass them on.
+	Origin any
+	Xid    uint32
 }
 
 // ErrorKind is a flow_mod failure, version-independent; the connection
@@ -281,6 +286,12 @@ type Tables struct {
 	// may name (nil: none).
 	Groups *Groups
 	Meters *Meters
+	// OnChange, if set, is told after every commit of the rules it added,
+	// replaced or removed (flow monitors, monitor.go), under the tables'
+	// mutex: it must not call back into Tables, and the slice is valid
+	// only during the call (it is reused).
+	OnChange func([]FlowChange)
+	changes  []FlowChange // OnChange's reused slice, under mu
 }
 
 // View is one consistent version of every table: the snapshots the
@@ -392,7 +403,7 @@ func (ts *Tables) ApplyAll(fms []*FlowMod, now time.Time, failed *int) error {
 	defer ts.mu.Unlock()
 	tx := txn{ts: ts, now: now}
 	for i, fm := range fms {
-		if err := tx.apply(fm); err != nil {
+		if err := tx.applyFrom(fm); err != nil {
 			tx.abort()
 			if failed != nil {
 				*failed = i
@@ -448,6 +459,7 @@ type txn struct {
 	touched []uint8
 	dn      int64
 	tracks  [][2]*Rule // (new, old) for the timeout set, in order
+	origins []*FlowMod // the flow mod behind each track; nil for expiry
 	removed []Removed
 }
 
@@ -500,6 +512,11 @@ func (tx *txn) commit() {
 		for _, r := range tx.removed {
 			ts.OnRemoved(r)
 		}
+	}
+	if ts.OnChange != nil && len(tx.tracks) > 0 {
+		ts.changes = tx.appendChanges(ts.changes[:0])
+		ts.OnChange(ts.changes)
+		clear(ts.changes) // drop the references to rules and connections
 	}
 }
 

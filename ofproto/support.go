@@ -70,6 +70,12 @@ func checkSupported(acts []openflow.Action) error {
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:
+			if ok, err := checkControllerAction(a); ok {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if a.Vendor == openflow.NXVendorID {
 				sub := -1
 				if len(a.Data) >= 2 {

@@ -60,6 +60,9 @@ type PacketIn struct {
 	Table  uint8
 	Cookie uint64
 	MaxLen uint16
+	// Ext is what a Nicira controller action adds (controller id,
+	// userdata, continuation); nil for a plain CONTROLLER output.
+	Ext *PacketInExt
 }
 
 // UpcallStats are the upcall path's counters, for upcall/show,
@@ -602,6 +605,13 @@ func (hd *handler) packetIn(up *datapath.Upcall) {
 		return
 	}
 	u.c.packetIns.Add(1)
+	var ext *PacketInExt
+	if up.Userdata[0] == UserdataController2 {
+		if ext = parsePacketInExt(append([]byte(nil), up.Userdata...)); ext == nil {
+			u.c.packetInsDropped.Add(1)
+			return
+		}
+	}
 	u.x.packetIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
-		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen})
+		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen, Ext: ext})
 }

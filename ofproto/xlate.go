@@ -53,11 +53,20 @@ type ControllerUserdata struct {
 // ParseControllerUserdata decodes userdata written by xlate's controller
 // output. ok is false for anything else.
 func ParseControllerUserdata(b []byte) (u ControllerUserdata, ok bool) {
-	if len(b) < UserdataLen || b[0] != UserdataController {
+	if len(b) < UserdataLen || b[0] != UserdataController && b[0] != UserdataController2 {
 		return u, false
 	}
-	return ControllerUserdata{Reason: b[1], Table: b[2], MaxLen: binary.BigEndian.Uint16(b[4:]),
-		Bridge: binary.BigEndian.Uint16(b[6:]), Cookie: binary.BigEndian.Uint64(b[8:])}, true
+	u = ControllerUserdata{Reason: b[1], Table: b[2], MaxLen: binary.BigEndian.Uint16(b[4:]),
+		Bridge: binary.BigEndian.Uint16(b[6:]), Cookie: binary.BigEndian.Uint64(b[8:])}
+	if b[0] == UserdataController2 {
+		// [6:8] is the controller id there; the bridge is at [24:26]
+		// (xlate_controller.go).
+		if len(b) < ctrlHeaderLen {
+			return u, false
+		}
+		u.Bridge = binary.BigEndian.Uint16(b[24:])
+	}
+	return u, true
 }
 
 // Xlator translates packets through the OpenFlow tables into datapath
@@ -123,6 +132,8 @@ type Out struct {
 	// the caller owns and reuses, so a translation allocates nothing even
 	// where the compiler cannot keep it on the stack.
 	ctx xctx
+	// ctrl holds the controller actions' userdata (xlate_controller.go).
+	ctrl ctrlOut
 }
 
 func (o *Out) reset() {
@@ -133,6 +144,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
+	o.ctrl.reset()
 }
 
 // xctx is the state of one translation.
@@ -156,7 +168,8 @@ type xctx struct {
 	table            uint8
 	cookie           uint64
 	exit             bool
-	packetOut        bool // translating a packet-out: OFPP_TABLE is allowed
+	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
+	ctrl             ctrlState // controller(pause) (xlate_controller.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -205,6 +218,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	if !c.exit {
 		c.runActionSet()
 	}
+	if c.ctrl.pausing {
+		c.finishPause()
+	}
 }
 
 // TranslateActions translates an explicit action list, a packet-out's, for
@@ -221,6 +237,9 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	c.flow.InPort = ofInPort
 	c.packetOut = true
 	c.doActions(acts)
+	if c.ctrl.pausing {
+		c.finishPause()
+	}
 }
 
 // pipeline looks the flow up in table id and runs the instructions found,
@@ -251,6 +270,10 @@ func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
 		c.meter(in.Meter)
 	}
 	c.doActions(in.Apply)
+	if c.ctrl.pausing {
+		c.freezeInstructions(in)
+		return 0, false
+	}
 	if in.Clear {
 		c.nActionSet = 0
 	}
@@ -319,6 +342,10 @@ func (c *xctx) doActions(list []openflow.Action) {
 			return
 		}
 		c.doAction(&list[i])
+		if c.ctrl.pausing {
+			c.freezeRest(list[i+1:])
+			return
+		}
 	}
 }
 
@@ -366,6 +393,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ct(a)
 	case openflow.ActCTClear:
 		c.ctClear()
+	case openflow.ActVendor:
+		c.vendorAction(a)
 	case openflow.ActSetQueue:
 		// A queue selects an egress QoS queue; with no QoS configured
 		// (the switch has none) ovs-vswitchd emits nothing for it

@@ -151,6 +151,10 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			return Action{}, err
 		}
 		return Action{Type: ActCTClear}, nil
+	case NXASTController, NXASTController2, NXASTNote:
+		if err := checkNXController(v, sub, act[8:]); err != nil {
+			return Action{}, err
+		}
 	case NXASTResubmit, NXASTResubmitTable:
 		if err := need(16); err != nil {
 			return Action{}, err

@@ -33,7 +33,7 @@ func TestDecodeErrorReplies(t *testing.T) {
 		{"1.3 meter mod band type", "04 1d 0020 00000009 0000 0001 00000001 0007 0010 0000000a 00000000 00000000", Err13TypeMeterModFailed, MeterModFailed13BadBand},
 		{"1.0 unknown stats", "01 10 000c 00000009 0007 0000", ErrTypeBadRequest, BadRequestBadStat},
 		{"1.0 table features stats", "01 10 000c 00000009 000c 0000", ErrTypeBadRequest, BadRequestBadStat},
-		{"1.0 unknown NX stats", "01 10 0018 00000009 ffff 0000 00002320 00000002 00000000", ErrTypeBadRequest, BadRequestBadSubtype},
+		{"1.0 unknown NX stats", "01 10 0018 00000009 ffff 0000 00002320 00000099 00000000", ErrTypeBadRequest, BadRequestBadSubtype},
 		{"1.3 group stats short", "04 12 0010 00000009 0006 0000 00000000", ErrTypeBadRequest, BadRequestBadLen},
 		{"1.3 unknown stats", "04 12 0010 00000009 0020 0000 00000000", ErrTypeBadRequest, BadRequestBadStat},
 		{"1.0 set config too long", "01 09 0010 00000009 0000 0080 00000000", ErrTypeBadRequest, BadRequestBadLen},

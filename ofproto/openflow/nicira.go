@@ -54,16 +54,21 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 			return decodeBundleControl(env, body[8:])
 		case ONFTBundleAddMessage:
 			return decodeBundleAdd(env, body[8:])
+		case ONFTFlowMonitorCancel, ONFTFlowMonitorPaused, ONFTFlowMonitorResumed:
+			return decodeONFMonitorMsg(env, sub, body[8:])
 		}
 		return nil, errOf(v, kBadSubtype, "ONF message %d", sub)
 	}
 	if vendor != NXVendorID {
 		return nil, errOf(v, kBadVendor, "vendor %#08x", vendor)
 	}
-	if v != Version10 {
+	rest := body[8:]
+	if m, err, ok := decodeNXAnyVersion(env, sub, rest); ok {
+		return m, err
+	}
+	if v != Version10 && !nxAnyVersion(sub) {
 		return nil, errOf(v, kBadSubtype, "Nicira message %d in OpenFlow %s", sub, versionName(v))
 	}
-	rest := body[8:]
 	switch sub {
 	case NXTSetFlowFormat, NXTSetPacketInFormat:
 		if len(rest) != 4 {
@@ -112,7 +117,7 @@ func decodeVendor(env Envelope, body []byte) (Msg, error) {
 }
 
 func appendNXHeader(b []byte, e *Envelope, sub uint32) ([]byte, int, error) {
-	if e.Version != Version10 {
+	if e.Version != Version10 && !nxAnyVersion(sub) {
 		return b, 0, checkVersionNX(e.Version)
 	}
 	b, start := begin(b, e.Version, TypeVendor, e.Xid)

@@ -9,7 +9,8 @@ const (
 	PacketInInvalidTTL uint8 = 2
 )
 
-// PacketIn is OFPT_PACKET_IN, and NXT_PACKET_IN when NXM is set (1.0 only).
+// PacketIn is OFPT_PACKET_IN, and NXT_PACKET_IN when NXM is set (any
+// version, as NXT_SET_PACKET_IN_FORMAT asks).
 //
 // In 1.0 the input port is InPort. In 1.3 and NXT_PACKET_IN the pipeline
 // fields travel in Match (put in_port there, Key.InPort with a full mask);
@@ -79,15 +80,6 @@ func (m *PacketIn) Append(b []byte) ([]byte, error) {
 	}
 	var err error
 	switch {
-	case m.Version >= Version13:
-		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
-		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
-		b = be64(b, m.Cookie)
-		if b, err = AppendOXM(b, &m.Match); err != nil {
-			return b[:start], err
-		}
-		b = append(append(b, 0, 0), m.Data...)
-		return finish(b, start)
 	case m.NXM:
 		b, start, _ := appendNXHeader(b, &m.Envelope, NXTPacketIn)
 		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
@@ -99,6 +91,15 @@ func (m *PacketIn) Append(b []byte) ([]byte, error) {
 			return b[:start], err
 		}
 		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
+		b = append(append(b, 0, 0), m.Data...)
+		return finish(b, start)
+	case m.Version >= Version13:
+		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
+		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
+		b = be64(b, m.Cookie)
+		if b, err = AppendOXM(b, &m.Match); err != nil {
+			return b[:start], err
+		}
 		b = append(append(b, 0, 0), m.Data...)
 		return finish(b, start)
 	}

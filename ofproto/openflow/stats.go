@@ -146,6 +146,10 @@ func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 		return &TableFeaturesRequest{Envelope: env, Flags: flags, Tables: tables}, nil
 	case StatsVendor:
 		return decodeVendorStats(env, flags, rest, reply)
+	case StatsFlowMonitor:
+		if v >= Version14 {
+			return decodeFlowMonitor14(env, flags, rest, reply)
+		}
 	}
 	if v >= Version13 {
 		if m, ok, err := decodeGroupStats(env, typ, flags, rest, reply); ok {
@@ -182,6 +186,9 @@ func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, e
 	if len(b) < 4 {
 		return nil, badLen(v, "vendor stats", len(b), 4)
 	}
+	if u32(b) == ONFVendorID && v == Version13 && len(b) >= 8 && u32(b[4:]) == ONFSTFlowMonitor {
+		return decodeFlowMonitorNX(env, flags, b[8:], reply)
+	}
 	if vendor := u32(b); vendor != NXVendorID {
 		return nil, errOf(v, kBadVendor, "stats vendor %#08x", vendor)
 	}
@@ -189,6 +196,9 @@ func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, e
 		return nil, badLen(v, "Nicira stats", len(b), hdr)
 	}
 	sub, rest := u32(b[4:]), b[hdr:]
+	if sub == NXSTFlowMonitor && v == Version10 {
+		return decodeFlowMonitorNX(env, flags, rest, reply)
+	}
 	if v != Version10 {
 		return nil, errOf(v, kBadSubtype, "Nicira stats %d in OpenFlow 1.3", sub)
 	}
