@@ -159,6 +159,10 @@ type Features struct {
 	// CtZone is set when the datapath matches on conntrack zones (a
 	// kernel built with CONFIG_NF_CONNTRACK_ZONES; UML's is not).
 	CtZone bool
+	// MaxVLANHeaders is how many VLAN headers the datapath matches in a
+	// flow key (ovs-vswitchd's "VLAN header stack length"): 2 on Linux
+	// 4.10+ (802.1ad), 1 before; at most len(flow.Key{}.VLANs).
+	MaxVLANHeaders int
 }
 
 // OVS_DP_F_* user features.

@@ -43,6 +43,7 @@ type Daemon struct {
 	// configuration applied (what --detach waits for).
 	OnReady   func()
 	readyOnce sync.Once
+	probeLog  sync.Once // logProbes: the datapath's features, once
 
 	mu      sync.Mutex
 	bridges []*ofproto.Bridge
@@ -232,6 +233,7 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 	if err != nil {
 		return fmt.Errorf("bridge %s: datapath: %w", s.Name, err)
 	}
+	d.logProbes(dp)
 	up := ofproto.UpcallConfig{FlowLimit: or(s.FlowLimit, d.cfg.FlowLimit), MaxIdle: or(s.MaxIdle, d.cfg.MaxIdle),
 		DisableMegaflows: d.cfg.DisableMegaflows, GovernorThreshold: d.cfg.GovernorThreshold}
 	gov := d.cfg.Governor
