@@ -12,6 +12,7 @@ import (
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/maclearn"
 	"github.com/govswitch/govswitch/ofproto/openflow"
+	"golang.org/x/sys/unix"
 )
 
 // FailMode is what a bridge does while no controller is connected.
@@ -236,7 +237,10 @@ func (b *Bridge) DeletePort(name string) error {
 	if p.OFPort == openflow.PortLocal {
 		return fmt.Errorf("port %s is the bridge's own port", name)
 	}
-	if err := b.DP.DeleteVport(p.DPPort); err != nil {
+	// A vport whose network device was deleted (ip link del) is already
+	// gone from the kernel's datapath (ENODEV): the port still leaves
+	// the bridge, without an error, as it does from ovs-vswitchd's.
+	if err := b.DP.DeleteVport(p.DPPort); err != nil && !errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("delete port %s: %w", name, err)
 	}
 	b.Ports.Remove(p.OFPort)
