@@ -11,7 +11,8 @@ import (
 )
 
 // TestTshark11 shows our 1.1 and 1.2 messages (ovs-ofctl's recorded ones
-// re-encoded, and the replies the fake switch sends) to tshark. Wireshark
+// re-encoded, the golden ones, and the replies the fake switch sends) to
+// tshark. Wireshark
 // has no 1.1 or 1.2 dissector: it reads the common header (version,
 // type, length, xid) and leaves the body undissected. So the check is what
 // it can be: every frame is one OpenFlow message of the right version to
@@ -29,6 +30,9 @@ func TestTshark11(t *testing.T) {
 			}
 			raws = append(raws, mustAppend(t, m))
 		}
+	}
+	for _, c := range golden11() {
+		raws = append(raws, mustAppend(t, c.msg))
 	}
 	s := &fakeSwitch{flows: dumpFlows11()}
 	for _, v := range []uint8{Version11, Version12} {
