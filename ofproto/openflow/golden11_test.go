@@ -40,7 +40,7 @@ func golden11() []golden {
 			0000000000000000 ffffffffffffffff       // metadata, mask`},
 		{"1.1 packet out", &PacketOut{Envelope: env(Version11, 6), BufferID: NoBuffer, InPort: 1,
 			Actions: []Action{{Type: ActSetField, Field: FieldEthSrc, Value: [16]byte{5: 9}}, Output(2, 0)},
-			Data: arp}, `
+			Data:    arp}, `
 			02 0d 0062 00000006                     // header: PACKET_OUT, length 98
 			ffffffff 00000001 0020 000000000000     // buffer none, in_port 1, actions_len 32, pad
 			0003 0010 000000000009 000000000000     // SET_DL_SRC 00:00:00:00:00:09
