@@ -22,7 +22,7 @@ func golden11() []golden {
 	vlan.Key.IPv4Src, vlan.Mask.IPv4Src = [4]byte{10, 0, 0, 1}, [4]byte{0xff, 0xff, 0xff, 0xff}
 	vlan.Key.EthType, vlan.Mask.EthType = flow.EthTypeARP, 0xffff
 	return []golden{
-		{"1.1 delete strict", &FlowMod{Envelope: env(Version11, 6), TableID: 1, Command: FlowDelete, Priority: 0x8000,
+		{"1.1 delete", &FlowMod{Envelope: env(Version11, 6), TableID: 1, Command: FlowDelete, Priority: 0x8000,
 			BufferID: NoBuffer, OutPort: 2, OutGroup: GroupAny, Match: icmp}, `
 			02 0e 0088 00000006                     // header: FLOW_MOD, length 136
 			0000000000000000 0000000000000000       // cookie, cookie mask
