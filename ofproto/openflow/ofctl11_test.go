@@ -165,4 +165,45 @@ func TestOvsOfctl11Captures(t *testing.T) {
 }
 
 // capture11Checks assert the decoded meaning of captured 1.1/1.2 messages.
-var capture11Checks = map[string]func(*testing.T, []Msg){}
+var capture11Checks = map[string]func(*testing.T, []Msg){
+	"of11-add-flow": func(t *testing.T, msgs []Msg) {
+		fm, n := findMsg[*FlowMod](msgs)
+		if n != 1 {
+			t.Fatalf("%d flow mods", n)
+		}
+		k, m := fm.Match.Key, fm.Match.Mask
+		if k.InPort != 1 || m.InPort != ^uint32(0) || k.VLANs[0].TCI != flow.VLANPresent|3<<13|7 || m.VLANs[0].TCI != 0xffff ||
+			k.EthSrc != [6]byte{0, 0x11, 0x22} || m.EthSrc != [6]byte{0xff, 0xff, 0xff} ||
+			k.IPv4Src != [4]byte{10} || m.IPv4Src != [4]byte{0xff} || k.IPv4Dst != [4]byte{192, 168, 1, 1} ||
+			k.NwTos != 16 || m.NwTos != 0xfc || k.NwProto != flow.IPProtoTCP || k.TpDst != 80 || m.TpSrc != 0 ||
+			k.OFMetadata != 5 || m.OFMetadata != 0xff || fm.Priority != 10 {
+			t.Errorf("match = %+v / %+v", k, m)
+		}
+		setf := func(f Field, v ...byte) Action {
+			a := Action{Type: ActSetField, Field: f}
+			copy(a.Value[:], v)
+			return a
+		}
+		want := []Action{setf(FieldVLANVID, 0, 5), setf(FieldVLANPCP, 2), setf(FieldEthSrc, 0, 0, 0, 0, 0, 1),
+			setf(FieldEthDst, 0, 0, 0, 0, 0, 2), setf(FieldIPv4Src, 1, 2, 3, 4), setf(FieldIPv4Dst, 5, 6, 7, 8),
+			setf(FieldIPTOS, 8), setf(FieldTpSrc, 0x03, 0xe8), setf(FieldTpDst, 0x1f, 0x90), {Type: ActDecNwTTL},
+			{Type: ActSetQueue, Queue: 3}, Output(2, 0)}
+		in := fm.Instructions
+		if len(in.Apply) != len(want) || !in.WriteMetadata || in.Metadata != 1 || in.MetadataMask != 0xff ||
+			!in.GotoTable || in.Table != 1 {
+			t.Fatalf("instructions = %+v", in)
+		}
+		for i := range want {
+			if !in.Apply[i].Equal(want[i]) {
+				t.Errorf("action %d = %+v, want %+v", i, in.Apply[i], want[i])
+			}
+		}
+	},
+	"of11-add-flow-mpls": func(t *testing.T, msgs []Msg) {
+		fm, _ := findMsg[*FlowMod](msgs)
+		if fm == nil || fm.TableID != 2 || fm.Match.Key.MPLSLSE != 5<<12|1<<9 || fm.Match.Mask.MPLSLSE != 0xfffff<<12|7<<9 ||
+			len(fm.Instructions.Write) != 1 || !fm.Instructions.Write[0].Equal(Output(1, 0)) {
+			t.Errorf("flow mod = %+v", fm)
+		}
+	},
+}
