@@ -7,13 +7,14 @@ import "github.com/govswitch/govswitch/ofproto/openflow"
 // later name them by featActions (set_field covers the rewrites).
 var feat11Actions = []uint16{0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 17, 18, 23, 24}
 
-// tableStats11 is what a 1.1 or 1.2 table stats entry says about every
-// table beyond its counters (1.3 moved it to table features, see
+// tableStats11 is what a 1.1 or 1.2 table stats entry says about table id
+// beyond its counters (1.3 moved it to table features, see
 // tableFeatures): the fields it matches, all of them maskable as OVS's
-// tables are, the instructions and actions it takes. Config 0 is
+// tables are, the instructions (no goto_table from the last table) and
+// actions it takes. Config 0 is
 // OFPTC11_TABLE_MISS_CONTROLLER, ovs-vswitchd's default, which sends
 // unmatched packets to 1.0 to 1.2 controllers (see ConnManager).
-func tableStats11(v uint8) openflow.TableStats11 {
+func tableStats11(v uint8, id int) openflow.TableStats11 {
 	var s openflow.TableStats11
 	bitmap32 := func(types []uint16) uint32 {
 		var m uint32
@@ -24,6 +25,9 @@ func tableStats11(v uint8) openflow.TableStats11 {
 	}
 	for _, t := range featInstructions {
 		s.Instructions |= 1 << t
+	}
+	if id == NumTables-1 {
+		s.Instructions &^= 1 << 1 // OFPIT_GOTO_TABLE: nowhere to go
 	}
 	switch v {
 	case openflow.Version11:
@@ -43,7 +47,12 @@ func tableStats11(v uint8) openflow.TableStats11 {
 				s.Match |= 1 << n
 			}
 		}
-		s.Wildcards, s.WriteSetFields, s.ApplySetFields = s.Match, s.Match, s.Match
+		// Every matched field but the two that say what the packet
+		// is (eth_type, ip_proto) can be set, as in ovs-vswitchd's list.
+		const oxmEthType, oxmIPProto = 5, 10
+		s.Wildcards = s.Match
+		s.WriteSetFields = s.Match &^ (1<<oxmEthType | 1<<oxmIPProto)
+		s.ApplySetFields = s.WriteSetFields
 		s.WriteActions, s.ApplyActions = bitmap32(featActions), bitmap32(featActions)
 		s.MetadataMatch, s.MetadataWrite = ^uint64(0), ^uint64(0)
 	}

@@ -267,8 +267,10 @@ func (c *Conn) features(env openflow.Envelope) error {
 		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
 		r.Capabilities |= openflow.Cap14Bundles
 	}
+	if env.Version <= openflow.Version11 {
+		r.Capabilities |= openflow.Cap10ARPMatch // OFPC_ARP_MATCH_IP, until 1.2 dropped it
+	}
 	if env.Version == openflow.Version10 {
-		r.Capabilities |= openflow.Cap10ARPMatch
 		r.Actions = 0xfff // every OpenFlow 1.0 action
 	}
 	if env.Version < openflow.Version13 {
@@ -708,7 +710,10 @@ func (c *Conn) tableStats(env openflow.Envelope) error {
 			n--
 		}
 		stats[id] = openflow.TableStats{TableID: uint8(id), Name: tableName(id), Wildcards: openflow.Wildcard10All,
-			MaxEntries: max, ActiveCount: uint32(n), V11: tableStats11(env.Version)}
+			MaxEntries: max, ActiveCount: uint32(n), V11: tableStats11(env.Version, id)}
+		if env.Version == openflow.Version11 || env.Version == openflow.Version12 {
+			stats[id].Name = "" // ovs-vswitchd names no table in 1.1 and 1.2
+		}
 	}
 	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {
 		return &openflow.TableStatsReply{Envelope: env, Stats: stats[lo:hi]}

@@ -59,11 +59,29 @@ func TestConnOvsOfctl11And12(t *testing.T) {
 				t.Errorf("dump-ports-desc:\n%s", out)
 			}
 			out = s.ofctl(t, opts, "dump-tables")
-			for _, want := range []string{`table 0 ("classifier"):`, "active=2, lookup=0, matched=0", "max_entries=1000000",
-				"instructions: apply_actions clear_actions write_actions write_metadata goto_table", `table 253 ("table253"):`} {
+			// As ovs-vswitchd's: no table names in 1.1 and 1.2, and the
+			// last table has no goto_table.
+			for _, want := range []string{"\n  table 0:\n", "active=2, lookup=0, matched=0", "max_entries=1000000",
+				"instructions: apply_actions clear_actions write_actions write_metadata goto_table\n",
+				"tables 2...253: ditto", "\n  table 254:\n", "instructions: apply_actions clear_actions write_actions write_metadata\n"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("dump-tables lacks %q:\n%s", want, out)
 				}
+			}
+			// The match and set-field lists, as ovs-vswitchd 3.1 prints them
+			// in the UML bed.
+			ovsLines := map[string][]string{
+				"1.1": {"exact match or wildcard: metadata in_port eth_{src,dst,type} vlan_{vid,pcp} mpls_{label,tc} ip_{src,dst} nw_{proto,tos} tcp_{src,dst}\n"},
+				"1.2": {"supported on Set-Field: metadata in_port_oxm eth_{src,dst} vlan_{vid,pcp} mpls_{label,tc} ip_{src,dst} ipv6_{src,dst,label} ip_dscp nw_ecn arp_{op,spa,tpa,sha,tha} tcp_{src,dst} udp_{src,dst} sctp_{src,dst} icmp_{type,code} icmpv6_{type,code} nd_{target,sll,tll}\n",
+					"exact match or wildcard: metadata in_port_oxm eth_{src,dst,type} vlan_{vid,pcp} mpls_{label,tc} ip_{src,dst} ipv6_{src,dst,label} nw_proto ip_dscp nw_ecn arp_{op,spa,tpa,sha,tha} tcp_{src,dst} udp_{src,dst} sctp_{src,dst} icmp_{type,code} icmpv6_{type,code} nd_{target,sll,tll}\n"},
+			}
+			for _, want := range ovsLines[tc.name] {
+				if !strings.Contains(out, want) {
+					t.Errorf("dump-tables lacks ovs-vswitchd's %q:\n%s", want, out)
+				}
+			}
+			if caps := "capabilities: FLOW_STATS TABLE_STATS PORT_STATS ARP_MATCH_IP\n"; tc.name == "1.1" && !strings.Contains(s.ofctl(t, opts, "show"), caps) {
+				t.Errorf("1.1 show lacks %q", caps)
 			}
 
 			// add, dump, modify, delete what only this version says.
