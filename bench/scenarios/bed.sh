@@ -12,7 +12,7 @@
 # build of govswitchd for before/after comparisons in one boot; "govn" is
 # govswitchd --scheduling normal, its threads under SCHED_OTHER; "ovsb"
 # is ovs-vswitchd under `chrt -b 0`, SCHED_BATCH like govswitchd's
-# default), CONFIGS
+# default; "gov1" and "gov2" are govswitchd with --handlers 1 and 2), CONFIGS
 # (default "exact acl normal"), EXTRAS (1: the ceiling runs and the
 # fixed-rate runs too; default 1).
 #
@@ -120,9 +120,11 @@ start_switch() {
 		exact) ovsenv ovs-appctl upcall/disable-megaflows >&3 2>&1 || { why="disable-megaflows failed"; return 1; } ;;
 		esac
 		;;
-	gov | govg | govn | prof | base)
+	gov | govg | govn | gov1 | gov2 | prof | base)
 		local extra=() cmd=("$BIN/govswitchd")
 		[[ $sw == govn ]] && extra+=(--scheduling normal)
+		[[ $sw == gov1 ]] && extra+=(--handlers 1)
+		[[ $sw == gov2 ]] && extra+=(--handlers 2)
 		[[ $cfg == exact ]] && extra+=(--disable-megaflows)
 		[[ $sw == govg ]] && extra+=(--governor)
 		[[ $sw == prof ]] && cmd=("$BIN/profswitchd" --cpuprofile "$out/cpu.pprof")
@@ -177,7 +179,7 @@ stop_switch() {
 		ovsenv ovs-appctl exit --cleanup >&3 2>&1
 		[[ -f $dir/ovsdb-server.pid ]] && kill "$(cat "$dir/ovsdb-server.pid")" 2>/dev/null
 		;;
-	gov | govg | govn | prof | base)
+	gov | govg | govn | gov1 | gov2 | prof | base)
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null
