@@ -167,6 +167,10 @@ type Features struct {
 	// CtLabel: matches on those conntrack fields. Conntrack: the ct
 	// action. CtNAT: its nat clause. CtClear: the ct_clear action.
 	Recirc, CtState, CtMark, CtLabel, Conntrack, CtNAT, CtClear bool
+	// MaxVLANHeaders is how many VLAN headers the datapath matches in a
+	// flow key (ovs-vswitchd's "VLAN header stack length"): 2 on Linux
+	// 4.10+ (802.1ad), 1 before; at most len(flow.Key{}.VLANs).
+	MaxVLANHeaders int
 }
 
 // OVS_DP_F_* user features.

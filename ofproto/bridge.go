@@ -13,6 +13,7 @@ import (
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/maclearn"
 	"github.com/govswitch/govswitch/ofproto/openflow"
+	"golang.org/x/sys/unix"
 )
 
 // FailMode is what a bridge does while no controller is connected.
@@ -315,7 +316,11 @@ func (b *Bridge) DeletePort(name string) error {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	if p.Type != PortTypePatch {
-		if err := b.DP.DeleteVport(p.DPPort); err != nil {
+		// A vport whose network device was deleted (ip link del) is
+		// already gone from the kernel's datapath (ENODEV): the port
+		// still leaves the bridge, without an error, as it does from
+		// ovs-vswitchd's.
+		if err := b.DP.DeleteVport(p.DPPort); err != nil && !errors.Is(err, unix.ENODEV) {
 			return fmt.Errorf("delete port %s: %w", name, err)
 		}
 	}

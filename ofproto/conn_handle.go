@@ -35,8 +35,8 @@ func (c *Conn) handle(raw []byte) error {
 		var oe *openflow.Error
 		if errors.As(err, &oe) {
 			if oe.Version != v {
-				if oe.Version >= openflow.Version13 && v >= openflow.Version13 {
-					// 1.3, 1.4 and 1.5 number these codes alike.
+				if oe.Version >= openflow.Version13 && v >= openflow.Version12 {
+					// 1.2 to 1.5 number these codes alike.
 					e := *oe
 					e.Version = v
 					oe = &e
@@ -184,8 +184,8 @@ func (c *Conn) isSlave(raw []byte) (bool, error) {
 		return false, nil
 	}
 	code := openflow.BadRequest13IsSlave
-	if c.Version() == openflow.Version10 {
-		code = openflow.BadRequestEPerm
+	if c.Version() <= openflow.Version11 {
+		code = openflow.BadRequestEPerm // no IS_SLAVE before 1.2
 	}
 	return true, c.sendError(raw, openflow.ErrTypeBadRequest, code)
 }
@@ -283,9 +283,14 @@ func (c *Conn) features(env openflow.Envelope) error {
 		// Bundles, as ovs-vswitchd advertises them from 1.4 on.
 		r.Capabilities |= openflow.Cap14Bundles
 	}
+	if env.Version <= openflow.Version11 {
+		r.Capabilities |= openflow.Cap10ARPMatch // OFPC_ARP_MATCH_IP, until 1.2 dropped it
+	}
 	if env.Version == openflow.Version10 {
-		r.Capabilities |= openflow.Cap10ARPMatch
 		r.Actions = 0xfff // every OpenFlow 1.0 action
+	}
+	if env.Version < openflow.Version13 {
+		// Up to 1.2 the ports travel in the features reply.
 		r.Ports = c.m.ofPorts(env.Version)
 	}
 	b, err := r.Append(c.m.getBuf())
@@ -321,12 +326,12 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 	case ErrInvalidMeter:
 		return openflow.Err13TypeMeterModFailed, openflow.MeterModFailed13InvalidMeter
 	case ErrUnsupportedSetField:
-		if v >= openflow.Version13 {
+		if v >= openflow.Version12 {
 			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetType
 		}
 		return openflow.ErrTypeBadAction, openflow.BadActionBadType
 	}
-	if v >= openflow.Version13 {
+	if v >= openflow.Version11 {
 		switch k {
 		case ErrOverlap:
 			return openflow.Err13TypeFlowModFailed, openflow.FlowModFailed13Overlap
@@ -465,8 +470,8 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 	default:
 		if in >= openflow.PortMax || c.m.b.Ports.Snapshot().ByOF(in) == nil {
 			code := openflow.BadRequest13BadPort
-			if v == openflow.Version10 {
-				code = openflow.BadRequestEPerm
+			if v <= openflow.Version11 {
+				code = openflow.BadRequestEPerm // no BAD_PORT before 1.2
 			}
 			return c.sendError(raw, openflow.ErrTypeBadRequest, code)
 		}
@@ -504,7 +509,7 @@ func (c *Conn) portMod(raw []byte, m *openflow.PortMod) error {
 // portModErr is OFPET_PORT_MOD_FAILED with code in the connection's
 // version.
 func (c *Conn) portModErr(code uint16) (uint16, uint16) {
-	if c.Version() >= openflow.Version13 {
+	if c.Version() >= openflow.Version11 {
 		return openflow.Err13TypePortModFailed, code
 	}
 	return openflow.Err10TypePortModFail, code
@@ -718,7 +723,10 @@ func (c *Conn) tableStats(env openflow.Envelope) error {
 			n--
 		}
 		stats[id] = openflow.TableStats{TableID: uint8(id), Name: tableName(id), Wildcards: openflow.Wildcard10All,
-			MaxEntries: max, ActiveCount: uint32(n)}
+			MaxEntries: max, ActiveCount: uint32(n), V11: tableStats11(env.Version, id)}
+		if env.Version == openflow.Version11 || env.Version == openflow.Version12 {
+			stats[id].Name = "" // ovs-vswitchd names no table in 1.1 and 1.2
+		}
 	}
 	return c.sendParts(len(stats), func(lo, hi int) openflow.Msg {
 		return &openflow.TableStatsReply{Envelope: env, Stats: stats[lo:hi]}
@@ -754,8 +762,8 @@ func (c *Conn) portStats(raw []byte, env openflow.Envelope, req *openflow.PortSt
 	stats = appendPatchStats(stats, ports, req.PortNo, env.Version)
 	if req.PortNo != openflow.PortAny && len(stats) == 0 {
 		code := openflow.BadRequest13BadPort
-		if env.Version == openflow.Version10 {
-			code = openflow.BadRequestEPerm
+		if env.Version <= openflow.Version11 {
+			code = openflow.BadRequestEPerm // no BAD_PORT before 1.2
 		}
 		return c.sendError(raw, openflow.ErrTypeBadRequest, code)
 	}

@@ -55,8 +55,8 @@ type ConnConfig struct {
 	// both ends must present a certificate chaining to the CA (see
 	// conn_tls.go). They are read once, by NewConnManager.
 	SSLPrivateKey, SSLCertificate, SSLCACert string
-	// Protocols are the OpenFlow versions offered (openflow.Version10,
-	// Version13, Version14, Version15); nil means all four.
+	// Protocols are the OpenFlow versions offered (openflow.Version10 to
+	// Version15); nil means all six, as ovs-vswitchd offers them.
 	Protocols []uint8
 	// ProbeInterval is the inactivity probe of controller connections:
 	// after this much silence an echo request goes out, and two
@@ -206,11 +206,12 @@ func NewConnManager(b *Bridge, cfg ConnConfig) (*ConnManager, error) {
 		conns: map[*Conn]struct{}{}, events: make(chan asyncEvent, asyncQueueLen),
 		free: make(chan []byte, bufPoolLen), stop: make(chan struct{}), contUUID: newBridgeUUID()}
 	if cfg.Protocols == nil {
-		m.versions = openflow.VersionBitmap(openflow.Version10, openflow.Version13, openflow.Version14, openflow.Version15)
+		m.versions = openflow.VersionBitmap(openflow.Version10, openflow.Version11, openflow.Version12,
+			openflow.Version13, openflow.Version14, openflow.Version15)
 	}
 	for _, v := range cfg.Protocols {
 		if !openflow.SupportedVersion(v) {
-			return nil, fmt.Errorf("bridge %s: OpenFlow version 0x%02x is not supported (1.0, 1.3, 1.4 and 1.5 are)", b.Name, v)
+			return nil, fmt.Errorf("bridge %s: OpenFlow version 0x%02x is not supported (1.0 to 1.5 are)", b.Name, v)
 		}
 		m.versions |= openflow.VersionBitmap(v)
 	}

@@ -350,6 +350,10 @@ func parseProtocols(bridge string, ps []string, problems *[]string) []uint8 {
 		switch p {
 		case "OpenFlow10":
 			vs = append(vs, 1)
+		case "OpenFlow11":
+			vs = append(vs, 2)
+		case "OpenFlow12":
+			vs = append(vs, 3)
 		case "OpenFlow13":
 			vs = append(vs, 4)
 		case "OpenFlow14":
@@ -362,7 +366,7 @@ func parseProtocols(bridge string, ps []string, problems *[]string) []uint8 {
 	}
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10, OpenFlow13, OpenFlow14 and OpenFlow15 are)", bridge, strings.Join(skipped, ",")))
+		*problems = append(*problems, fmt.Sprintf("bridge %s: protocols %s are not supported (OpenFlow10 to OpenFlow15 are)", bridge, strings.Join(skipped, ",")))
 	}
 	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
 	return vs

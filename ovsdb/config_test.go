@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,16 +250,28 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name: "every protocol of OVS's _ADD_BR",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{
+					"OpenFlow10", "OpenFlow11", "OpenFlow12", "OpenFlow13", "OpenFlow14", "OpenFlow15"}}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if got := d.Bridges[0].Protocols; !slices.Equal(got, []uint8{1, 2, 3, 4, 5, 6}) || len(d.Problems) != 0 {
+					t.Errorf("protocols %v, problems %q", got, d.Problems)
+				}
+			},
+		},
+		{
 			name: "unsupported protocols only",
 			rows: func() *Rows {
-				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow11"}}, nil)
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0", Protocols: []string{"OpenFlow16"}}, nil)
 			},
 			check: func(t *testing.T, d Desired) {
 				if d.Bridges[0].Protocols != nil {
 					t.Errorf("protocols %v, want the default", d.Bridges[0].Protocols)
 				}
 			},
-			problem: "OpenFlow11 are not supported",
+			problem: "OpenFlow16 are not supported",
 		},
 		{
 			name: "dangling references",

@@ -24,7 +24,7 @@ func (d *Daemon) registerCommands() {
 	d.registerMoreCommands()
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
-	s.Register("dpctl/dump-flows", "[-m] [DP]", 0, 2, d.dpctlDumpFlows)
+	s.Register("dpctl/dump-flows", "[-m] [--names | --no-names] [DP]", 0, 4, d.dpctlDumpFlows)
 	s.Register("fdb/show", "bridge", 1, 1, d.fdbShow)
 	s.Register("fdb/flush", "[bridge]", 0, 1, d.fdbFlush)
 	s.Register("upcall/show", "", 0, 0, d.upcallShow)
@@ -132,16 +132,23 @@ func (d *Daemon) dpctlShow(args []string) (string, error) {
 }
 
 func (d *Daemon) dpctlDumpFlows(args []string) (string, error) {
-	verbose := len(args) > 0 && args[0] == "-m"
+	o, err := parseDpctlDumpArgs(args)
+	if err != nil {
+		return "", err
+	}
 	var sb strings.Builder
 	for _, bk := range d.backers() {
+		if o.dp != "" && o.dp != bk.DP.Name() && o.dp != "system@"+bk.DP.Name() {
+			continue
+		}
+		names := o.backerPortNames(bk)
 		err := bk.DP.DumpFlows(false, func(f *datapath.Flow) error {
-			if verbose {
+			if o.verbose {
 				fmt.Fprintf(&sb, "%s, ", f.UFID)
 			}
-			sb.WriteString(flow.Format(&f.Key, &f.Mask))
+			sb.WriteString(namePorts(flow.Format(&f.Key, &f.Mask), names))
 			fmt.Fprintf(&sb, ", packets:%d, bytes:%d, used:%s, actions:%s\n",
-				f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), datapath.FormatActions(f.Actions))
+				f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), nameActionPorts(datapath.FormatActions(f.Actions), names))
 			return nil
 		})
 		if err != nil {

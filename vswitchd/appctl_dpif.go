@@ -202,6 +202,24 @@ func formatRule(r *ofproto.Rule, now time.Time) string {
 type dpFeature struct {
 	name, title string
 	on          func(datapath.Features) bool
+	// size is set for a numeric feature (on is then nil).
+	size func(datapath.Features) int
+}
+
+// value is the feature's value as show-dp-features prints it.
+func (ft *dpFeature) value(f datapath.Features) string {
+	if ft.size != nil {
+		return strconv.Itoa(ft.size(f))
+	}
+	return yesNo(ft.on(f))
+}
+
+// setValue is the feature's value as set-dp-features prints it.
+func (ft *dpFeature) setValue(f datapath.Features) string {
+	if ft.size != nil {
+		return strconv.Itoa(ft.size(f))
+	}
+	return strconv.FormatBool(ft.on(f))
 }
 
 // dpFeatures are the features govswitchd probes, named and titled as
@@ -209,14 +227,15 @@ type dpFeature struct {
 // clone and check_pkt_len, conntrack fields); govswitchd reports only
 // what it has probed.
 var dpFeatures = []dpFeature{
-	{"ufid", "Ufid", func(f datapath.Features) bool { return f.UFID }},
-	{"ct_clear", "Conntrack clear", func(f datapath.Features) bool { return f.CtClear }},
-	{"recirc", "Recirc", func(f datapath.Features) bool { return f.Recirc }},
-	{"ct_state", "CT state", func(f datapath.Features) bool { return f.CtState }},
-	{"ct_zone", "CT zone", func(f datapath.Features) bool { return f.CtZone }},
-	{"ct_mark", "CT mark", func(f datapath.Features) bool { return f.CtMark }},
-	{"ct_label", "CT label", func(f datapath.Features) bool { return f.CtLabel }},
-	{"ct_state_nat", "CT state NAT", func(f datapath.Features) bool { return f.CtNAT }},
+	{name: "ufid", title: "Ufid", on: func(f datapath.Features) bool { return f.UFID }},
+	{name: "ct_clear", title: "Conntrack clear", on: func(f datapath.Features) bool { return f.CtClear }},
+	{name: "max_vlan_headers", title: "Max VLAN headers", size: func(f datapath.Features) int { return f.MaxVLANHeaders }},
+	{name: "recirc", title: "Recirc", on: func(f datapath.Features) bool { return f.Recirc }},
+	{name: "ct_state", title: "CT state", on: func(f datapath.Features) bool { return f.CtState }},
+	{name: "ct_zone", title: "CT zone", on: func(f datapath.Features) bool { return f.CtZone }},
+	{name: "ct_mark", title: "CT mark", on: func(f datapath.Features) bool { return f.CtMark }},
+	{name: "ct_label", title: "CT label", on: func(f datapath.Features) bool { return f.CtLabel }},
+	{name: "ct_state_nat", title: "CT state NAT", on: func(f datapath.Features) bool { return f.CtNAT }},
 }
 
 func yesNo(b bool) string {
@@ -234,8 +253,8 @@ func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
 	}
 	f := b.DP.Features()
 	var sb strings.Builder
-	for _, ft := range dpFeatures {
-		fmt.Fprintf(&sb, "%s: %s\n", ft.title, yesNo(ft.on(f)))
+	for i := range dpFeatures {
+		fmt.Fprintf(&sb, "%s: %s\n", dpFeatures[i].title, dpFeatures[i].value(f))
 	}
 	return sb.String(), nil
 }
@@ -252,16 +271,16 @@ func (d *Daemon) dpifSetDPFeatures(args []string) (string, error) {
 	f := b.DP.Features()
 	if len(args) == 1 {
 		var sb strings.Builder
-		for _, ft := range dpFeatures {
-			v := strconv.FormatBool(ft.on(f))
-			fmt.Fprintf(&sb, "%s (%s) : [run time]:%s, [boot time]:%s\n", ft.name, ft.title, v, v)
+		for i := range dpFeatures {
+			v := dpFeatures[i].setValue(f)
+			fmt.Fprintf(&sb, "%s (%s) : [run time]:%s, [boot time]:%s\n", dpFeatures[i].name, dpFeatures[i].title, v, v)
 		}
 		return sb.String(), nil
 	}
-	for _, ft := range dpFeatures {
-		if ft.name == args[1] {
-			return "", fmt.Errorf("dpif/set-dp-features: govswitchd cannot change %s at run time (it is %v, as probed when the datapath was opened)",
-				ft.name, ft.on(f))
+	for i := range dpFeatures {
+		if ft := &dpFeatures[i]; ft.name == args[1] {
+			return "", fmt.Errorf("dpif/set-dp-features: govswitchd cannot change %s at run time (it is %s, as probed when the datapath was opened)",
+				ft.name, ft.setValue(f))
 		}
 	}
 	return "", fmt.Errorf("dpif/set-dp-features: unknown feature %q (govswitchd knows %s)", args[1], featureNames())

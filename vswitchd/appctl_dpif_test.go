@@ -31,8 +31,9 @@ func TestDpifAndBridgeCommands(t *testing.T) {
 		{[]string{"dpif/dump-flows", "--names", "br0"}, []string{`(?m)^recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`}},
 		{[]string{"dpif/dump-flows", "-m", "br0"}, []string{`(?m)^ufid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`}},
 		{[]string{"bridge/dump-flows", "br0"}, []string{`^duration=\d+s, n_packets=\d+, n_bytes=\d+, priority=0,actions=NORMAL\n$`}},
-		{[]string{"dpif/show-dp-features", "br0"}, []string{`(?m)^Ufid: Yes$`, `(?m)^CT zone: Yes$`}},
-		{[]string{"dpif/set-dp-features", "br0"}, []string{`(?m)^` + q(`ufid (Ufid) : [run time]:true, [boot time]:true`) + `$`}},
+		{[]string{"dpif/show-dp-features", "br0"}, []string{`(?m)^Ufid: Yes\nConntrack clear: No\nMax VLAN headers: 2\nRecirc: No\nCT state: No\nCT zone: Yes\nCT mark: No\nCT label: No\nCT state NAT: No$`}},
+		{[]string{"dpif/set-dp-features", "br0"}, []string{`(?m)^` + q(`ufid (Ufid) : [run time]:true, [boot time]:true`) + `$`,
+			`(?m)^` + q(`max_vlan_headers (Max VLAN headers) : [run time]:2, [boot time]:2`) + `$`}},
 		{[]string{"fdb/stats-show", "br0"}, []string{`^Statistics for bridge "br0":\n` +
 			q(`  Current/maximum MAC entries in the table: 1/8192`) + `\n` +
 			q(`  Current static MAC entries in the table : 0`) + `\n` +

@@ -43,6 +43,7 @@ type Daemon struct {
 	// configuration applied (what --detach waits for).
 	OnReady   func()
 	readyOnce sync.Once
+	probeLog  sync.Once // logProbes: the datapath's features, once
 
 	mu      sync.Mutex
 	bridges []*ofproto.Bridge
@@ -229,6 +230,7 @@ func (d *Daemon) bringUp(s bridgeSetup) error {
 		return fmt.Errorf("bridge %s: datapath: %w", s.Name, err)
 	}
 	dp := bk.DP
+	d.logProbes(dp)
 	b, err := bk.AddBridge(ofproto.BridgeConfig{Name: s.Name, FailMode: fail,
 		HasControllers: len(s.Controllers) > 0, MaxFlows: d.cfg.MaxFlows, MACTableSize: or(s.MACTableSize, d.cfg.MACTableSize),
 		MACAging: or(s.MACAging, d.cfg.MACAging)})

@@ -82,6 +82,7 @@ var ovsModules = []string{
 	"bridge",              // bridges and ports coming and going, their configuration
 	"vswitchd",            // the daemon's own failures (mlockall, a fatal error)
 	"daemon_unix",         // the --monitor process
+	"ofproto_dpif",        // what the datapath was probed to support
 	"ofproto_dpif_upcall", // upcall handlers and revalidators, the governor
 	"connmgr",             // OpenFlow connections of a bridge, fail-open
 	"vconn",               // OpenFlow sessions: hello, version negotiation, errors
@@ -104,7 +105,7 @@ var ovsOtherModules = []string{
 	"netlink_notifier", "netlink_socket", "nx_match", "odp_execute", "odp_execute_impl", "odp_util",
 	"ofp_actions", "ofp_bundle", "ofp_connection", "ofp_errors", "ofp_flow", "ofp_group", "ofp_match",
 	"ofp_meter", "ofp_monitor", "ofp_msgs", "ofp_packet", "ofp_port", "ofp_protocol", "ofp_queue",
-	"ofp_table", "ofp_util", "ofproto", "ofproto_dpif", "ofproto_dpif_mirror", "ofproto_dpif_monitor",
+	"ofp_table", "ofp_util", "ofproto", "ofproto_dpif_mirror", "ofproto_dpif_monitor",
 	"ofproto_dpif_rid", "ofproto_dpif_xlate", "ofproto_xlate_cache", "ovs_lldp", "ovs_numa",
 	"ovs_rcu", "ovs_replay", "ovs_router", "ovs_thread", "ovsdb_cs", "ovsdb_error", "ovsdb_idl",
 	"ox_stat", "pcap", "pmd_perf", "poll_loop", "process", "rconn", "route_table", "rstp", "rstp_sm",

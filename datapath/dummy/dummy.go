@@ -186,6 +186,7 @@ func features(cfg datapath.Config) datapath.Features {
 		PerCPUDispatch: !cfg.NoPerCPU,
 		UFID:           true,
 		CtZone:         true,
+		MaxVLANHeaders: 2, // what it matches, as Linux 4.10+ does
 	}
 	if f.PerCPUDispatch {
 		f.Raw |= datapath.DPFeaturePerCPUDispatch

@@ -204,6 +204,7 @@ func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err erro
 		}
 	}
 	d.features.UFID = d.probeUFID()
+	d.features.MaxVLANHeaders = d.probeMaxVLAN()
 	d.noCtZone = !d.probeCtZone()
 	d.features.CtZone = !d.noCtZone
 	d.probeCt()
@@ -390,6 +391,32 @@ func (d *Datapath) probeUFID() bool {
 	var f datapath.Flow
 	err := d.GetFlow(probe, nil, &f)
 	return errors.Is(err, unix.ENOENT) || err == nil
+}
+
+// probeMaxVLAN finds how many VLAN headers the kernel accepts in a flow
+// key, as ovs-vswitchd does: it puts a flow for an IPv4 packet under one
+// tag, then under two (nested encapsulations), and stops at the first the
+// kernel refuses. Each accepted probe flow is deleted again.
+func (d *Datapath) probeMaxVLAN() int {
+	probe := datapath.Flow{
+		UFID: datapath.UFID{'g', 'o', 'v', 's', 'w', 'i', 't', 'c', 'h', '-', 'v', 'l', 'a', 'n', 's', '?'},
+		Key:  flow.Key{InPort: 65534, EthType: flow.EthTypeIPv4},
+	}
+	probe.Mask.InPort = ^uint32(0)
+	probe.Mask.EthType = 0xffff
+	n := 0
+	for ; n < len(probe.Key.VLANs); n++ {
+		probe.Key.VLANs[n] = flow.VLAN{TPID: flow.EthTypeVLAN, TCI: flow.VLANPresent | 1}
+		probe.Mask.VLANs[n] = flow.VLAN{TPID: 0xffff, TCI: 0xffff}
+		d.probing = true
+		err := d.PutFlow(&probe, datapath.PutCreate)
+		d.probing = false
+		if err != nil {
+			break
+		}
+		d.DeleteFlow(probe.UFID, nil)
+	}
+	return n
 }
 
 // probeCtZone reports whether the kernel matches on conntrack zones (it

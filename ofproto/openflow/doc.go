@@ -1,5 +1,5 @@
 // Package openflow is the OpenFlow wire codec of govswitch: framing and
-// stream reassembly, OpenFlow 1.0, 1.3, 1.4 and 1.5 messages, bundles, and
+// stream reassembly, OpenFlow 1.0 to 1.5 messages, bundles, and
 // the Nicira (NXM) and ONF extensions that ovs-ofctl uses.
 //
 // Messages are typed structs that embed an Envelope (version and xid).
@@ -14,6 +14,9 @@
 // edges, in the Append and Decode functions: OpenFlow 1.4 and 1.5 reuse
 // 1.3's structs, their property lists and OXS statistics decoding into the
 // same fields (msg14.go), and bundles wrap whole messages (bundle.go).
+// OpenFlow 1.1 and 1.2 go through 1.3's code too, which picks their match
+// (1.1's fixed ofp11_match, match11.go) and action forms (1.1's per-field
+// rewrites, action11.go) by version; msg11.go has what else differs.
 //
 // Port numbers are 32-bit everywhere in this package, in OpenFlow 1.3
 // numbering: the 1.0 reserved ports 0xff00..0xffff are widened to

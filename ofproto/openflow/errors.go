@@ -241,6 +241,10 @@ func versionName(v uint8) string {
 	switch v {
 	case Version10:
 		return "1.0"
+	case Version11:
+		return "1.1"
+	case Version12:
+		return "1.2"
 	case Version13:
 		return "1.3"
 	case Version14:
@@ -341,8 +345,11 @@ var codes13 = [...][2]uint16{
 // wrap ErrBadLength, everything else ErrUnsupported.
 func errOf(v uint8, k kind, format string, args ...any) *Error {
 	tc := codes10[k]
-	if v >= Version13 {
-		tc = codes13[k]
+	switch {
+	case v >= Version12:
+		tc = codes13[k] // 1.2 numbers every code the codec emits as 1.3 does
+	case v == Version11:
+		tc = codes11[k]
 	}
 	var cat error = ErrUnsupported
 	switch k {

@@ -136,11 +136,11 @@ func decodeFlowMod13(env Envelope, body []byte) (Msg, error) {
 	if m.Command > FlowDeleteStrict {
 		return nil, errOf(env.Version, kFlowModBadCommand, "flow mod command %d", m.Command)
 	}
-	n, err := DecodeOXM(body[40:], &m.Match)
+	n, err := decodeMatchFor(env.Version, body[40:], &m.Match)
 	if err != nil {
 		return nil, err
 	}
-	if err := decodeInstructionsV(env.Version, body[40+n:], &m.Instructions); err != nil {
+	if err := decodeInstructionsFor(env.Version, body[40+n:], &m.Instructions); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -150,7 +150,7 @@ func (m *FlowMod) Append(b []byte) ([]byte, error) {
 	if err := checkVersion(m.Version); err != nil {
 		return b, err
 	}
-	if m.Version >= Version13 {
+	if m.Version >= Version11 {
 		return m.append13(b)
 	}
 	if !m.Instructions.onlyApply() {
@@ -201,10 +201,10 @@ func (m *FlowMod) append13(b []byte) ([]byte, error) {
 	}
 	b = be16(be16(be32(be32(be32(b, m.BufferID), m.OutPort), m.OutGroup), m.Flags), importance)
 	var err error
-	if b, err = AppendOXM(b, &m.Match); err != nil {
+	if b, err = appendMatchFor(b, m.Version, &m.Match); err != nil {
 		return b[:start], err
 	}
-	if b, err = appendInstructionsV(b, m.Version, &m.Instructions); err != nil {
+	if b, err = appendInstructionsFor(b, m.Version, &m.Instructions); err != nil {
 		return b[:start], err
 	}
 	return finish(b, start)

@@ -9,6 +9,8 @@ import (
 // OpenFlow protocol versions, as carried in the header's version byte.
 const (
 	Version10 uint8 = 0x01
+	Version11 uint8 = 0x02
+	Version12 uint8 = 0x03
 	Version13 uint8 = 0x04
 	Version14 uint8 = 0x05
 	Version15 uint8 = 0x06
@@ -16,7 +18,7 @@ const (
 
 // SupportedVersion reports whether the codec speaks wire version v.
 func SupportedVersion(v uint8) bool {
-	return v == Version10 || v >= Version13 && v <= Version15
+	return v >= Version10 && v <= Version15
 }
 
 // HeaderLen is the size of the OpenFlow header that starts every message.
@@ -147,7 +149,7 @@ var (
 	// ErrUnsupported: the message, action or field exists but this codec
 	// (or the message's version) cannot express it.
 	ErrUnsupported = errors.New("not supported")
-	// ErrBadVersion: the version byte is not 1.0, 1.3, 1.4 or 1.5.
+	// ErrBadVersion: the version byte is not one of 1.0 to 1.5.
 	ErrBadVersion = errors.New("unsupported OpenFlow version")
 )
 

@@ -27,6 +27,8 @@ func Decode(b []byte) (Msg, error) {
 	switch h.Version {
 	case Version10:
 		return decode10(env, h.Type, body)
+	case Version11, Version12:
+		return decode11(env, h.Type, body)
 	case Version13, Version14, Version15:
 		return decode13(env, h.Type, body)
 	}
@@ -153,7 +155,7 @@ func checkVersion(v uint8) error {
 
 // by10or13 picks the message type number for v.
 func by10or13(v uint8, t10, t13 uint8) uint8 {
-	if v >= Version13 {
+	if v >= Version11 {
 		return t13
 	}
 	return t10
@@ -242,7 +244,7 @@ func decodeError(env Envelope, body []byte) (Msg, error) {
 		return nil, badLen(env.Version, "error", len(body), 4)
 	}
 	m := &ErrorMsg{Envelope: env, Type: u16(body), Code: u16(body[2:]), Data: body[4:]}
-	if env.Version >= Version13 && m.Type == Err13TypeExperimenter {
+	if env.Version >= Version12 && m.Type == Err13TypeExperimenter {
 		if len(body) < 8 {
 			return nil, badLen(env.Version, "experimenter error", len(body), 8)
 		}
@@ -257,7 +259,7 @@ func (m *ErrorMsg) Append(b []byte) ([]byte, error) {
 	}
 	b, start := begin(b, m.Version, TypeError, m.Xid)
 	b = be16(be16(b, m.Type), m.Code)
-	if m.Version >= Version13 && m.Type == Err13TypeExperimenter {
+	if m.Version >= Version12 && m.Type == Err13TypeExperimenter {
 		b = be32(b, m.Experimenter)
 	}
 	b = append(b, m.Data...)
@@ -345,7 +347,7 @@ const (
 )
 
 func portLen(v uint8) int {
-	if v >= Version13 {
+	if v >= Version11 {
 		return Port13Len
 	}
 	return Port10Len
@@ -354,7 +356,7 @@ func portLen(v uint8) int {
 // decodePort reads one port; len(b) >= portLen(v).
 func decodePort(v uint8, b []byte) Port {
 	var p Port
-	if v >= Version13 {
+	if v >= Version11 {
 		p.PortNo = u32(b)
 		copy(p.HWAddr[:], b[8:14])
 		p.Name = cstring(b[16:32])
@@ -367,7 +369,7 @@ func decodePort(v uint8, b []byte) Port {
 	}
 	p.Config, p.State, p.Curr = u32(b), u32(b[4:]), u32(b[8:])
 	p.Advertised, p.Supported, p.Peer = u32(b[12:]), u32(b[16:]), u32(b[20:])
-	if v >= Version13 {
+	if v >= Version11 {
 		p.CurrSpeed, p.MaxSpeed = u32(b[24:]), u32(b[28:])
 	}
 	return p
@@ -377,7 +379,7 @@ func appendPort(b []byte, v uint8, p *Port) ([]byte, error) {
 	if v >= Version14 {
 		return appendPort14(b, p), nil
 	}
-	if v >= Version13 {
+	if v >= Version11 {
 		b = append(zeros(be32(b, p.PortNo), 4), p.HWAddr[:]...)
 		b = zeros(b, 2)
 	} else {
@@ -390,7 +392,7 @@ func appendPort(b []byte, v uint8, p *Port) ([]byte, error) {
 	b = appendCString(b, p.Name, 16)
 	b = be32(be32(be32(b, p.Config), p.State), p.Curr)
 	b = be32(be32(be32(b, p.Advertised), p.Supported), p.Peer)
-	if v >= Version13 {
+	if v >= Version11 {
 		b = be32(be32(b, p.CurrSpeed), p.MaxSpeed)
 	}
 	return b, nil
@@ -543,7 +545,7 @@ func decodePortMod(env Envelope, body []byte) (Msg, error) {
 	if env.Version >= Version14 {
 		return decodePortMod14(env, body)
 	}
-	if env.Version >= Version13 {
+	if env.Version >= Version11 {
 		if len(body) != 32 {
 			return nil, badLen(env.Version, "port mod", len(body), 32)
 		}
@@ -570,7 +572,7 @@ func (m *PortMod) Append(b []byte) ([]byte, error) {
 		return m.append14(b)
 	}
 	b, start := begin(b, m.Version, by10or13(m.Version, Type10PortMod, Type13PortMod), m.Xid)
-	if m.Version >= Version13 {
+	if m.Version >= Version11 {
 		b = zeros(append(zeros(be32(b, m.PortNo), 4), m.HWAddr[:]...), 2)
 	} else {
 		p, ok := Port32To10(m.PortNo)

@@ -43,7 +43,7 @@ func appendRole(b []byte, e *Envelope, typ uint8, role uint32, gen uint64) ([]by
 		}
 		return appendNXRole(b, e, sub, role)
 	}
-	if e.Version < Version13 {
+	if e.Version < Version12 {
 		return b, fmt.Errorf("openflow: role messages in version %d: %w", e.Version, ErrUnsupported)
 	}
 	b, start := begin(b, e.Version, typ, e.Xid)

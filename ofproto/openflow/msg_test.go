@@ -120,7 +120,9 @@ func TestEncodeRejects(t *testing.T) {
 		m    Msg
 		want error
 	}{
-		{"version 2", &BarrierRequest{Envelope: Envelope{Version: 2}}, ErrBadVersion},
+		{"version 7", &BarrierRequest{Envelope: Envelope{Version: 7}}, ErrBadVersion},
+		{"meter instruction in 1.1", &FlowMod{Envelope: Envelope{Version: Version11}, Instructions: Instructions{Meter: 1}}, ErrUnsupported},
+		{"IPv6 match in a 1.1 flow mod", &FlowMod{Envelope: Envelope{Version: Version11}, Match: v6}, ErrUnsupported},
 		{"IPv6 match in a 1.0 flow mod", &FlowMod{Envelope: env10(1), Match: v6}, ErrUnsupported},
 		{"goto_table in 1.0", &FlowMod{Envelope: env10(1), Instructions: Instructions{GotoTable: true}}, ErrUnsupported},
 		{"ports in a 1.3 features reply", &FeaturesReply{Envelope: env13(1), Ports: []Port{{}}}, ErrUnsupported},

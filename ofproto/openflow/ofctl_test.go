@@ -69,7 +69,7 @@ func (s *fakeSwitch) addr() string { return "tcp:" + s.ln.Addr().String() }
 func (s *fakeSwitch) serve(c net.Conn) {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	out, _ := (&Hello{Envelope: Envelope{Version: Version15},
-		Versions: VersionBitmap(Version10, Version13, Version14, Version15)}).Append(nil)
+		Versions: VersionBitmap(Version10, Version11, Version12, Version13, Version14, Version15)}).Append(nil)
 	if _, err := c.Write(out); err != nil {
 		return
 	}
@@ -148,8 +148,11 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 	case *FeaturesRequest:
 		r := &FeaturesReply{Envelope: env, DatapathID: 0x0000aabbccddeeff, NBuffers: 0, NTables: 254,
 			Capabilities: CapFlowStats | CapTableStats | CapPortStats}
-		if env.Version == Version10 {
+		switch env.Version {
+		case Version10:
 			r.Actions, r.Ports = 0xfff, testPorts()
+		case Version11, Version12:
+			r.Ports = testPorts()
 		}
 		return r
 	case *GetConfigRequest:
@@ -160,7 +163,8 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 		r := &TableStatsReply{Envelope: env}
 		for i := 0; i < 2; i++ {
 			r.Stats = append(r.Stats, TableStats{TableID: uint8(i), Name: fmt.Sprintf("table%d", i),
-				Wildcards: Wildcard10All, MaxEntries: 1000000, ActiveCount: 1, LookupCount: 10, MatchedCount: 5})
+				Wildcards: Wildcard10All, MaxEntries: 1000000, ActiveCount: 1, LookupCount: 10, MatchedCount: 5,
+				V11: testTableStats11(env.Version)})
 		}
 		return r
 	case *PortDescRequest:
@@ -189,7 +193,7 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 	case *FlowStatsRequest:
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return &FlowStatsReply{Envelope: env, NXM: m.NXM, Stats: s.flows}
+		return &FlowStatsReply{Envelope: env, NXM: m.NXM, Stats: encodable(env, m.NXM, s.flows)}
 	case *AggregateStatsRequest:
 		s.mu.Lock()
 		defer s.mu.Unlock()

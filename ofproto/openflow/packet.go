@@ -93,6 +93,8 @@ func (m *PacketIn) Append(b []byte) ([]byte, error) {
 		b[lenAt], b[lenAt+1] = byte(n>>8), byte(n)
 		b = append(append(b, 0, 0), m.Data...)
 		return finish(b, start)
+	case m.Version == Version11 || m.Version == Version12:
+		return m.append11(b)
 	case m.Version >= Version13:
 		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
 		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
@@ -131,7 +133,7 @@ func decodePacketOut(env Envelope, body []byte) (Msg, error) {
 	}
 	m := &PacketOut{Envelope: env}
 	var alen, fixed int
-	if v >= Version13 {
+	if v >= Version11 {
 		if len(body) < 16 {
 			return nil, badLen(v, "packet out", len(body), 16)
 		}
@@ -147,11 +149,7 @@ func decodePacketOut(env Envelope, body []byte) (Msg, error) {
 	}
 	acts := body[fixed : fixed+alen]
 	var err error
-	if v >= Version13 {
-		m.Actions, err = DecodeActions13(make([]Action, 0, alen/8), acts)
-	} else {
-		m.Actions, err = DecodeActions10(make([]Action, 0, alen/8), acts)
-	}
+	m.Actions, err = decodeActionsFor(v, make([]Action, 0, alen/8), acts)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +167,7 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 	b, start := begin(b, m.Version, TypePacketOut, m.Xid)
 	b = be32(b, m.BufferID)
 	var lenAt int
-	if m.Version >= Version13 {
+	if m.Version >= Version11 {
 		b = be32(b, m.InPort)
 		lenAt = len(b)
 		b = zeros(b, 8)
@@ -189,12 +187,7 @@ func (m *PacketOut) Append(b []byte) ([]byte, error) {
 // the actions and data and fills in actions_len, the 16 bits at lenAt.
 func (m *PacketOut) appendActionsData(b []byte, start, lenAt int) ([]byte, error) {
 	at := len(b)
-	var err error
-	if m.Version >= Version13 {
-		b, err = AppendActions13(b, m.Actions)
-	} else {
-		b, err = AppendActions10(b, m.Actions)
-	}
+	b, err := appendActionsFor(b, m.Version, m.Actions)
 	if err == nil {
 		err = putLen16(b, lenAt, at)
 	}
@@ -279,7 +272,9 @@ func (m *FlowRemoved) Append(b []byte) ([]byte, error) {
 		st.set(OXSPacketCount)
 		st.set(OXSByteCount)
 		return finish(appendOXS(b, &st), start)
-	case m.Version >= Version13:
+	case m.Version == Version11:
+		return m.append11(b)
+	case m.Version >= Version12:
 		b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
 		b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, m.TableID)
 		b = be16(be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout), m.HardTimeout)

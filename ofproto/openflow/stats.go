@@ -43,7 +43,7 @@ const (
 func decodeStats(env Envelope, body []byte, reply bool) (Msg, error) {
 	v := env.Version
 	hdr := 4
-	if v >= Version13 {
+	if v >= Version11 {
 		hdr = 8
 	}
 	if len(body) < hdr {
@@ -171,7 +171,7 @@ func exactOrNil(e error) error {
 }
 
 func portAt(v uint8, b []byte) uint32 {
-	if v >= Version13 {
+	if v >= Version11 {
 		return u32(b)
 	}
 	return Port10To32(u16(b))
@@ -180,7 +180,7 @@ func portAt(v uint8, b []byte) uint32 {
 func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, error) {
 	v := env.Version
 	hdr := 12 // vendor, subtype, pad
-	if v >= Version13 {
+	if v >= Version11 {
 		hdr = 8
 	}
 	if len(b) < 4 {
@@ -238,9 +238,9 @@ func statsHeader(b []byte, e *Envelope, reply bool, typ, flags uint16, nx bool, 
 	}
 	var t uint8
 	switch {
-	case e.Version >= Version13 && reply:
+	case e.Version >= Version11 && reply:
 		t = Type13MultipartReply
-	case e.Version >= Version13:
+	case e.Version >= Version11:
 		t = Type13MultipartRequest
 	case reply:
 		t = Type10StatsReply
@@ -252,7 +252,7 @@ func statsHeader(b []byte, e *Envelope, reply bool, typ, flags uint16, nx bool, 
 	}
 	b, start := begin(b, e.Version, t, e.Xid)
 	b = be16(be16(b, typ), flags)
-	if e.Version >= Version13 {
+	if e.Version >= Version11 {
 		b = zeros(b, 4)
 	}
 	if nx {
@@ -336,12 +336,12 @@ func decodeFlowStatsRequest(env Envelope, flags uint16, b []byte, nx bool) (*Flo
 		if len(rest) != 0 {
 			return nil, badLen(v, "NX flow stats request", len(b), len(b)-len(rest))
 		}
-	case v >= Version13:
+	case v >= Version11:
 		if len(b) < 32 {
 			return nil, badLen(v, "flow stats request", len(b), 32)
 		}
 		m.TableID, m.OutPort, m.OutGroup, m.Cookie, m.CookieMask = b[0], u32(b[4:]), u32(b[8:]), u64(b[16:]), u64(b[24:])
-		n, err := DecodeOXM(b[32:], &m.Match)
+		n, err := decodeMatchFor(v, b[32:], &m.Match)
 		if err != nil {
 			return nil, err
 		}
@@ -364,10 +364,10 @@ func appendFlowStatsRequest(b []byte, m *FlowStatsRequest, typ uint16, sub uint3
 	if err != nil {
 		return b, err
 	}
-	if m.Version >= Version13 {
+	if m.Version >= Version11 {
 		b = zeros(be32(be32(zeros(append(b, m.TableID), 3), m.OutPort), m.OutGroup), 4)
 		b = be64(be64(b, m.Cookie), m.CookieMask)
-		if b, err = AppendOXM(b, &m.Match); err != nil {
+		if b, err = appendMatchFor(b, m.Version, &m.Match); err != nil {
 			return b[:start], err
 		}
 		return finish(b, start)
@@ -473,16 +473,18 @@ func decodeFlowStatsReply(env Envelope, flags uint16, b []byte, nx bool) (Msg, e
 				return nil, err
 			}
 			s.Instructions.Apply, err = DecodeActions10(make([]Action, 0, len(acts)/8), acts)
-		case v >= Version13:
-			s.Flags = u16(e[18:])
+		case v >= Version11:
+			if v >= Version13 {
+				s.Flags = u16(e[18:])
+			}
 			if v >= Version14 {
 				s.Importance = u16(e[20:])
 			}
 			var mn int
-			if mn, err = DecodeOXM(e[48:], &s.Match); err != nil {
+			if mn, err = decodeMatchFor(v, e[48:], &s.Match); err != nil {
 				return nil, err
 			}
-			err = decodeInstructionsV(v, e[48+mn:], &s.Instructions)
+			err = decodeInstructionsFor(v, e[48+mn:], &s.Instructions)
 		default:
 			decodeMatch10(e[4:], &s.Match)
 			s.DurationSec, s.DurationNsec = u32(e[44:]), u32(e[48:])
@@ -534,18 +536,21 @@ func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 			return b, fmt.Errorf("openflow: NX flow stats with instructions: %w", ErrUnsupported)
 		}
 		b, err = AppendActions10(b, s.Instructions.Apply)
-	case v >= Version13:
+	case v >= Version11:
 		b = be16(be16(be16(be32(be32(b, s.DurationSec), s.DurationNsec), s.Priority), s.IdleTimeout), s.HardTimeout)
-		var importance uint16
+		var flags, importance uint16
+		if v >= Version13 {
+			flags = s.Flags
+		}
 		if v >= Version14 {
 			importance = s.Importance
 		}
-		b = zeros(be16(be16(b, s.Flags), importance), 2)
+		b = zeros(be16(be16(b, flags), importance), 2)
 		b = be64(be64(be64(b, s.Cookie), s.PacketCount), s.ByteCount)
-		if b, err = AppendOXM(b, &s.Match); err != nil {
+		if b, err = appendMatchFor(b, v, &s.Match); err != nil {
 			return b, err
 		}
-		b, err = appendInstructionsV(b, v, &s.Instructions)
+		b, err = appendInstructionsFor(b, v, &s.Instructions)
 	default:
 		if b, err = appendMatch10(b, &s.Match); err != nil {
 			return b, err
@@ -613,6 +618,7 @@ type TableStats struct {
 	ActiveCount  uint32
 	LookupCount  uint64
 	MatchedCount uint64
+	V11          TableStats11 // 1.1 and 1.2 only
 }
 
 // TableStatsReply lists table statistics.
@@ -649,6 +655,9 @@ func (m *TableStatsReply) body() replyBody {
 	return replyBody{env: &m.Envelope, typ: StatsTable, flags: m.Flags, n: len(m.Stats),
 		entry: func(b []byte, i int) ([]byte, error) {
 			s := &m.Stats[i]
+			if m.Version == Version11 || m.Version == Version12 {
+				return appendTableStats11(b, m.Version, s), nil
+			}
 			b = zeros(append(b, s.TableID), 3)
 			if m.Version >= Version13 {
 				return be64(be64(be32(b, s.ActiveCount), s.LookupCount), s.MatchedCount), nil
@@ -674,7 +683,7 @@ type PortStatsRequest struct {
 }
 
 func appendPortNo(b []byte, v uint8, p uint32) ([]byte, error) {
-	if v >= Version13 {
+	if v >= Version11 {
 		return be32(b, p), nil
 	}
 	n, ok := Port32To10(p)
