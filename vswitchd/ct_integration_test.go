@@ -209,7 +209,7 @@ func testFirewall(t *testing.T, withOVS bool) {
 			t.Errorf("dpif/show-dp-features lacks %q:\n%s", want, feat)
 		}
 	}
-	gov := b.firewallTraffic(t, appctl, "system@"+b.name)
+	gov := b.firewallTraffic(t, appctl, "system@ovs-system")
 	t.Logf("govswitchd: %v\nconntrack %q\ndatapath flows:\n%s", gov.passed, gov.conntrack, gov.dpflows)
 
 	for _, k := range []string{"tcp in", "udp in", "icmp in", "tcp out", "udp out", "icmp out"} {
@@ -518,7 +518,7 @@ func TestIntegrationConntrackRevalidate(t *testing.T) {
 	if !strings.Contains(dump, "ct_state=+est+trk") || strings.Contains(dump, "n_packets=0,") {
 		t.Errorf("the re-added reply rule was credited no packets")
 	}
-	dp, _ := exec.Command("ovs-dpctl", "dump-flows", "system@"+b.name).CombinedOutput()
+	dp, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
 	t.Logf("ovs-dpctl dump-flows:\n%s", dp)
 }
 

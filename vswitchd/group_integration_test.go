@@ -313,7 +313,7 @@ func TestIntegrationGroupsMeters(t *testing.T) {
 			t.Fatalf("govswitchd's %s does not answer", govMgmt)
 		}
 	}
-	gov := b.steps(t, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) }, "system@"+b.name)
+	gov := b.steps(t, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) }, "system@ovs-system")
 
 	checkGroupRun(t, "ovs-vswitchd", ovs)
 	checkGroupRun(t, "govswitchd", gov)
