@@ -513,7 +513,16 @@ func TestIntegrationConntrackRevalidate(t *testing.T) {
 	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "twothree" {
 		t.Errorf("after the rule came back: read %q, %v; want \"twothree\"", buf, err)
 	}
-	dump := b.ofctl(t, "dump-flows", "table=1,in_port=2")
+	// Rules are credited when the revalidator next reads the datapath's
+	// counters (every 500 ms, later on a loaded bed), as ovs-vswitchd's:
+	// poll rather than read once.
+	var dump string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		dump = b.ofctl(t, "dump-flows", "table=1,in_port=2")
+		if !strings.Contains(dump, "n_packets=0,") || time.Now().After(deadline) {
+			break
+		}
+	}
 	t.Logf("dump-flows:\n%s", dump)
 	if !strings.Contains(dump, "ct_state=+est+trk") || strings.Contains(dump, "n_packets=0,") {
 		t.Errorf("the re-added reply rule was credited no packets")
