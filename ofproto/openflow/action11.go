@@ -191,57 +191,7 @@ func appendSetField11(b []byte, a *Action) ([]byte, error) {
 // len(b) bytes into in (which it resets). 1.1 numbers its instructions as
 // 1.3 does but has no meter instruction, and its action lists are 1.1's.
 func DecodeInstructions11(b []byte, in *Instructions) error {
-	const v = Version11
-	*in = Instructions{}
-	var seen uint8
-	for len(b) > 0 {
-		if len(b) < 8 {
-			return errOf(v, kInstBadLen, "%d trailing bytes in instructions", len(b))
-		}
-		typ, n := u16(b), int(u16(b[2:]))
-		if n < 8 || n%8 != 0 || n > len(b) {
-			return errOf(v, kInstBadLen, "instruction %d: length %d in %d bytes", typ, n, len(b))
-		}
-		inst := b[:n]
-		b = b[n:]
-		if typ >= Inst13GotoTable && typ <= Inst13ClearActions {
-			if seen&(1<<typ) != 0 {
-				return errOf(v, kInstDup, "instruction %d twice", typ)
-			}
-			seen |= 1 << typ
-		}
-		fixed := func(want int) error {
-			if n != want {
-				return errOf(v, kInstBadLen, "instruction %d: length %d, want %d", typ, n, want)
-			}
-			return nil
-		}
-		var err error
-		switch typ {
-		case Inst13GotoTable:
-			if err = fixed(8); err == nil {
-				in.GotoTable, in.Table = true, inst[4]
-			}
-		case Inst13WriteMetadata:
-			if err = fixed(24); err == nil {
-				in.WriteMetadata, in.Metadata, in.MetadataMask = true, u64(inst[8:]), u64(inst[16:])
-			}
-		case Inst13WriteActions:
-			in.Write, err = DecodeActions11(make([]Action, 0, (n-8)/8), inst[8:])
-		case Inst13ApplyActions:
-			in.Apply, err = DecodeActions11(make([]Action, 0, (n-8)/8), inst[8:])
-		case Inst13ClearActions:
-			if err = fixed(8); err == nil {
-				in.Clear = true
-			}
-		default:
-			return errOf(v, kInstUnknown, "instruction type %d", typ)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return decodeInstructions(Version11, b, in, DecodeActions11)
 }
 
 // AppendInstructions11 appends in as an OpenFlow 1.1 instruction list, in
@@ -250,34 +200,5 @@ func AppendInstructions11(b []byte, in *Instructions) ([]byte, error) {
 	if in.Meter != 0 {
 		return b, fmt.Errorf("openflow: meter instruction in OpenFlow 1.1: %w", ErrUnsupported)
 	}
-	start := len(b)
-	list := func(typ uint16, acts []Action) error {
-		at := len(b)
-		b = zeros(act13(b, typ, 0), 4)
-		var err error
-		if b, err = AppendActions11(b, acts); err != nil {
-			return err
-		}
-		return putLen16(b, at+2, at)
-	}
-	if len(in.Apply) > 0 {
-		if err := list(Inst13ApplyActions, in.Apply); err != nil {
-			return b[:start], err
-		}
-	}
-	if in.Clear {
-		b = zeros(act13(b, Inst13ClearActions, 8), 4)
-	}
-	if in.Write != nil {
-		if err := list(Inst13WriteActions, in.Write); err != nil {
-			return b[:start], err
-		}
-	}
-	if in.WriteMetadata {
-		b = be64(be64(zeros(act13(b, Inst13WriteMetadata, 24), 4), in.Metadata), in.MetadataMask)
-	}
-	if in.GotoTable {
-		b = append(act13(b, Inst13GotoTable, 8), in.Table, 0, 0, 0)
-	}
-	return b, nil
+	return appendInstructions(b, len(b), in, AppendActions11)
 }

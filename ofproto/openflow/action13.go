@@ -220,7 +220,17 @@ func appendSetField13(b []byte, a *Action) ([]byte, error) {
 // len(b) bytes into in (which it resets). Action lists alias nothing but
 // vendor action bodies.
 func DecodeInstructions13(b []byte, in *Instructions) error {
-	const v = Version13
+	return decodeInstructions(Version13, b, in, DecodeActions13)
+}
+
+// decodeInstructions parses an instruction list of version v (1.1+),
+// whose action lists decodeActions reads. 1.1 and 1.2 number their
+// instructions as 1.3 does but have no meter instruction.
+func decodeInstructions(v uint8, b []byte, in *Instructions, decodeActions func([]Action, []byte) ([]Action, error)) error {
+	last := uint16(Inst13Meter)
+	if v < Version13 {
+		last = Inst13ClearActions
+	}
 	*in = Instructions{}
 	var seen uint8
 	for len(b) > 0 {
@@ -233,7 +243,7 @@ func DecodeInstructions13(b []byte, in *Instructions) error {
 		}
 		inst := b[:n]
 		b = b[n:]
-		if typ >= Inst13GotoTable && typ <= Inst13Meter {
+		if typ >= Inst13GotoTable && typ <= last {
 			if seen&(1<<typ) != 0 {
 				return errOf(v, kInstDup, "instruction %d twice", typ)
 			}
@@ -256,14 +266,17 @@ func DecodeInstructions13(b []byte, in *Instructions) error {
 				in.WriteMetadata, in.Metadata, in.MetadataMask = true, u64(inst[8:]), u64(inst[16:])
 			}
 		case Inst13WriteActions:
-			in.Write, err = DecodeActions13(make([]Action, 0, (n-8)/8), inst[8:])
+			in.Write, err = decodeActions(make([]Action, 0, (n-8)/8), inst[8:])
 		case Inst13ApplyActions:
-			in.Apply, err = DecodeActions13(make([]Action, 0, (n-8)/8), inst[8:])
+			in.Apply, err = decodeActions(make([]Action, 0, (n-8)/8), inst[8:])
 		case Inst13ClearActions:
 			if err = fixed(8); err == nil {
 				in.Clear = true
 			}
 		case Inst13Meter:
+			if v < Version13 {
+				return errOf(v, kInstUnknown, "instruction type %d", typ)
+			}
 			if err = fixed(8); err == nil {
 				in.Meter = u32(inst[4:])
 			}
@@ -284,11 +297,17 @@ func AppendInstructions13(b []byte, in *Instructions) ([]byte, error) {
 	if in.Meter != 0 {
 		b = be32(act13(b, Inst13Meter, 8), in.Meter)
 	}
+	return appendInstructions(b, start, in, AppendActions13)
+}
+
+// appendInstructions appends in's instructions but the meter, whose
+// action lists appendActions writes; on error it returns b cut to start.
+func appendInstructions(b []byte, start int, in *Instructions, appendActions func([]byte, []Action) ([]byte, error)) ([]byte, error) {
 	list := func(typ uint16, acts []Action) error {
 		at := len(b)
 		b = zeros(act13(b, typ, 0), 4)
 		var err error
-		if b, err = AppendActions13(b, acts); err != nil {
+		if b, err = appendActions(b, acts); err != nil {
 			return err
 		}
 		return putLen16(b, at+2, at)
