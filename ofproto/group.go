@@ -1,7 +1,9 @@
 package ofproto
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -83,21 +85,7 @@ func (gs *Groups) Lookup(id uint32) *Group {
 
 // List returns every group, ordered by id.
 func (gs *Groups) List() []*Group {
-	cur := *gs.cur.Load()
-	out := make([]*Group, 0, len(cur))
-	for _, g := range cur {
-		out = append(out, g)
-	}
-	slices.SortFunc(out, func(a, b *Group) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return slices.SortedFunc(maps.Values(*gs.cur.Load()), func(a, b *Group) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // GroupError is a failed group mod with the OFPGMFC_* code the controller

@@ -1,7 +1,9 @@
 package ofproto
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -117,21 +119,7 @@ func (ms *Meters) Lookup(id uint32) *Meter {
 
 // List returns every meter, ordered by id.
 func (ms *Meters) List() []*Meter {
-	cur := *ms.cur.Load()
-	out := make([]*Meter, 0, len(cur))
-	for _, m := range cur {
-		out = append(out, m)
-	}
-	slices.SortFunc(out, func(a, b *Meter) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
-	return out
+	return slices.SortedFunc(maps.Values(*ms.cur.Load()), func(a, b *Meter) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // Features describes the meters as OFPMP_METER_FEATURES does:
