@@ -77,6 +77,7 @@ type Bridge struct {
 	X      *Xlator
 	Groups *Groups
 	Meters *Meters
+	TLVs   TLVTable // the Geneve option map (NXT_TLV_TABLE_MOD)
 	Udpif  *Udpif
 	Config BridgeConfig
 

@@ -110,6 +110,10 @@ func (c *Conn) handle(raw []byte) error {
 		return nil
 	case *openflow.NXSetPacketInFormat:
 		return c.setPacketInFormat(raw, m)
+	case *openflow.TLVTableMod:
+		return c.tlvTableMod(raw, m)
+	case *openflow.TLVTableRequest:
+		return c.tlvTableRequest(m)
 	case *openflow.NXSetControllerID:
 		c.mu.Lock()
 		c.ctrlID = m.ID

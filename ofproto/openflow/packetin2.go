@@ -442,6 +442,9 @@ func nxAnyVersion(sub uint32) bool {
 // decodeNXAnyVersion decodes the Nicira messages of this file and
 // monitor.go; ok is false for other subtypes.
 func decodeNXAnyVersion(env Envelope, sub uint32, rest []byte) (m Msg, err error, ok bool) {
+	if m, err, ok := decodeTLVTable(env, sub, rest); ok {
+		return m, err, true
+	}
 	switch sub {
 	case NXTPacketIn2, NXTResume:
 		m, err = decodePacketIn2(env, sub == NXTResume, rest)
