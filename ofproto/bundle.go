@@ -49,9 +49,10 @@ type bundle struct {
 // added; raw is the whole BUNDLE_ADD_MESSAGE (copied), which errors at
 // commit quote, as ovs-vswitchd's do.
 type bundleEntry struct {
-	raw     []byte
-	fm      FlowMod
-	portMod *openflow.PortMod
+	raw      []byte
+	fm       FlowMod
+	portMod  *openflow.PortMod
+	groupMod *openflow.GroupMod
 }
 
 // bundleErr answers raw with the OFPBFC error code in the connection's
@@ -243,9 +244,15 @@ func (c *Conn) bundleAdd(raw []byte, m *openflow.BundleAdd) error {
 	case *openflow.PortMod:
 		pm := *im
 		e.portMod = &pm
+	case *openflow.GroupMod:
+		if err := checkGroupMod(im); err != nil {
+			return c.sendGroupModError(raw, err)
+		}
+		e.groupMod = im
 	default:
-		// Packet-outs, group mods and meter mods in bundles are not
-		// implemented: refused rather than run at the wrong time.
+		// Packet-outs in bundles are not implemented: refused rather
+		// than run at the wrong time. Meter mods ovs-vswitchd refuses
+		// in bundles too.
 		return c.bundleErr(raw, openflow.BundleFailedMsgUnsup)
 	}
 	c.bmu.Lock()
@@ -314,6 +321,9 @@ func (c *Conn) commitBundle(b *bundle) (failed *bundleEntry, err error) {
 			}
 			continue
 		}
+		if e.groupMod != nil {
+			continue
+		}
 		fms = append(fms, &e.fm)
 		idx = append(idx, i)
 		if e.fm.Command == CmdModify || e.fm.Command == CmdDelete {
@@ -322,9 +332,14 @@ func (c *Conn) commitBundle(b *bundle) (failed *bundleEntry, err error) {
 	}
 	at := -1
 	now := time.Now()
+	staged, gi, gerr := c.m.b.Groups.stage(b.entries, now)
+	if gerr != nil {
+		return &b.entries[gi], c.sendGroupModError(b.entries[gi].raw, gerr)
+	}
 	c.m.shieldFailOpen(loose, func() {
 		err = c.m.b.Tables.ApplyAll(fms, now, &at)
 	})
+	staged.finish(err == nil, now)
 	if err != nil {
 		e := &b.entries[idx[at]]
 		typ, code := flowModError(v, err)

@@ -31,6 +31,11 @@ func (c *Conn) groupMod(raw []byte, m *openflow.GroupMod) error {
 	if err == nil {
 		return nil
 	}
+	return c.sendGroupModError(raw, err)
+}
+
+// sendGroupModError answers raw with the error for a failed group mod.
+func (c *Conn) sendGroupModError(raw []byte, err error) error {
 	c.logRefusal("group mod", err)
 	var ge *GroupError
 	if errors.As(err, &ge) {

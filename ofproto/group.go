@@ -142,6 +142,23 @@ func checkBucketActions(buckets []openflow.Bucket) error {
 // Apply carries out a decoded group mod at time now. Errors are
 // *GroupError (OFPGMFC_*) or a flow table *Error for bucket actions.
 func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
+	if err := checkGroupMod(m); err != nil {
+		return err
+	}
+	gs.mu.Lock()
+	next, deleted, err := groupStep(*gs.cur.Load(), m, now)
+	if err != nil {
+		gs.mu.Unlock()
+		return err
+	}
+	gs.cur.Store(&next)
+	gs.mu.Unlock()
+	gs.dropped(deleted, now)
+	return nil
+}
+
+// checkGroupMod is what a group mod must pass whatever the table holds.
+func checkGroupMod(m *openflow.GroupMod) error {
 	if m.Command != openflow.GroupDelete {
 		if m.GroupID > openflow.GroupMax {
 			return groupErrorf(openflow.GroupModFailed13InvalidGroup, "group id %#x is reserved", m.GroupID)
@@ -150,8 +167,12 @@ func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
 			return err
 		}
 	}
-	gs.mu.Lock()
-	old := *gs.cur.Load()
+	return nil
+}
+
+// groupStep returns the group table old with m applied, and the ids m
+// deleted; old is not changed.
+func groupStep(old groupSet, m *openflow.GroupMod, now time.Time) (groupSet, []uint32, error) {
 	next := make(groupSet, len(old)+1)
 	for id, g := range old {
 		next[id] = g
@@ -168,38 +189,32 @@ func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
 	switch cmd {
 	case openflow.GroupAdd:
 		if cur != nil {
-			gs.mu.Unlock()
-			return groupErrorf(openflow.GroupModFailed13GroupExists, "group %d exists", m.GroupID)
+			return nil, nil, groupErrorf(openflow.GroupModFailed13GroupExists, "group %d exists", m.GroupID)
 		}
 		g, err := buildGroup(m, numberBuckets(m), now)
 		if err != nil {
-			gs.mu.Unlock()
-			return err
+			return nil, nil, err
 		}
 		next[m.GroupID] = g
 	case openflow.GroupModify:
 		if cur == nil {
-			gs.mu.Unlock()
-			return groupErrorf(openflow.GroupModFailed13UnknownGroup, "no group %d", m.GroupID)
+			return nil, nil, groupErrorf(openflow.GroupModFailed13UnknownGroup, "no group %d", m.GroupID)
 		}
 		g, err := buildGroup(m, numberBuckets(m), cur.Created)
 		if err != nil {
-			gs.mu.Unlock()
-			return err
+			return nil, nil, err
 		}
 		g.counter = cur.counter
 		next[m.GroupID] = g
 	case openflow.GroupInsertBucket, openflow.GroupRemoveBucket:
 		if cur == nil {
-			gs.mu.Unlock()
-			return groupErrorf(openflow.GroupModFailed13UnknownGroup, "no group %d", m.GroupID)
+			return nil, nil, groupErrorf(openflow.GroupModFailed13UnknownGroup, "no group %d", m.GroupID)
 		}
 		// The message's type does not change the group's (OVS ignores
 		// it for bucket commands too).
 		g, err := editBuckets(cur, m)
 		if err != nil {
-			gs.mu.Unlock()
-			return err
+			return nil, nil, err
 		}
 		next[m.GroupID] = g
 	case openflow.GroupDelete:
@@ -213,18 +228,18 @@ func (gs *Groups) Apply(m *openflow.GroupMod, now time.Time) error {
 			deleted = append(deleted, m.GroupID)
 		}
 	default:
-		gs.mu.Unlock()
-		return groupErrorf(openflow.GroupModFailed13BadCommand, "group command %d", m.Command)
+		return nil, nil, groupErrorf(openflow.GroupModFailed13BadCommand, "group command %d", m.Command)
 	}
-	gs.cur.Store(&next)
-	gs.mu.Unlock()
-	// Flows that use a deleted group go with it (OpenFlow 1.3 §6.5), with
-	// reason GROUP_DELETE.
+	return next, deleted, nil
+}
+
+// dropped deletes the flows that use the deleted groups (OpenFlow 1.3
+// §6.5, with reason GROUP_DELETE) and makes cached translations stale.
+func (gs *Groups) dropped(deleted []uint32, now time.Time) {
 	for _, id := range deleted {
 		gs.ts.deleteUsing(refGroup, id, now)
 	}
 	gs.ts.Invalidate()
-	return nil
 }
 
 // numberBuckets returns m's buckets; they keep the ids 1.5 gave them
