@@ -34,6 +34,7 @@ type OpenvSwitch struct {
 	NextCfg     int               `ovsdb:"next_cfg"`
 	CurCfg      int               `ovsdb:"cur_cfg"`
 	OtherConfig map[string]string `ovsdb:"other_config"`
+	Datapaths   map[string]string `ovsdb:"datapaths"` // datapath type -> Datapath UUID
 }
 
 // Bridge is a row of the Bridge table.
@@ -95,5 +96,6 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableDatapath:   &Datapath{},
 	})
 }

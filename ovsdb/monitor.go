@@ -94,6 +94,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableDatapath:   modelColumns(&Datapath{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -226,6 +227,11 @@ func (m *Monitor) reconcile(ctx context.Context, c *dbClient, rec *Reconciler) e
 		}
 		ops = append(ops, o...)
 	}
+	o, err := datapathUpdates(c, m.sw, rows.Root)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, o...)
 	if rows.Root != nil && rows.Root.CurCfg != d.NextCfg {
 		root := &OpenvSwitch{UUID: rows.Root.UUID, CurCfg: d.NextCfg}
 		o, err := c.Update(root, &root.CurCfg)
