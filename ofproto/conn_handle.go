@@ -114,6 +114,8 @@ func (c *Conn) handle(raw []byte) error {
 		return c.tlvTableMod(raw, m)
 	case *openflow.TLVTableRequest:
 		return c.tlvTableRequest(m)
+	case *openflow.CtFlushZone:
+		return c.ctFlushZone(raw, m)
 	case *openflow.NXSetControllerID:
 		c.mu.Lock()
 		c.ctrlID = m.ID

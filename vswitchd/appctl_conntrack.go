@@ -106,17 +106,23 @@ func (d *Daemon) dpctlFlushConntrack(args []string) (string, error) {
 		}
 		return "", nil
 	}
-	entries, err := ctDump(zone)
+	return "", flushConntrackZone(*zone)
+}
+
+// flushConntrackZone deletes the connections of one zone (dpctl/
+// flush-conntrack zone=N, and NXT_CT_FLUSH_ZONE from a controller).
+func flushConntrackZone(zone uint16) error {
+	entries, err := ctDump(&zone)
 	if err != nil {
-		return "", err
+		return err
 	}
 	for i := range entries {
 		// A connection that ended meanwhile is flushed already.
 		if err := conntrack.Delete(&entries[i]); err != nil && !errors.Is(err, unix.ENOENT) {
-			return "", fmt.Errorf("flushing conntrack zone %d (%v)", *zone, err)
+			return fmt.Errorf("flushing conntrack zone %d (%v)", zone, err)
 		}
 	}
-	return "", nil
+	return nil
 }
 
 // dpctlCtStatsShow is dpctl/ct-stats-show [-m] [DP] [zone=N]: the

@@ -112,11 +112,15 @@ func decodeTLVMaps(v uint8, what string, rest []byte) ([]TLVMap, error) {
 	return maps, nil
 }
 
-// decodeTLVTable decodes the TLV table messages; ok is false for other
-// subtypes.
+// decodeTLVTable decodes the TLV table messages and NXT_CT_FLUSH_ZONE
+// (the other any-version Nicira messages ovn-controller sends); ok is false
+// for other subtypes.
 func decodeTLVTable(env Envelope, sub uint32, rest []byte) (m Msg, err error, ok bool) {
 	v := env.Version
 	switch sub {
+	case NXTCtFlushZone:
+		m, err := decodeCtFlushZone(env, rest)
+		return m, err, true
 	case NXTTLVTableMod:
 		if len(rest) < 8 {
 			return nil, badLen(v, "NXT_TLV_TABLE_MOD", len(rest), 8), true

@@ -1,0 +1,22 @@
+package ofproto
+
+import (
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// ctFlushZone carries out NXT_CT_FLUSH_ZONE. As in ovs-vswitchd nothing
+// answers it, and a failed flush is only logged; a datapath without
+// conntrack flushing (the in-memory one) refuses it as an unknown message.
+func (c *Conn) ctFlushZone(raw []byte, m *openflow.CtFlushZone) error {
+	if slave, err := c.isSlave(raw); slave {
+		return err
+	}
+	flush := c.m.b.Backer.FlushCtZone
+	if flush == nil {
+		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadSubtype)
+	}
+	if err := flush(m.Zone); err != nil {
+		c.log.Warn("conntrack zone flush failed", "zone", m.Zone, "err", err)
+	}
+	return nil
+}
