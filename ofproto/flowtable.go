@@ -233,7 +233,7 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
 				}
 				continue
-			case openflow.ActRegLoad, openflow.ActRegMove:
+			case openflow.ActRegLoad, openflow.ActRegMove, openflow.ActStackPush, openflow.ActStackPop:
 				if !a.Field.PrereqsMet(&m.Key, &m.Mask) || a.Type == openflow.ActRegMove && !a.Src.PrereqsMet(&m.Key, &m.Mask) {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}

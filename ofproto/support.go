@@ -65,6 +65,10 @@ func checkSupported(acts []openflow.Action) error {
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "move into %s is not implemented", a.Field)
 			}
+		case openflow.ActStackPush, openflow.ActStackPop:
+			if err := checkStack(a); err != nil {
+				return err
+			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
 		case openflow.ActNAT:

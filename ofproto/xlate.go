@@ -170,6 +170,11 @@ type xctx struct {
 	exit             bool
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	stack            xlateStack // push and pop (xlate_stack.go)
+	// scratch holds field values that load, move, push and pop read and
+	// write: a local array would escape through Field.Value and cost
+	// an allocation per action.
+	scratch [2][16]byte
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -359,6 +364,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.regLoad(a)
 	case openflow.ActRegMove:
 		c.regMove(a)
+	case openflow.ActStackPush, openflow.ActStackPop:
+		c.stackOp(a)
 	case openflow.ActSetVLANVID:
 		c.flow.VLANs[0].TCI = c.flow.VLANs[0].TCI&^flow.VLANVIDMask | a.VLANVID&flow.VLANVIDMask | flow.VLANPresent
 		if c.flow.VLANs[0].TPID == 0 {
@@ -415,8 +422,7 @@ func (c *xctx) regLoad(a *openflow.Action) {
 	if n == 0 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 || a.NBits > 64 {
 		return
 	}
-	var buf [16]byte
-	v, ok := a.Field.Value(buf[:0], &c.flow)
+	v, ok := a.Field.Value(c.scratch[0][:0], &c.flow)
 	if !ok {
 		return
 	}
@@ -443,9 +449,8 @@ func (c *xctx) regMove(a *openflow.Action) {
 	if sn == 0 || dn == 0 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*sn || int(a.Ofs)+int(a.NBits) > 8*dn {
 		return
 	}
-	var sb, db [16]byte
-	src, ok1 := a.Src.Value(sb[:0], &c.flow)
-	dst, ok2 := a.Field.Value(db[:0], &c.flow)
+	src, ok1 := a.Src.Value(c.scratch[0][:0], &c.flow)
+	dst, ok2 := a.Field.Value(c.scratch[1][:0], &c.flow)
 	if !ok1 || !ok2 {
 		return
 	}

@@ -38,6 +38,8 @@ const (
 	ActCTClear               // NXAST_CT_CLEAR
 	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
 	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
+	ActStackPush             // Field, Ofs, NBits: NXAST_STACK_PUSH (push)
+	ActStackPop              // Field, Ofs, NBits: NXAST_STACK_POP (pop)
 )
 
 var actionNames = [...]string{
@@ -48,6 +50,7 @@ var actionNames = [...]string{
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
+	ActStackPush: "push", ActStackPop: "pop",
 }
 
 func (t ActionType) String() string {

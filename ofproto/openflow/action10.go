@@ -142,6 +142,11 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return nil
 	}
 	switch sub {
+	case NXASTStackPush, NXASTStackPop:
+		if err := need(24); err != nil {
+			return Action{}, err
+		}
+		return decodeStack(v, sub, act)
 	case NXASTCT:
 		return decodeCT(v, act)
 	case NXASTNAT:
@@ -291,7 +296,7 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return zeros(nxActionHeader(b, 16, NXASTDecTTL), 6), nil
 	case ActGroup:
 		return be32(zeros(nxActionHeader(b, 16, NXASTGroup), 2), a.Group), nil
-	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT, ActStackPush, ActStackPop:
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version10)
@@ -389,6 +394,8 @@ func appendNXAction(b []byte, a *Action) ([]byte, error) {
 		}
 		b = be16(be16(be16(nxActionHeader(b, 24, NXASTRegMove), a.NBits), a.SrcOfs), a.Ofs)
 		return be32(be32(b, sh), dh), nil
+	case ActStackPush, ActStackPop:
+		return appendStack(b, a)
 	case ActCTClear:
 		return zeros(nxActionHeader(b, 16, NXASTCTClear), 6), nil
 	case ActNAT:

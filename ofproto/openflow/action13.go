@@ -193,7 +193,7 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendSetField13(b, &sf)
 	case ActSetField:
 		return appendSetField13(b, a)
-	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT:
+	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT, ActStackPush, ActStackPop:
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version13)
