@@ -168,8 +168,8 @@ type xctx struct {
 	table            uint8
 	cookie           uint64
 	exit             bool
-	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
-	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	packetOut        bool       // translating a packet-out: OFPP_TABLE is allowed
+	ctrl             ctrlState  // controller(pause) (xlate_controller.go)
 	stack            xlateStack // push and pop (xlate_stack.go)
 	// scratch holds field values that load, move, push and pop read and
 	// write: a local array would escape through Field.Value and cost
