@@ -88,10 +88,8 @@ type Backer struct {
 	// or down (a port mod's OFPPC_PORT_DOWN), as ovs-vswitchd does; nil
 	// for datapaths whose devices are not the host's.
 	SetLinkUp func(name string, up bool) error
-	// FlushCtZone, if set, deletes the connection tracking entries of a
-	// zone (NXT_CT_FLUSH_ZONE); nil refuses the message, as for a
-	// datapath without conntrack.
-	FlushCtZone func(zone uint16) error
+	// flushCtZone is SetFlushCtZone's function.
+	flushCtZone atomic.Pointer[func(zone uint16) error]
 	// meterIDs is the datapath's meter id pool, shared by its bridges
 	// (meter.go).
 	meterIDs meterIDPool

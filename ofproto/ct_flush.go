@@ -11,12 +11,24 @@ func (c *Conn) ctFlushZone(raw []byte, m *openflow.CtFlushZone) error {
 	if slave, err := c.isSlave(raw); slave {
 		return err
 	}
-	flush := c.m.b.Backer.FlushCtZone
+	flush := c.m.b.Backer.flushCtZone.Load()
 	if flush == nil {
 		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadSubtype)
 	}
-	if err := flush(m.Zone); err != nil {
+	if err := (*flush)(m.Zone); err != nil {
 		c.log.Warn("conntrack zone flush failed", "zone", m.Zone, "err", err)
 	}
 	return nil
+}
+
+// SetFlushCtZone sets the function that deletes the connection tracking
+// entries of a zone, for NXT_CT_FLUSH_ZONE; nil (the default) refuses the
+// message, as for a datapath without conntrack. It may be called at any
+// time.
+func (bk *Backer) SetFlushCtZone(fn func(zone uint16) error) {
+	if fn == nil {
+		bk.flushCtZone.Store(nil)
+		return
+	}
+	bk.flushCtZone.Store(&fn)
 }

@@ -18,7 +18,7 @@ func TestCtFlushZoneOvsOfctl(t *testing.T) {
 	var mu sync.Mutex
 	var zones []uint16
 	fail := false
-	s.b.Backer.FlushCtZone = func(z uint16) error {
+	s.b.Backer.SetFlushCtZone(func(z uint16) error {
 		mu.Lock()
 		defer mu.Unlock()
 		zones = append(zones, z)
@@ -26,7 +26,7 @@ func TestCtFlushZoneOvsOfctl(t *testing.T) {
 			return errors.New("no conntrack here")
 		}
 		return nil
-	}
+	})
 	for _, ver := range []string{"OpenFlow10", "OpenFlow15"} {
 		s.ofctl(t, []string{"-O", ver}, "ct-flush-zone", "4")
 	}
@@ -40,7 +40,8 @@ func TestCtFlushZoneOvsOfctl(t *testing.T) {
 	if len(got) != 3 || got[0] != 4 || got[1] != 4 || got[2] != 65535 {
 		t.Errorf("zones flushed: %v, want [4 4 65535]", got)
 	}
-	s.b.Backer.FlushCtZone = nil
+	// A second switch, whose datapath cannot flush.
+	s = newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
 	if out, err := s.ofctlErr([]string{"-O", "OpenFlow15"}, "ct-flush-zone", "1"); err == nil || !strings.Contains(err.Error(), "OFPBRC_BAD_SUBTYPE") {
 		t.Errorf("without a flush: want OFPBRC_BAD_SUBTYPE, got %v %s", err, out)
 	}

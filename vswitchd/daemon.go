@@ -468,7 +468,7 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 	bk = ofproto.NewBacker(dp, up)
 	if _, inMemory := d.provider.(*dummy.Provider); !inMemory {
 		bk.SetLinkUp = setLinkUp // the kernel datapath's ports are the host's devices
-		bk.FlushCtZone = flushConntrackZone
+		bk.SetFlushCtZone(flushConntrackZone)
 	}
 	bk.Udpif.OnGovernorGeneration = func(g governor.Generation) {
 		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "datapath", name, "packets", g.Packets,

@@ -23,7 +23,9 @@ func FuzzStackAction(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if len(b) < 8 {
+		// The action list decoder hands over a whole action of the
+		// length its header gives.
+		if len(b) < 8 || u16(b) != ActVendorType || int(u16(b[2:])) != len(b) {
 			return
 		}
 		a, err := decodeVendorAction(Version13, b)
