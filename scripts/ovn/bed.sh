@@ -135,6 +135,7 @@ collect() {
 		[[ -f $d/$f ]] && cp "$d/$f" "$o/"
 	done
 	ovs-vsctl list datapath >"$o/datapath-table" 2>&1
+	ovs-ofctl -O OpenFlow15 dump-tlv-map br-int >"$o/tlv-map" 2>&1
 	ovs-vsctl show >"$o/vsctl-show" 2>&1
 	ovs-appctl dpctl/dump-conntrack >"$o/conntrack" 2>&1
 	ovs-appctl dpctl/dump-flows >"$o/dp-flows" 2>&1
