@@ -44,15 +44,15 @@ const PortTypePatch = "patch"
 
 // PortSet is one immutable version of the bridge's ports.
 type PortSet struct {
-	byOF  map[uint32]*Port
-	byDP  map[uint32]*Port
-	list  []*Port  // by OpenFlow port number
+	byOF map[uint32]*Port
+	byDP map[uint32]*Port
+	list []*Port // by OpenFlow port number
 	// floodOrder is list with LOCAL moved to the front: the order
 	// ovs-vswitchd floods a bridge's ports in (its bridge port is its
 	// first bundle), which OVS's tests see in datapath actions such as
 	// "actions:br0,ovs-p2".
 	floodOrder []*Port
-	flood []uint32 // datapath ports that take flooded packets
+	flood      []uint32 // datapath ports that take flooded packets
 	// vlans is set when some port has a VLAN configuration other than a
 	// trunk of all VLANs: without one, NORMAL forwards every frame with
 	// the headers it came with, and skips the per-port VLAN work.
