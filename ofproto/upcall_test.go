@@ -282,7 +282,7 @@ func TestUpcallMissAllocs(t *testing.T) {
 	i := 0
 	miss := func() {
 		i++
-		binary.BigEndian.PutUint16(f[34:], uint16(i))   // a new flow each time:
+		binary.BigEndian.PutUint16(f[34:], uint16(i))     // a new flow each time:
 		binary.BigEndian.PutUint16(f[26:], uint16(i>>16)) // source port and address
 		want := br.Udpif.c.misses.Load() + 1
 		p1.Send(f)

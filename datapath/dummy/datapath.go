@@ -170,7 +170,7 @@ func (d *Datapath) DumpFlows(terse bool, fn func(f *datapath.Flow) error) error 
 	off := 0
 	for i, fl := range c.flows {
 		// fillFlow appends the actions to this room, in place.
-		snap[i].Actions = arena[off:off:off+len(fl.actions)]
+		snap[i].Actions = arena[off : off : off+len(fl.actions)]
 		off += len(fl.actions)
 		c.fillFlow(fl, &snap[i], terse)
 	}
