@@ -14,15 +14,6 @@ import (
 // datapath of that type supports, as ovs-vswitchd 3.1 does, and clients
 // read it: ovn-controller looks there for ct_zero_snat.
 
-// TableDatapath is the Datapath table's name.
-const TableDatapath = "Datapath"
-
-// Datapath is a row of the Datapath table (the columns the switch writes).
-type Datapath struct {
-	UUID         string            `ovsdb:"_uuid"`
-	Capabilities map[string]string `ovsdb:"capabilities"`
-}
-
 // DatapathCapabilities is implemented by a Switch that reports datapath
 // capabilities. Capabilities returns the capabilities column for datapath
 // type typ ("system" for an empty type), and false when the switch has no
