@@ -19,8 +19,9 @@ import (
 // its bundles with group mods commit, its conntrack zone flushes are
 // taken, and the Datapath row it creates gets the switch's capabilities.
 //
-// The scenario itself does not pass yet (its result is logged): the ARP
-// responder's flows rewrite ARP fields, which govswitchd refuses. When it
+// The scenario itself does not pass yet (its result is logged): of its
+// 141 flows govswitchd refuses 11 with a masked set_field (OpenFlow 1.5)
+// and the 2 of the ARP responder, which rewrite ARP fields. When it
 // passes, hold its result and flow count to ovs-vswitchd's here
 // (scripts/ovn-sandbox --switch both shows both). OVN needs conntrack
 // zones, so the vm bed.
