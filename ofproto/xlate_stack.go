@@ -10,7 +10,7 @@ import (
 
 // maxStack bounds the stack. ovs-vswitchd's grows without bound; ovn-
 // controller pushes two or three values at a time.
-const maxStack = 32
+const maxStack = 16
 
 type xlateStack struct {
 	n    int
