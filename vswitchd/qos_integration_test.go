@@ -128,6 +128,25 @@ func TestIntegrationQoSHTB(t *testing.T) {
 		t.Errorf("without QoS only %.2f Mbit/s: the bed cannot show the limit", free/1e6)
 	}
 
+	// set_queue:1 sends h1's TCP through queue 1 (tc class 1:2) at its
+	// own max-rate of 1 Mbit/s.
+	must("--", "--id=@q1", "create", "queue", "other_config:max-rate=1000000", "--",
+		"set", "qos", must("get", "port", b.v2, "qos"), "queues:1=@q1")
+	if cls := tc("class", "show", "dev", b.v2); !strings.Contains(cls, "class htb 1:2 parent 1:fffe") {
+		t.Errorf("no class 1:2 for queue 1:\n%s", cls)
+	}
+	b.ofctl(t, "add-flow", "priority=10,tcp,in_port=1,actions=set_queue:1,NORMAL")
+	q1 := rate()
+	flows, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+	t.Logf("TCP through queue 1: %.2f Mbit/s; datapath flows:\n%s", q1/1e6, flows)
+	if q1 > 1.25e6 || q1 < 0.3e6 {
+		t.Errorf("TCP through the 1 Mbit/s queue 1 at %.2f Mbit/s", q1/1e6)
+	}
+	if !strings.Contains(string(flows), "set(skb_priority(0x10002))") {
+		t.Errorf("no datapath flow sets skb_priority 1:2")
+	}
+	b.ofctl(t, "del-flows", "tcp")
+
 	// A type govswitchd does not run is refused, and the port keeps none.
 	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-hfsc")
 	t.Logf("linux-hfsc: %s", out)
