@@ -37,6 +37,8 @@ type Port struct {
 	// patch counts a patch port's packets (nil for other ports); copies
 	// of the Port share it.
 	patch *patchStats
+	// Bond is the bond the port is a member of (bond.go), nil for none.
+	Bond *Bond
 }
 
 // PortTypePatch is the type of a patch port.
@@ -52,6 +54,9 @@ type PortSet struct {
 	// trunk of all VLANs: without one, NORMAL forwards every frame with
 	// the headers it came with, and skips the per-port VLAN work.
 	vlans bool
+	// bonds are the states of the bridge's bonds (bond.go), nil when
+	// there is none.
+	bonds map[*Bond]*bondState
 }
 
 // ByOF returns the port with OpenFlow number p, or nil.
@@ -96,6 +101,7 @@ func buildPortSet(list []*Port) *PortSet {
 			s.vlans = true
 		}
 	}
+	s.bonds = buildBondStates(list)
 	return s
 }
 

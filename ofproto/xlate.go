@@ -612,21 +612,24 @@ func (c *xctx) normal() {
 	if !ok {
 		return // not a VLAN the input port carries
 	}
+	if c.inPort != nil && c.inPort.Bond != nil && !c.bondAdmit(vlan) {
+		return // xlate_bond.go
+	}
 	mac := c.x.MAC
 	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
-		if mac.Learn(vlan, c.flow.EthSrc, c.inPort.OFPort, c.now) {
+		if mac.Learn(vlan, c.flow.EthSrc, c.learnPort(), c.now) {
 			c.out.Learned = true
 		}
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && pt != c.inPort && pt.VLAN.includes(vlan) {
+			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) {
 				c.normalOutput(pt, vlan, tag)
 			}
 			return
 		}
 	}
-	if !c.ports.vlans {
+	if !c.ports.vlans && c.ports.bonds == nil {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
 		c.flood(true)
@@ -646,7 +649,8 @@ func (c *xctx) normal() {
 			break
 		}
 		for _, pt := range c.ports.List() {
-			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || pt.NoFlood || !pt.VLAN.includes(vlan) {
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includes(vlan) ||
+				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) {
 				continue
 			}
 			h := c.normalHeader(pt, vlan, tag)
@@ -688,6 +692,11 @@ func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
 // normalOutput outputs the frame to pt with the VLAN headers the port
 // wants, leaving the frame as it was for the next output.
 func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+	if pt.Bond != nil {
+		if pt = c.bondOutput(pt, vlan); pt == nil {
+			return
+		}
+	}
 	if !c.ports.vlans {
 		c.emitOutput(pt)
 		return

@@ -1,0 +1,354 @@
+package ofproto
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Bonds, as ovs-vswitchd's bond.c has them for a Port with several
+// Interfaces: every member is an OpenFlow port of its own (an output to it
+// goes to that device only), and NORMAL treats the members together as one
+// bundle: it learns addresses on the bond, floods to it once, and sends
+// each flow to one member; what arrives on a member that should not carry
+// it is dropped. A member is enabled while its device has carrier and is
+// administratively up (bond-detect-mode carrier; there is no updelay or
+// downdelay). LACP and balance-tcp are not implemented: the database layer
+// refuses them.
+
+// BondMode is a bond's bond_mode.
+type BondMode uint8
+
+const (
+	// BondActiveBackup sends everything on one member, the active one,
+	// and accepts only what arrives there.
+	BondActiveBackup BondMode = iota
+	// BondBalanceSLB spreads flows over the enabled members by a hash of
+	// the source MAC and VLAN; broadcast and multicast are accepted on the
+	// active member only, and a frame whose source was learned on another
+	// port is dropped (it is our own flood come back on another member).
+	BondBalanceSLB
+)
+
+// String returns the mode as bond_mode spells it.
+func (m BondMode) String() string {
+	if m == BondBalanceSLB {
+		return "balance-slb"
+	}
+	return "active-backup"
+}
+
+// ParseBondMode parses a bond_mode value this switch implements.
+func ParseBondMode(s string) (BondMode, error) {
+	switch s {
+	case "", "active-backup":
+		return BondActiveBackup, nil
+	case "balance-slb":
+		return BondBalanceSLB, nil
+	}
+	return 0, fmt.Errorf("bond_mode %q is not supported by govswitchd (active-backup and balance-slb are)", s)
+}
+
+// BondConfig is one bond as the configuration asks for it.
+type BondConfig struct {
+	Name    string // the Port's name
+	Mode    BondMode
+	Members []string // device names of member ports of the bridge
+	// Primary is other_config:bond-primary, the member active-backup
+	// prefers while it is enabled ("" none).
+	Primary string
+	// HashBasis is other_config:bond-hash-basis.
+	HashBasis uint32
+}
+
+func (c *BondConfig) equal(d *BondConfig) bool {
+	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis || len(c.Members) != len(d.Members) {
+		return false
+	}
+	for i := range c.Members {
+		if c.Members[i] != d.Members[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// bondBuckets is the number of SLB hash buckets, as OVS's BOND_BUCKETS.
+const bondBuckets = 256
+
+// Bond is one bond of a bridge. Its configuration never changes (a change
+// makes a new Bond); the choice of active member and of each SLB bucket's
+// member is sticky across port changes and lives here, under mu. What
+// translation reads is the bondState of the current PortSet.
+type Bond struct {
+	Config BondConfig
+
+	mu sync.Mutex
+	// active is the name of the active member ("" none yet): kept while it
+	// stays enabled, as OVS keeps its last active member.
+	active string
+	// buckets are the member names of the SLB buckets ("" unassigned).
+	buckets [bondBuckets]string
+	// next is the round-robin position for assigning buckets.
+	next int
+	// nmembers is how many members the buckets were spread over: when
+	// members join, the buckets are spread afresh (there is no
+	// rebalancing to even them out later).
+	nmembers int
+}
+
+// bondState is a bond as one PortSet sees it: immutable.
+type bondState struct {
+	bond    *Bond
+	members []*Port // by name
+	enabled []bool  // members[i] is enabled
+	active  *Port   // nil when no member is enabled
+	// rep is the member that stands for the bond where NORMAL walks the
+	// ports (flooding) and learns: the lowest OpenFlow port number.
+	rep *Port
+	// buckets[h] is the member an SLB flow of hash h goes to.
+	buckets [bondBuckets]*Port
+}
+
+// memberEnabled is the carrier detection: up administratively, with a
+// link.
+func memberEnabled(p *Port) bool { return !p.Down && !p.LinkDown && !p.NoFwd }
+
+// buildBondStates computes every bond's state for a new port list, and
+// updates the sticky choices. The caller holds the Ports' lock.
+func buildBondStates(list []*Port) map[*Bond]*bondState {
+	var m map[*Bond]*bondState
+	for _, pt := range list {
+		if pt.Bond == nil {
+			continue
+		}
+		if m == nil {
+			m = map[*Bond]*bondState{}
+		}
+		st := m[pt.Bond]
+		if st == nil {
+			st = &bondState{bond: pt.Bond}
+			m[pt.Bond] = st
+		}
+		st.members = append(st.members, pt)
+		if st.rep == nil || pt.OFPort < st.rep.OFPort {
+			st.rep = pt
+		}
+	}
+	for _, st := range m {
+		st.bond.choose(st)
+	}
+	return m
+}
+
+// choose picks the active member and the SLB buckets' members of st.
+func (bd *Bond) choose(st *bondState) {
+	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Name < st.members[j].Name })
+	st.enabled = make([]bool, len(st.members))
+	byName := map[string]*Port{}
+	var en []*Port
+	for i, p := range st.members {
+		st.enabled[i] = memberEnabled(p)
+		if st.enabled[i] {
+			byName[p.Name] = p
+			en = append(en, p)
+		}
+	}
+	bd.mu.Lock()
+	defer bd.mu.Unlock()
+	// As bond_choose_member: the primary if enabled, else the last
+	// active member if still enabled, else the first enabled member.
+	switch {
+	case bd.Config.Primary != "" && byName[bd.Config.Primary] != nil:
+		bd.active = bd.Config.Primary
+	case byName[bd.active] != nil:
+	case len(en) > 0:
+		bd.active = en[0].Name
+	default:
+		bd.active = ""
+	}
+	st.active = byName[bd.active]
+	if bd.Config.Mode != BondBalanceSLB || len(en) == 0 {
+		return
+	}
+	if bd.nmembers != len(st.members) {
+		bd.nmembers, bd.buckets, bd.next = len(st.members), [bondBuckets]string{}, 0
+	}
+	for h := range bd.buckets {
+		p := byName[bd.buckets[h]]
+		if p == nil {
+			p = en[bd.next%len(en)]
+			bd.next++
+			bd.buckets[h] = p.Name
+		}
+		st.buckets[h] = p
+	}
+}
+
+// outputMember is the member a frame from source MAC src in VLAN vlan
+// leaves the bond by, nil when no member is enabled. It does not allocate.
+func (st *bondState) outputMember(src [6]byte, vlan uint16) *Port {
+	if st.bond.Config.Mode == BondActiveBackup {
+		return st.active
+	}
+	return st.buckets[bondHashMAC(src, vlan, st.bond.Config.HashBasis)%bondBuckets]
+}
+
+// bondHashMAC hashes a source MAC and VLAN for SLB, with basis: FNV-1a
+// over the eight bytes, folded. (OVS's hash_mac differs; only the spread
+// matters, bond/show prints no hash of ours.)
+func bondHashMAC(mac [6]byte, vlan uint16, basis uint32) uint32 {
+	h := uint32(2166136261) ^ basis
+	for _, b := range mac {
+		h = (h ^ uint32(b)) * 16777619
+	}
+	h = (h ^ uint32(vlan>>8)) * 16777619
+	h = (h ^ uint32(vlan&0xff)) * 16777619
+	return h ^ h>>16
+}
+
+// BondStatus is a bond as bond/show reports it.
+type BondStatus struct {
+	Config  BondConfig
+	Members []BondMemberStatus // by name
+	// Active is the active member's name, "" when none; ActiveMAC its
+	// device's address.
+	Active    string
+	ActiveMAC [6]byte
+}
+
+// BondMemberStatus is one member of a BondStatus.
+type BondMemberStatus struct {
+	Name    string
+	OFPort  uint32
+	Enabled bool
+}
+
+// Bonds returns the bridge's bonds, by name.
+func (b *Bridge) Bonds() []BondStatus {
+	s := b.Ports.Snapshot()
+	out := make([]BondStatus, 0, len(s.bonds))
+	for _, st := range s.bonds {
+		bs := BondStatus{Config: st.bond.Config}
+		for i, p := range st.members {
+			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i]})
+		}
+		if st.active != nil {
+			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
+		}
+		out = append(out, bs)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })
+	return out
+}
+
+// SetBonds makes cfgs the bridge's bonds: each member port joins its
+// bond, ports of no bond leave theirs. A bond whose configuration changed
+// starts afresh, and, as ofproto-dpif on a bundle change, the addresses
+// learned on its members are forgotten. Members must be ports of the
+// bridge; a bond naming a missing port is an error (the others still
+// apply). Every translation is made stale.
+func (b *Bridge) SetBonds(cfgs []BondConfig) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := map[string]*Bond{}
+	for _, p := range b.Ports.Snapshot().List() {
+		if p.Bond != nil {
+			old[p.Bond.Config.Name] = p.Bond
+		}
+	}
+	want := map[string]*Bond{} // member name -> bond
+	var errs []string
+	for i := range cfgs {
+		c := cfgs[i]
+		c.Members = append([]string(nil), c.Members...)
+		sort.Strings(c.Members)
+		bd := old[c.Name]
+		if bd == nil || !bd.Config.equal(&c) {
+			bd = &Bond{Config: c}
+		}
+		missing := false
+		for _, m := range c.Members {
+			if b.Ports.byName(m) == nil {
+				errs = append(errs, fmt.Sprintf("bond %s: member %s is not a port of bridge %s", c.Name, m, b.Name))
+				missing = true
+			}
+		}
+		if missing {
+			continue
+		}
+		for _, m := range c.Members {
+			want[m] = bd
+		}
+	}
+	changed := false
+	for _, p := range b.Ports.Snapshot().List() {
+		bd := want[p.Name]
+		if p.Bond == bd {
+			continue
+		}
+		np := *p
+		np.Bond = bd
+		if err := b.Ports.Add(np); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		b.MAC.FlushPort(p.OFPort)
+		changed = true
+	}
+	if changed {
+		b.Tables.Invalidate()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// SetActiveMember makes member the active member of bond (bond/set-
+// active-member). changed is false when it already was. The errors are
+// bond.c's words.
+func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.Ports.Snapshot().bondNamed(bond)
+	if st == nil {
+		return false, fmt.Errorf("no such bond")
+	}
+	i := sort.Search(len(st.members), func(i int) bool { return st.members[i].Name >= member })
+	if i == len(st.members) || st.members[i].Name != member {
+		return false, fmt.Errorf("no such member")
+	}
+	if !st.enabled[i] {
+		return false, fmt.Errorf("cannot make disabled member active")
+	}
+	if st.active == st.members[i] {
+		return false, nil
+	}
+	st.bond.mu.Lock()
+	st.bond.active = member
+	st.bond.mu.Unlock()
+	b.Ports.republish()
+	b.Tables.Invalidate()
+	return true, nil
+}
+
+// bondNamed is the state of the bond called name, or nil.
+func (s *PortSet) bondNamed(name string) *bondState {
+	for bd, st := range s.bonds {
+		if bd.Config.Name == name {
+			return st
+		}
+	}
+	return nil
+}
+
+// republish rebuilds the current port set, for a change of bond state
+// that is not a port change.
+func (p *Ports) republish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.cur.Load()
+	p.cur.Store(buildPortSet(append([]*Port(nil), old.list...)))
+}
