@@ -223,6 +223,9 @@ type BondMemberStatus struct {
 	Name    string
 	OFPort  uint32
 	Enabled bool
+	// MayEnable is the device's carrier, as ofproto-dpif hands bond.c a
+	// port's may_enable (with no LACP to veto it).
+	MayEnable bool
 }
 
 // Bonds returns the bridge's bonds, by name.
@@ -232,7 +235,7 @@ func (b *Bridge) Bonds() []BondStatus {
 	for _, st := range s.bonds {
 		bs := BondStatus{Config: st.bond.Config}
 		for i, p := range st.members {
-			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i]})
+			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i], MayEnable: !p.LinkDown})
 		}
 		if st.active != nil {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
@@ -247,9 +250,10 @@ func (b *Bridge) Bonds() []BondStatus {
 // bond, ports of no bond leave theirs. A bond whose configuration changed
 // starts afresh, and, as ofproto-dpif on a bundle change, the addresses
 // learned on its members are forgotten. Members must be ports of the
-// bridge; a bond naming a missing port is an error (the others still
-// apply). Every translation is made stale.
-func (b *Bridge) SetBonds(cfgs []BondConfig) error {
+// bridge; a bond naming a missing port is not set up and its error is in
+// the map returned, by bond name (the others still apply). Every
+// translation is made stale.
+func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old := map[string]*Bond{}
@@ -259,7 +263,7 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) error {
 		}
 	}
 	want := map[string]*Bond{} // member name -> bond
-	var errs []string
+	var errs map[string]error
 	for i := range cfgs {
 		c := cfgs[i]
 		c.Members = append([]string(nil), c.Members...)
@@ -268,14 +272,17 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) error {
 		if bd == nil || !bd.Config.equal(&c) {
 			bd = &Bond{Config: c}
 		}
-		missing := false
+		var missing []string
 		for _, m := range c.Members {
 			if b.Ports.byName(m) == nil {
-				errs = append(errs, fmt.Sprintf("bond %s: member %s is not a port of bridge %s", c.Name, m, b.Name))
-				missing = true
+				missing = append(missing, m)
 			}
 		}
-		if missing {
+		if len(missing) > 0 {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[c.Name] = fmt.Errorf("members %s are not ports of bridge %s", strings.Join(missing, ", "), b.Name)
 			continue
 		}
 		for _, m := range c.Members {
@@ -291,7 +298,10 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) error {
 		np := *p
 		np.Bond = bd
 		if err := b.Ports.Add(np); err != nil {
-			errs = append(errs, err.Error())
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[bd.Config.Name] = err
 			continue
 		}
 		b.MAC.FlushPort(p.OFPort)
@@ -300,10 +310,7 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) error {
 	if changed {
 		b.Tables.Invalidate()
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 // SetActiveMember makes member the active member of bond (bond/set-

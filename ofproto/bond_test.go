@@ -29,8 +29,8 @@ func bondBridge(t testing.TB, mode BondMode) (*Bridge, *Xlator) {
 	x := &Xlator{Tables: NewTables(), Ports: ports, MAC: maclearn.New(0, 0)}
 	mustAdd(t, x, 0, func(*flow.Key, *flow.Mask) {}, 0, apply(openflow.Output(openflow.PortNormal, 0)))
 	b := &Bridge{Name: "br0", Ports: ports, MAC: x.MAC, Tables: x.Tables, X: x}
-	if err := b.SetBonds([]BondConfig{{Name: "bond0", Mode: mode, Members: []string{"b2", "b1"}}}); err != nil {
-		t.Fatal(err)
+	if errs := b.SetBonds([]BondConfig{{Name: "bond0", Mode: mode, Members: []string{"b2", "b1"}}}); errs != nil {
+		t.Fatal(errs)
 	}
 	return b, x
 }
@@ -182,9 +182,9 @@ func TestBondSLB(t *testing.T) {
 
 func TestBondSetBondsErrors(t *testing.T) {
 	b, x := bondBridge(t, BondActiveBackup)
-	err := b.SetBonds([]BondConfig{{Name: "bond0", Members: []string{"b1", "nope"}}})
-	if err == nil || !strings.Contains(err.Error(), "nope") {
-		t.Fatalf("missing member: %v", err)
+	errs := b.SetBonds([]BondConfig{{Name: "bond0", Members: []string{"b1", "nope"}}})
+	if err := errs["bond0"]; err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("missing member: %v", errs)
 	}
 	// The bond is gone: b1 and b2 are ports of their own again.
 	if len(b.Bonds()) != 0 {

@@ -59,6 +59,11 @@ type Port struct {
 	Tag      *int    `ovsdb:"tag"`
 	Trunks   []int   `ovsdb:"trunks"`
 	VLANMode *string `ovsdb:"vlan_mode"`
+	// Bond settings, for a Port with several Interfaces (bond.go).
+	BondMode      *string `ovsdb:"bond_mode"`
+	LACP          *string `ovsdb:"lacp"`
+	BondUpdelay   int     `ovsdb:"bond_updelay"`
+	BondDowndelay int     `ovsdb:"bond_downdelay"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,

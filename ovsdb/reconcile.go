@@ -309,6 +309,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
+	r.applyBonds(bc, out) // bond.go
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if _, done := out[pc.IfaceUUID]; done {
