@@ -60,10 +60,15 @@ type BondConfig struct {
 	Primary string
 	// HashBasis is other_config:bond-hash-basis.
 	HashBasis uint32
+	// AllMembersActive is other_config:all-members-active: balance-slb
+	// accepts broadcast and multicast on every member, not only on the
+	// active one.
+	AllMembersActive bool
 }
 
 func (c *BondConfig) equal(d *BondConfig) bool {
-	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis || len(c.Members) != len(d.Members) {
+	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis ||
+		c.AllMembersActive != d.AllMembersActive || len(c.Members) != len(d.Members) {
 		return false
 	}
 	for i := range c.Members {

@@ -235,3 +235,13 @@ func BenchmarkXlateNormalBond(b *testing.B) {
 		x.Translate(&k, t0, true, &out)
 	}
 }
+
+func TestBondSLBAllMembersActive(t *testing.T) {
+	b, x := bondBridge(t, BondBalanceSLB)
+	if errs := b.SetBonds([]BondConfig{{Name: "bond0", Mode: BondBalanceSLB, Members: []string{"b1", "b2"}, AllMembersActive: true}}); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := xlate(x, tagged(12, 0, 0)); got != "13,14,0" {
+		t.Errorf("broadcast on the non-active member with all-members-active: %s, want 13,14,0", got)
+	}
+}

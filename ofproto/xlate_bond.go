@@ -27,7 +27,8 @@ func (c *xctx) bondAdmit(vlan uint16) bool {
 	if st == nil {
 		return true
 	}
-	if c.flow.EthDst[0]&1 != 0 && st.active != c.inPort {
+	if c.flow.EthDst[0]&1 != 0 && st.active != c.inPort &&
+		!(st.bond.Config.AllMembersActive && st.bond.Config.Mode == BondBalanceSLB) {
 		return false
 	}
 	switch st.bond.Config.Mode {

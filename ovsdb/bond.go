@@ -20,6 +20,8 @@ type BondConfig struct {
 	// other_config:bond-hash-basis.
 	Primary   string
 	HashBasis uint32
+	// AllMembersActive is other_config:all-members-active.
+	AllMembersActive bool
 }
 
 // parseBond checks a bond Port's columns. errMsg, when set, refuses the
@@ -66,6 +68,13 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 			return b, fmt.Sprintf("port %s: other_config:bond-hash-basis=%q: want a number", p.Name, v), ""
 		}
 		b.HashBasis = uint32(n)
+	}
+	switch v := oc["all-members-active"]; v {
+	case "", "false":
+	case "true":
+		b.AllMembersActive = true
+	default:
+		return b, fmt.Sprintf("port %s: other_config:all-members-active=%q: want true or false", p.Name, v), ""
 	}
 	if v, ok := oc["bond-primary"]; ok {
 		b.Primary = v

@@ -31,7 +31,8 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 			errs[bc.Name] = err
 			continue
 		}
-		cfgs = append(cfgs, ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis})
+		cfgs = append(cfgs, ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
+			AllMembersActive: bc.AllMembersActive})
 	}
 	before := bondSummary(b)
 	for k, v := range b.SetBonds(cfgs) {
@@ -128,6 +129,9 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	sb.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
 	fmt.Fprintf(sb, "bond-hash-basis: %d\n", c.HashBasis)
 	sb.WriteString("lb_output action: disabled, bond-id: -1\n")
+	if c.Mode == ofproto.BondBalanceSLB {
+		fmt.Fprintf(sb, "all members active: %t\n", c.AllMembersActive)
+	}
 	sb.WriteString("updelay: 0 ms\n")
 	sb.WriteString("downdelay: 0 ms\n")
 	sb.WriteString("lacp_status: off\n")
