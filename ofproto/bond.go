@@ -361,6 +361,5 @@ func (s *PortSet) bondNamed(name string) *bondState {
 func (p *Ports) republish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := p.cur.Load()
-	p.cur.Store(buildPortSet(append([]*Port(nil), old.list...)))
+	p.store(append([]*Port(nil), p.cur.Load().list...))
 }

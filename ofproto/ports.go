@@ -57,6 +57,8 @@ type PortSet struct {
 	// bonds are the states of the bridge's bonds (bond.go), nil when
 	// there is none.
 	bonds map[*Bond]*bondState
+	// mirrors are the bridge's mirrors (mirror.go), nil when none.
+	mirrors *mirrorSet
 }
 
 // ByOF returns the port with OpenFlow number p, or nil.
@@ -74,6 +76,16 @@ func (s *PortSet) List() []*Port { return s.list }
 type Ports struct {
 	mu  sync.Mutex
 	cur atomic.Pointer[PortSet]
+	// mirrorCfg is the mirrors each new PortSet compiles (mirror.go),
+	// under mu.
+	mirrorCfg []MirrorConfig
+}
+
+// store publishes a PortSet of list with the mirrors. The caller holds mu.
+func (p *Ports) store(list []*Port) {
+	s := buildPortSet(list)
+	s.mirrors = compileMirrors(p.mirrorCfg, s.list)
+	p.cur.Store(s)
 }
 
 // NewPorts returns an empty port table.
@@ -130,7 +142,7 @@ func (p *Ports) Add(pt Port) error {
 	}
 	np := pt
 	list = append(list, &np)
-	p.cur.Store(buildPortSet(list))
+	p.store(list)
 	return nil
 }
 
@@ -150,7 +162,7 @@ func (p *Ports) Remove(ofport uint32) *Port {
 		list = append(list, q)
 	}
 	if gone != nil {
-		p.cur.Store(buildPortSet(list))
+		p.store(list)
 	}
 	return gone
 }

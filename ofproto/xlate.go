@@ -170,6 +170,8 @@ type xctx struct {
 	exit             bool
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	mirrored         uint32    // mirrors the packet went to (xlate_mirror.go)
+	mirrorVID        uint16    // the arriving VID, 0x8000 set once known (xlate_mirror.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -210,6 +212,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+		}
+		if c.ports.mirrors != nil {
+			c.mirrorIngress() // xlate_mirror.go
 		}
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
@@ -557,6 +562,9 @@ func (c *xctx) emitOutput(pt *Port) {
 		c.patchOutput(pt)
 		return
 	}
+	if c.ports.mirrors != nil {
+		c.mirrorEgress(pt) // xlate_mirror.go
+	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }
@@ -612,8 +620,8 @@ func (c *xctx) normal() {
 	if !ok {
 		return // not a VLAN the input port carries
 	}
-	if c.inPort != nil && c.inPort.Bond != nil && !c.bondAdmit(vlan) {
-		return // xlate_bond.go
+	if c.inPort != nil && (c.inPort.Bond != nil && !c.bondAdmit(vlan) || c.mirrorOut(c.inPort)) {
+		return // xlate_bond.go, xlate_mirror.go
 	}
 	mac := c.x.MAC
 	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
@@ -623,13 +631,13 @@ func (c *xctx) normal() {
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) {
+			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) && !c.mirrorOut(pt) {
 				c.normalOutput(pt, vlan, tag)
 			}
 			return
 		}
 	}
-	if !c.ports.vlans && c.ports.bonds == nil {
+	if !c.ports.vlans && c.ports.bonds == nil && c.ports.mirrors == nil {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
 		c.flood(true)
@@ -650,7 +658,7 @@ func (c *xctx) normal() {
 		}
 		for _, pt := range c.ports.List() {
 			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includes(vlan) ||
-				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) {
+				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
 			h := c.normalHeader(pt, vlan, tag)
