@@ -35,6 +35,8 @@ type BridgeConfig struct {
 	Ports        []PortConfig // by name
 	// Bonds are the Ports with several Interfaces (bond.go), by name.
 	Bonds []BondConfig
+	// Mirrors are the bridge's Mirror rows (mirror.go), by name.
+	Mirrors []MirrorConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -197,6 +199,7 @@ type Rows struct {
 	Ports       map[string]*Port
 	Interfaces  map[string]*Interface
 	Controllers map[string]*Controller
+	Mirrors     map[string]*Mirror // nil: none
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -316,6 +319,7 @@ func Build(r *Rows) Desired {
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
 		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
+		bc.Mirrors = buildMirrors(br, r, &d.Problems) // mirror.go
 		d.Bridges = append(d.Bridges, bc)
 	}
 	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })

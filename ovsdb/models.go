@@ -25,6 +25,7 @@ const (
 	TablePort       = "Port"
 	TableInterface  = "Interface"
 	TableController = "Controller"
+	TableMirror     = "Mirror"
 )
 
 // OpenvSwitch is the root row of the database (there is exactly one).
@@ -47,6 +48,7 @@ type Bridge struct {
 	OtherConfig map[string]string `ovsdb:"other_config"`
 	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
 	DatapathTyp string            `ovsdb:"datapath_type"`
+	Mirrors     []string          `ovsdb:"mirrors"` // Mirror UUIDs (mirror.go)
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -100,5 +102,6 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableMirror:     &Mirror{},
 	})
 }

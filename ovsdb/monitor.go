@@ -94,6 +94,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableMirror:     modelColumns(&Mirror{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -189,6 +190,7 @@ func snapshot(c *dbClient) *Rows {
 			}
 		}
 	}
+	snapshotMirrors(tc.Table(TableMirror), r) // mirror.go
 	return r
 }
 

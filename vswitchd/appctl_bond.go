@@ -188,3 +188,36 @@ func (d *Daemon) bondSetActive(args []string) (string, error) {
 	}
 	return "", fmt.Errorf("no such bond")
 }
+
+// SetMirrors gives the bridge its mirrors; a change re-translates every
+// datapath flow now.
+func (s *ovsdbSwitch) SetMirrors(bridge string, mirrors []ovsdb.MirrorConfig) error {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return fmt.Errorf("bridge %s: not running", bridge)
+	}
+	cfgs := make([]ofproto.MirrorConfig, 0, len(mirrors))
+	for _, m := range mirrors {
+		c := ofproto.MirrorConfig{Name: m.Name, SelectAll: m.SelectAll, SrcPorts: m.SrcPorts, DstPorts: m.DstPorts,
+			OutputPort: m.OutputPort, OutputVLAN: uint16(m.OutputVLAN)}
+		for _, v := range m.VLANs {
+			c.VLANs = append(c.VLANs, uint16(v))
+		}
+		cfgs = append(cfgs, c)
+	}
+	if mirrorsEqual(b.Mirrors(), cfgs) {
+		return nil
+	}
+	if err := b.SetMirrors(cfgs); err != nil {
+		return err
+	}
+	for i := range cfgs {
+		s.d.log.Info("bridge " + bridge + ": mirror " + cfgs[i].String())
+	}
+	s.invalidate(b)
+	return nil
+}
+
+func mirrorsEqual(a, b []ofproto.MirrorConfig) bool {
+	return fmt.Sprintf("%+v", a) == fmt.Sprintf("%+v", b)
+}
