@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,10 @@ type BondConfig struct {
 	// accepts broadcast and multicast on every member, not only on the
 	// active one.
 	AllMembersActive bool
+	// Log, if set, is told of members enabled and disabled and of the
+	// active member changing, in ovs-vswitchd's words (module bond). It
+	// is no part of the configuration's identity.
+	Log *slog.Logger
 }
 
 func (c *BondConfig) equal(d *BondConfig) bool {
@@ -97,6 +102,8 @@ type Bond struct {
 	buckets [bondBuckets]string
 	// next is the round-robin position for assigning buckets.
 	next int
+	// was is each member's enabled state at the last choice, for the log.
+	was map[string]bool
 	// nmembers is how many members the buckets were spread over: when
 	// members join, the buckets are spread afresh (there is no
 	// rebalancing to even them out later).
@@ -162,6 +169,26 @@ func (bd *Bond) choose(st *bondState) {
 	}
 	bd.mu.Lock()
 	defer bd.mu.Unlock()
+	log := bd.Config.Log
+	if bd.was == nil {
+		bd.was = map[string]bool{}
+	}
+	for i, p := range st.members {
+		if was, ok := bd.was[p.Name]; (!ok || was != st.enabled[i]) && log != nil {
+			log.Info(fmt.Sprintf("member %s: %s", p.Name, map[bool]string{true: "enabled", false: "disabled"}[st.enabled[i]]))
+		}
+		bd.was[p.Name] = st.enabled[i]
+	}
+	prev := bd.active
+	defer func() {
+		switch {
+		case log == nil || bd.active == prev:
+		case bd.active == "":
+			log.Info(fmt.Sprintf("bond %s: all members disabled", bd.Config.Name))
+		default:
+			log.Info(fmt.Sprintf("bond %s: active member is now %s", bd.Config.Name, bd.active))
+		}
+	}()
 	// As bond_choose_member: the primary if enabled, else the last
 	// active member if still enabled, else the first enabled member.
 	switch {
@@ -341,6 +368,9 @@ func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) 
 	st.bond.mu.Lock()
 	st.bond.active = member
 	st.bond.mu.Unlock()
+	if log := st.bond.Config.Log; log != nil {
+		log.Info(fmt.Sprintf("bond %s: active member is now %s", bond, member))
+	}
 	b.Ports.republish()
 	b.Tables.Invalidate()
 	return true, nil

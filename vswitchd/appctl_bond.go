@@ -32,7 +32,7 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 			continue
 		}
 		cfgs = append(cfgs, ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
-			AllMembersActive: bc.AllMembersActive})
+			AllMembersActive: bc.AllMembersActive, Log: s.d.moduleLogger("bond")})
 	}
 	before := bondSummary(b)
 	for k, v := range b.SetBonds(cfgs) {
@@ -52,7 +52,8 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 func bondSummary(b *ofproto.Bridge) string {
 	var sb strings.Builder
 	for _, bs := range b.Bonds() {
-		fmt.Fprintf(&sb, "%+v;", bs.Config)
+		c := bs.Config
+		fmt.Fprintf(&sb, "%s %s %v %s %d %t;", c.Name, c.Mode, c.Members, c.Primary, c.HashBasis, c.AllMembersActive)
 	}
 	return sb.String()
 }
@@ -182,7 +183,6 @@ func (d *Daemon) bondSetActive(args []string) (string, error) {
 		if !changed {
 			return "no change", nil
 		}
-		d.log.Info(fmt.Sprintf("bond %s: active member is now %s", args[0], args[1]))
 		b.Udpif.Revalidate()
 		return "done", nil
 	}
