@@ -227,17 +227,40 @@ func (st *bondState) outputMember(src [6]byte, vlan uint16) *Port {
 	return st.buckets[bondHashMAC(src, vlan, st.bond.Config.HashBasis)%bondBuckets]
 }
 
-// bondHashMAC hashes a source MAC and VLAN for SLB, with basis: FNV-1a
-// over the eight bytes, folded. (OVS's hash_mac differs; only the spread
-// matters, bond/show prints no hash of ours.)
+// bondHashMAC hashes a source MAC and VLAN for SLB with basis, as OVS's
+// hash_mac (lib/packets.h): the address and VLAN as one 64-bit word,
+// hashed with hash_uint64_basis. Being the same hash, bond/hash agrees
+// with ovs-vswitchd's and a MAC lands in the same bucket number.
 func bondHashMAC(mac [6]byte, vlan uint16, basis uint32) uint32 {
-	h := uint32(2166136261) ^ basis
-	for _, b := range mac {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	h = (h ^ uint32(vlan>>8)) * 16777619
-	h = (h ^ uint32(vlan&0xff)) * 16777619
-	return h ^ h>>16
+	w := uint64(vlan)<<48 | uint64(mac[0])<<40 | uint64(mac[1])<<32 | uint64(mac[2])<<24 |
+		uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
+	h := mhashAdd(basis, uint32(w))
+	h = mhashAdd(h, uint32(w>>32))
+	return mhashFinish(h ^ 8)
+}
+
+// mhashAdd and mhashFinish are OVS's murmur-based hash steps (lib/hash.h).
+func mhashAdd(h, data uint32) uint32 {
+	data *= 0xcc9e2d51
+	data = data<<15 | data>>17
+	data *= 0x1b873593
+	h ^= data
+	h = h<<13 | h>>19
+	return h*5 + 0xe6546b64
+}
+
+func mhashFinish(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// BondHash is bond/hash: the SLB bucket of a MAC in a VLAN with basis.
+func BondHash(mac [6]byte, vlan uint16, basis uint32) uint8 {
+	return uint8(bondHashMAC(mac, vlan, basis))
 }
 
 // BondStatus is a bond as bond/show reports it.

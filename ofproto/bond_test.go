@@ -245,3 +245,22 @@ func TestBondSLBAllMembersActive(t *testing.T) {
 		t.Errorf("broadcast on the non-active member with all-members-active: %s, want 13,14,0", got)
 	}
 }
+
+// TestBondHash holds bond/hash to what ovs-vswitchd 3.1 answered in the
+// UML bed (TestIntegrationBondSLB compares the two live).
+func TestBondHash(t *testing.T) {
+	for _, tt := range []struct {
+		mac   [6]byte
+		vlan  uint16
+		basis uint32
+		want  uint8
+	}{
+		{[6]byte{0, 0, 0, 0, 0, 1}, 0, 0, 68},
+		{[6]byte{0x02, 0x42, 0xac, 0x11, 0, 0x02}, 10, 0, 25},
+		{[6]byte{0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54}, 4095, 12345, 36},
+	} {
+		if got := BondHash(tt.mac, tt.vlan, tt.basis); got != tt.want {
+			t.Errorf("BondHash(%x, %d, %d) = %d, want %d", tt.mac, tt.vlan, tt.basis, got, tt.want)
+		}
+	}
+}

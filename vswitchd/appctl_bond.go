@@ -2,7 +2,9 @@ package vswitchd
 
 import (
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/govswitch/govswitch/ofproto"
@@ -64,6 +66,30 @@ func (d *Daemon) registerBondCommands() {
 	s.Register("bond/show", "[port]", 0, 1, d.bondShow)
 	s.Register("bond/set-active-member", "port member", 2, 2, d.bondSetActive)
 	s.Register("bond/set-active-slave", "", 2, 2, d.bondSetActive)
+	s.Register("bond/hash", "mac [vlan] [basis]", 1, 3, bondHash)
+}
+
+// bondHash is bond/hash: the SLB bucket (0-255) of a MAC, VLAN and basis.
+func bondHash(args []string) (string, error) {
+	var vlan, basis uint64
+	var err error
+	if len(args) > 1 {
+		if vlan, err = strconv.ParseUint(args[1], 10, 32); err != nil {
+			return "", fmt.Errorf("invalid vlan")
+		}
+	}
+	if len(args) > 2 {
+		if basis, err = strconv.ParseUint(args[2], 10, 32); err != nil {
+			return "", fmt.Errorf("invalid basis")
+		}
+	}
+	hw, err := net.ParseMAC(args[0])
+	if err != nil || len(hw) != 6 {
+		return "", fmt.Errorf("invalid mac")
+	}
+	var mac [6]byte
+	copy(mac[:], hw)
+	return strconv.Itoa(int(ofproto.BondHash(mac, uint16(vlan), uint32(basis)))), nil
 }
 
 // allBonds is every bridge's bonds, with their bridge, by name.

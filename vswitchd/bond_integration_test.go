@@ -351,6 +351,7 @@ func (b *bondBed) rxPackets(t *testing.T) int {
 // slbRun is what one switch did with the balance-slb bed.
 type slbRun struct {
 	show, failed   string
+	hashes         string // bond/hash of a few addresses
 	loss, lossDown int
 	rx             int // frames h2 received during the first pings
 }
@@ -364,6 +365,10 @@ func (b *bondBed) slbSteps(t *testing.T, who, ctl string, port int) slbRun {
 	waitBondShow(t, ctl, "member "+b.members[1]+": enabled\n")
 	appctlAt(t, ctl, "bond/set-active-member", "bond0", b.members[0])
 	r.show = waitBondShow(t, ctl, "member "+b.members[0]+": enabled\n  active member\n")
+	for _, a := range [][]string{{"00:00:00:00:00:01"}, {"02:42:ac:11:00:02", "10"}, {"fe:dc:ba:98:76:54", "4095", "12345"}} {
+		res := appctlAt(t, ctl, append([]string{"bond/hash"}, a...)...)
+		r.hashes += strings.Join(a, " ") + " -> " + strings.TrimSpace(res.out) + "; "
+	}
 	rx0 := b.rxPackets(t)
 	var out string
 	if r.loss, out = b.pingLoss(t, 5); r.loss != 0 {
@@ -416,6 +421,7 @@ func TestIntegrationBondSLB(t *testing.T) {
 	for _, c := range []struct{ what, ovs, gov string }{
 		{"bond/show", ovs.show, gov.show},
 		{"bond/show with a member down", ovs.failed, gov.failed},
+		{"bond/hash", ovs.hashes, gov.hashes},
 	} {
 		t.Logf("%s:\novs-vswitchd:\n%s\ngovswitchd:\n%s", c.what, c.ovs, c.gov)
 		if bondShowNorm(c.ovs) != bondShowNorm(c.gov) {
