@@ -51,23 +51,23 @@ func TestMirror(t *testing.T) {
 		key  flow.Key
 		want string
 	}{
-		{"no mirror selects it", false, MirrorConfig{Name: "m", SrcPorts: []string{"p2"}, OutputPort: "p4"}, bcast(11), "12,13,0"},
+		{"no mirror selects it", false, MirrorConfig{Name: "m", SrcPorts: []string{"p2"}, OutputPort: "p4"}, bcast(11), "0,12,13"},
 		{"ingress: the copy first, p4 out of the flood", false,
-			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4"}, bcast(11), "14,12,13,0"},
-		{"egress to p2", false, MirrorConfig{Name: "m", DstPorts: []string{"p2"}, OutputPort: "p4"}, bcast(11), "14,12,13,0"},
+			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4"}, bcast(11), "14,0,12,13"},
+		{"egress to p2", false, MirrorConfig{Name: "m", DstPorts: []string{"p2"}, OutputPort: "p4"}, bcast(11), "0,14,12,13"},
 		{"egress: once, though selected twice", false,
-			MirrorConfig{Name: "m", DstPorts: []string{"p2", "p3"}, SrcPorts: []string{"p1"}, OutputPort: "p4"}, bcast(11), "14,12,13,0"},
-		{"select_all", false, MirrorConfig{Name: "m", SelectAll: true, OutputPort: "p4"}, bcast(12), "14,11,13,0"},
+			MirrorConfig{Name: "m", DstPorts: []string{"p2", "p3"}, SrcPorts: []string{"p1"}, OutputPort: "p4"}, bcast(11), "14,0,12,13"},
+		{"select_all", false, MirrorConfig{Name: "m", SelectAll: true, OutputPort: "p4"}, bcast(12), "14,0,11,13"},
 		{"arriving on the output port: dropped by NORMAL", false,
 			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4"}, bcast(14), "drop"},
 		{"select_vlan, not that VLAN", false,
-			MirrorConfig{Name: "m", SelectAll: true, VLANs: []uint16{10}, OutputPort: "p4"}, bcast(11), "12,13,0"},
+			MirrorConfig{Name: "m", SelectAll: true, VLANs: []uint16{10}, OutputPort: "p4"}, bcast(11), "0,12,13"},
 		{"select_vlan 10 from an access port of 10, tagged to the trunk", true,
 			MirrorConfig{Name: "m", SrcPorts: []string{"p3"}, VLANs: []uint16{10}, OutputPort: "p4"}, bcast(13),
-			"push_vlan(vid=10,pcp=0),14,11,12,0"},
+			"push_vlan(vid=10,pcp=0),14,0,11,12"},
 		{"output_vlan: flooded in VLAN 20, tagged", false,
 			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputVLAN: 20}, bcast(11),
-			"push_vlan(vid=20,pcp=0),12,13,14,0,pop_vlan,12,13,14,0"},
+			"push_vlan(vid=20,pcp=0),0,12,13,14,pop_vlan,0,12,13,14"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -71,7 +71,7 @@ func (c *xctx) mirrorOutput(m *mirror) {
 	// Remote SPAN: flood the copy in the output VLAN, tagged as each
 	// port carries that VLAN.
 	saved := c.flow.VLANs
-	for _, pt := range c.ports.List() {
+	for _, pt := range c.ports.FloodOrder() {
 		if c.sameBundle(pt) || pt.IsPatch() || pt.Bond == nil && pt.Down || !pt.VLAN.includes(m.outVLAN) ||
 			c.ports.mirrors.outPorts[pt.OFPort] || pt.Bond != nil && c.bondFloodSkip(pt) {
 			continue
