@@ -139,10 +139,16 @@ func (b *mirrorBed) steps(t *testing.T, vsctl func(args ...string) string, chang
 	return r
 }
 
-func keys(m map[string]int) string {
+// icmpKinds lists the ICMP frames of m with their counts. ARP is left
+// out: whether a host broadcasts a request or probes a stale entry by
+// unicast depends on its neighbour cache's timers, not on the switch
+// (checkMirrorRun holds ARP frames to the selection too).
+func icmpKinds(m map[string]int) string {
 	var ks []string
-	for k := range m {
-		ks = append(ks, k)
+	for k, n := range m {
+		if !strings.HasSuffix(k, " arp") {
+			ks = append(ks, fmt.Sprintf("%s x%d", k, n))
+		}
 	}
 	sort.Strings(ks)
 	return strings.Join(ks, "; ")
@@ -203,8 +209,8 @@ func TestIntegrationMirror(t *testing.T) {
 		what     string
 		ovs, gov map[string]int
 	}{{"select_src_port", ovs.src, gov.src}, {"select_dst_port", ovs.dst, gov.dst}, {"select_all", ovs.all, gov.all}} {
-		if keys(c.ovs) != keys(c.gov) {
-			t.Errorf("%s: kinds of frames mirrored differ:\novs-vswitchd %s\ngovswitchd   %s", c.what, keys(c.ovs), keys(c.gov))
+		if icmpKinds(c.ovs) != icmpKinds(c.gov) {
+			t.Errorf("%s: ICMP frames mirrored differ:\novs-vswitchd %s\ngovswitchd   %s", c.what, icmpKinds(c.ovs), icmpKinds(c.gov))
 		}
 	}
 }
