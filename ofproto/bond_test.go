@@ -264,3 +264,24 @@ func TestBondHash(t *testing.T) {
 		}
 	}
 }
+
+// A bond whose Port is an access port of VLAN 10 (both members carry it,
+// as the Port's columns configure every Interface): frames from a trunk
+// leave by the active member untagged; the bond takes one copy.
+func TestBondVLAN(t *testing.T) {
+	b, x := bondBridge(t, BondActiveBackup)
+	for _, n := range []string{"b1", "b2"} {
+		if err := b.SetPortVLAN(n, mustVLAN(t, "access", 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := xlate(x, tagged(13, 10, 0)); got != "0,14,pop_vlan,11" {
+		t.Errorf("VLAN 10 from trunk p3: %s, want 0,14,pop_vlan,11", got)
+	}
+	if got := xlate(x, tagged(13, 20, 0)); got != "0,14" {
+		t.Errorf("VLAN 20 from trunk p3: %s, want 0,14", got)
+	}
+	if got := xlate(x, tagged(11, 0, 0)); got != "push_vlan(vid=10,pcp=0),0,13,14" {
+		t.Errorf("untagged on the active member: %s", got)
+	}
+}
