@@ -133,14 +133,15 @@ func (r *Reconciler) errorf(format string, args ...any) {
 
 // problemf logs a problem at level (slog.LevelWarn for configuration
 // refused, LevelError for a bridge or port that failed to come up),
-// unless the previous pass logged it too.
+// unless the previous pass or this one logged it already.
 func (r *Reconciler) problemf(level slog.Level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if r.seenNext == nil {
 		r.seenNext = map[string]bool{}
 	}
+	again := r.seenNext[msg] // said already this pass (a bond's members share their bond's error)
 	r.seenNext[msg] = true
-	if !r.seen[msg] && r.Logf != nil {
+	if !r.seen[msg] && !again && r.Logf != nil {
 		r.Logf(level, "%s", msg)
 	}
 }
@@ -363,6 +364,8 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
+	r.applyBonds(bc, out) // bond.go
+	r.applyMirrors(bc)    // mirror.go
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if _, done := out[pc.IfaceUUID]; done {
