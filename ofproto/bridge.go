@@ -220,6 +220,7 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopSFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return

@@ -474,6 +474,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		up := &ups[i]
 		if up.Cmd == datapath.UpcallAction {
 			u.c.actions.Add(1)
+			if len(up.Userdata) > 0 && up.Userdata[0] == UserdataSFlow {
+				u.sflowUpcall(up) // xlate_sample.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}

@@ -96,6 +96,8 @@ type Xlator struct {
 	ID     uint16
 	bridge *Bridge
 	backer *Backer
+	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go).
+	sflow atomic.Pointer[sflowState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -207,10 +209,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
 		}
+		sflowAt = c.sflowBegin()
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -220,6 +224,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if c.ctrl.pausing {
 		c.finishPause()
+	}
+	if sflowAt >= 0 {
+		c.sflowFix(sflowAt)
 	}
 }
 
