@@ -33,6 +33,10 @@ type BridgeConfig struct {
 	MACTableSize int
 	MACAging     time.Duration
 	Ports        []PortConfig // by name
+	// SFlow is the bridge's sFlow, nil without (sample.go). The
+	// reconciler applies it apart from the other settings, without
+	// rebuilding the bridge.
+	SFlow *SFlowConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -192,6 +196,9 @@ type Rows struct {
 	Ports       map[string]*Port
 	Interfaces  map[string]*Interface
 	Controllers map[string]*Controller
+	// Sampling rows (sample.go); nil maps are empty.
+	SFlows map[string]*SFlow
+	FSCS   map[string]*FlowSampleCollectorSet
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -207,6 +214,7 @@ func Build(r *Rows) Desired {
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
+	sflowSubID := 0
 	for _, bu := range r.Root.Bridges {
 		br := r.Bridges[bu]
 		if br == nil {
@@ -227,6 +235,7 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
 			bc.MACAging = time.Duration(s) * time.Second

@@ -47,6 +47,10 @@ type Bridge struct {
 	OtherConfig map[string]string `ovsdb:"other_config"`
 	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
 	DatapathTyp string            `ovsdb:"datapath_type"`
+	// Sampling and export rows (sample.go).
+	SFlow   *string `ovsdb:"sflow"`
+	NetFlow *string `ovsdb:"netflow"`
+	IPFIX   *string `ovsdb:"ipfix"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -95,5 +99,9 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableSFlow:      &SFlow{},
+		TableNetFlow:    &NetFlow{},
+		TableIPFIX:      &IPFIX{},
+		TableFSCS:       &FlowSampleCollectorSet{},
 	})
 }

@@ -94,6 +94,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableSFlow:      modelColumns(&SFlow{}),
+		TableNetFlow:    modelColumns(&NetFlow{}),
+		TableIPFIX:      modelColumns(&IPFIX{}),
+		TableFSCS:       modelColumns(&FlowSampleCollectorSet{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -189,6 +193,7 @@ func snapshot(c *dbClient) *Rows {
 			}
 		}
 	}
+	snapshotSampling(tc, r)
 	return r
 }
 

@@ -75,6 +75,10 @@ type ifaceStatus struct {
 // applied is what the reconciler last did to one bridge.
 type applied struct {
 	cfg BridgeConfig
+	// sflow is the sFlow the bridge runs, known when sflowOK (a rebuilt
+	// bridge runs none).
+	sflow   *SFlowConfig
+	sflowOK bool
 }
 
 // Reconciler drives a Switch towards a Desired configuration. It is not
@@ -180,6 +184,9 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
 		}
+		if a := r.running[bc.Name]; a != nil {
+			r.applySFlow(a, bc)
+		}
 	}
 	return ifaces, dpids
 }
@@ -198,6 +205,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 	if settingsEqual(&a.cfg, bc) {
 		return nil
 	}
+	a.sflow, a.sflowOK = nil, false // the rebuilt bridge runs no sFlow yet
 	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
 		// The old settings may be half gone: try again next time.
 		a.cfg = BridgeConfig{}
@@ -211,6 +219,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 func settingsOnly(bc *BridgeConfig) BridgeConfig {
 	c := *bc
 	c.Ports = nil
+	c.SFlow = nil // applied apart (applySFlow)
 	c.Protocols = append([]uint8(nil), bc.Protocols...)
 	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
 	return c
