@@ -221,6 +221,7 @@ func (b *Bridge) Start() {
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
 	b.stopSFlow()
+	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return

@@ -96,8 +96,10 @@ type Xlator struct {
 	ID     uint16
 	bridge *Bridge
 	backer *Backer
-	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go).
-	sflow atomic.Pointer[sflowState]
+	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go);
+	// netflow its NetFlow (netflow_bridge.go).
+	sflow   atomic.Pointer[sflowState]
+	netflow atomic.Pointer[netflowState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -136,6 +138,8 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
+	netflow bool
 }
 
 func (o *Out) reset() {
@@ -146,6 +150,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
+	o.netflow = false
 	o.ctrl.reset()
 }
 
@@ -227,6 +232,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if sflowAt >= 0 {
 		c.sflowFix(sflowAt)
+	}
+	if x.netflow.Load() != nil {
+		c.netflowMask(key)
 	}
 }
 
