@@ -37,6 +37,8 @@ type BridgeConfig struct {
 	// reconciler applies it apart from the other settings, without
 	// rebuilding the bridge.
 	SFlow *SFlowConfig
+	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
+	NetFlow *NetFlowConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -197,8 +199,9 @@ type Rows struct {
 	Interfaces  map[string]*Interface
 	Controllers map[string]*Controller
 	// Sampling rows (sample.go); nil maps are empty.
-	SFlows map[string]*SFlow
-	FSCS   map[string]*FlowSampleCollectorSet
+	SFlows   map[string]*SFlow
+	NetFlows map[string]*NetFlow
+	FSCS     map[string]*FlowSampleCollectorSet
 }
 
 // Build turns the rows into the desired configuration. It never fails:

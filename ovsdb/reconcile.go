@@ -79,6 +79,9 @@ type applied struct {
 	// bridge runs none).
 	sflow   *SFlowConfig
 	sflowOK bool
+	// netflow likewise.
+	netflow   *NetFlowConfig
+	netflowOK bool
 }
 
 // Reconciler drives a Switch towards a Desired configuration. It is not
@@ -186,6 +189,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		}
 		if a := r.running[bc.Name]; a != nil {
 			r.applySFlow(a, bc)
+			r.applyNetFlow(a, bc)
 		}
 	}
 	return ifaces, dpids
@@ -205,7 +209,8 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 	if settingsEqual(&a.cfg, bc) {
 		return nil
 	}
-	a.sflow, a.sflowOK = nil, false // the rebuilt bridge runs no sFlow yet
+	// The rebuilt bridge runs no sFlow or NetFlow yet.
+	a.sflow, a.sflowOK, a.netflow, a.netflowOK = nil, false, nil, false
 	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
 		// The old settings may be half gone: try again next time.
 		a.cfg = BridgeConfig{}
@@ -219,7 +224,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 func settingsOnly(bc *BridgeConfig) BridgeConfig {
 	c := *bc
 	c.Ports = nil
-	c.SFlow = nil // applied apart (applySFlow)
+	c.SFlow, c.NetFlow = nil, nil // applied apart (applySFlow, applyNetFlow)
 	c.Protocols = append([]uint8(nil), bc.Protocols...)
 	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
 	return c

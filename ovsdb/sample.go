@@ -12,9 +12,9 @@ import (
 )
 
 // Sampling and flow export rows: sFlow, NetFlow, IPFIX and
-// Flow_Sample_Collector_Set. govswitchd runs sFlow; NetFlow and IPFIX rows
-// are refused loudly (a WARN naming the row) rather than accepted and
-// ignored.
+// Flow_Sample_Collector_Set. govswitchd runs sFlow and NetFlow; IPFIX and
+// collector set rows are refused loudly (a WARN naming the row) rather
+// than accepted and ignored.
 
 // Table names.
 const (
@@ -34,11 +34,74 @@ type SFlow struct {
 	Header   *int     `ovsdb:"header"`
 }
 
-// NetFlow is a row of the NetFlow table (its columns are not read: the
-// row is refused).
+// NetFlow is a row of the NetFlow table.
 type NetFlow struct {
-	UUID    string   `ovsdb:"_uuid"`
-	Targets []string `ovsdb:"targets"`
+	UUID             string   `ovsdb:"_uuid"`
+	Targets          []string `ovsdb:"targets"`
+	ActiveTimeout    int      `ovsdb:"active_timeout"`
+	EngineType       *int     `ovsdb:"engine_type"`
+	EngineID         *int     `ovsdb:"engine_id"`
+	AddIDToInterface bool     `ovsdb:"add_id_to_interface"`
+}
+
+// NetFlowConfig is a bridge's NetFlow row, checked.
+type NetFlowConfig struct {
+	Targets []string // "IP:PORT", sorted
+	// ActiveTimeout is in seconds; 0 (the row's 0 or a negative value)
+	// means ovs-vswitchd's default, 600.
+	ActiveTimeout int
+	// EngineType and EngineID are -1 when the row leaves them to the
+	// datapath's default.
+	EngineType, EngineID int
+	AddIDToInterface     bool
+}
+
+// Equal reports whether c and d are the same configuration.
+func (c *NetFlowConfig) Equal(d *NetFlowConfig) bool {
+	if c == nil || d == nil {
+		return c == d
+	}
+	return slices.Equal(c.Targets, d.Targets) && c.ActiveTimeout == d.ActiveTimeout && c.EngineType == d.EngineType &&
+		c.EngineID == d.EngineID && c.AddIDToInterface == d.AddIDToInterface
+}
+
+// parseNetFlow checks a NetFlow row as ovs-vswitchd uses it.
+func parseNetFlow(bridge string, n *NetFlow, problems *[]string) (c *NetFlowConfig, msg string) {
+	c = &NetFlowConfig{EngineType: -1, EngineID: -1, AddIDToInterface: n.AddIDToInterface}
+	if len(n.Targets) == 0 {
+		return nil, "has no targets"
+	}
+	for _, t := range n.Targets {
+		ap, err := netip.ParseAddrPort(t)
+		if err != nil {
+			return nil, fmt.Sprintf("target %q is not IP:PORT", t)
+		}
+		c.Targets = append(c.Targets, ap.String())
+	}
+	sort.Strings(c.Targets)
+	switch {
+	case n.ActiveTimeout < 0:
+		*problems = append(*problems, fmt.Sprintf("bridge %s: active timeout interval set to negative value, using default instead (600 seconds)", bridge))
+	default:
+		c.ActiveTimeout = n.ActiveTimeout
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		to   *int
+	}{{"engine_type", n.EngineType, &c.EngineType}, {"engine_id", n.EngineID, &c.EngineID}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 0 || *f.v > 255 {
+			return nil, fmt.Sprintf("%s %d is not 0 to 255", f.name, *f.v)
+		}
+		*f.to = *f.v
+	}
+	if c.AddIDToInterface && c.EngineID > 0x7f {
+		*problems = append(*problems, fmt.Sprintf("bridge %s: NetFlow port mangling may conflict with another vswitch, choose an engine id less than 128", bridge))
+	}
+	return c, ""
 }
 
 // IPFIX is a row of the IPFIX table (refused).
@@ -95,7 +158,17 @@ func parseSampling(r *Rows, br *Bridge, bc *BridgeConfig, subID *int, problems *
 		}
 	}
 	if br.NetFlow != nil {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: NetFlow is not supported by govswitchd; the NetFlow row %s is not honoured", br.Name, *br.NetFlow))
+		row := r.NetFlows[*br.NetFlow]
+		switch {
+		case row == nil:
+			*problems = append(*problems, fmt.Sprintf("bridge %s refers to missing NetFlow row %s", br.Name, *br.NetFlow))
+		default:
+			if c, msg := parseNetFlow(br.Name, row, problems); msg != "" {
+				*problems = append(*problems, fmt.Sprintf("bridge %s: NetFlow %s; NetFlow not configured", br.Name, msg))
+			} else {
+				bc.NetFlow = c
+			}
+		}
 	}
 	if br.IPFIX != nil {
 		*problems = append(*problems, fmt.Sprintf("bridge %s: IPFIX is not supported by govswitchd; the IPFIX row %s is not honoured", br.Name, *br.IPFIX))
@@ -173,6 +246,38 @@ type SFlowSwitch interface {
 	SetSFlow(bridge string, cfg *SFlowConfig) error
 }
 
+// NetFlowSwitch is a Switch that runs NetFlow, applied as SFlowSwitch.
+type NetFlowSwitch interface {
+	// SetNetFlow starts, changes (cfg not nil) or stops (nil) NetFlow on
+	// a running bridge.
+	SetNetFlow(bridge string, cfg *NetFlowConfig) error
+}
+
+// applyNetFlow brings the bridge's NetFlow to bc.NetFlow.
+func (r *Reconciler) applyNetFlow(a *applied, bc *BridgeConfig) {
+	if a.netflowOK && a.netflow.Equal(bc.NetFlow) {
+		return
+	}
+	ns, ok := r.sw.(NetFlowSwitch)
+	if !ok {
+		if bc.NetFlow != nil {
+			r.problemf(slog.LevelWarn, "bridge %s: NetFlow is not supported by this switch; not configured", bc.Name)
+		}
+		return
+	}
+	if err := ns.SetNetFlow(bc.Name, bc.NetFlow); err != nil {
+		r.problemf(slog.LevelWarn, "bridge %s: NetFlow: %v; not configured", bc.Name, err)
+		a.netflow, a.netflowOK = nil, false
+		return
+	}
+	if bc.NetFlow != nil {
+		r.logf("bridge %s: NetFlow to %s", bc.Name, strings.Join(bc.NetFlow.Targets, ","))
+	} else if a.netflow != nil {
+		r.logf("bridge %s: NetFlow stopped", bc.Name)
+	}
+	a.netflow, a.netflowOK = bc.NetFlow, true
+}
+
 // applySFlow brings the bridge's sFlow to bc.SFlow; a is the bridge's
 // applied state (its sflow is what runs, sflowOK whether it is known).
 func (r *Reconciler) applySFlow(a *applied, bc *BridgeConfig) {
@@ -202,6 +307,14 @@ func (r *Reconciler) applySFlow(a *applied, bc *BridgeConfig) {
 // snapshotSampling copies the cached sampling rows into r.
 func snapshotSampling(tc *cache.TableCache, r *Rows) {
 	r.SFlows = map[string]*SFlow{}
+	r.NetFlows = map[string]*NetFlow{}
+	if t := tc.Table(TableNetFlow); t != nil {
+		for u, row := range t.Rows() {
+			if n, ok := row.(*NetFlow); ok {
+				r.NetFlows[u] = n
+			}
+		}
+	}
 	r.FSCS = map[string]*FlowSampleCollectorSet{}
 	if t := tc.Table(TableSFlow); t != nil {
 		for u, row := range t.Rows() {

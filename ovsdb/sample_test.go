@@ -34,16 +34,17 @@ func TestParseSFlow(t *testing.T) {
 }
 
 // TestBuildSampling: a bridge's sFlow row becomes its SFlowConfig, with
-// sub-agent ids in bridge order; NetFlow, IPFIX and collector sets are
-// reported as not honoured.
+// sub-agent ids in bridge order, and the NetFlow row its NetFlowConfig;
+// IPFIX and collector sets are reported as not honoured.
 func TestBuildSampling(t *testing.T) {
-	sf, nf, ipx := "sf", "nf", "ipx"
+	sf, nf, ipx, seven := "sf", "nf", "ipx", 7
 	r := &Rows{Root: &OpenvSwitch{Bridges: []string{"b0", "b1"}},
 		Bridges: map[string]*Bridge{
 			"b0": {UUID: "b0", Name: "br0", SFlow: &sf, NetFlow: &nf},
 			"b1": {UUID: "b1", Name: "br1", SFlow: &sf, IPFIX: &ipx},
 		},
-		SFlows: map[string]*SFlow{"sf": {Targets: []string{"127.0.0.1:6343"}}},
+		SFlows:   map[string]*SFlow{"sf": {Targets: []string{"127.0.0.1:6343"}}},
+		NetFlows: map[string]*NetFlow{"nf": {Targets: []string{"127.0.0.1:2055"}, ActiveTimeout: -5, EngineID: &seven}},
 		FSCS:   map[string]*FlowSampleCollectorSet{"f": {ID: 5, Bridge: "b1"}},
 	}
 	d := Build(r)
@@ -51,8 +52,12 @@ func TestBuildSampling(t *testing.T) {
 		d.Bridges[0].SFlow.SubID != 0 || d.Bridges[1].SFlow.SubID != 1 {
 		t.Fatalf("bridges %+v", d.Bridges)
 	}
+	want := &NetFlowConfig{Targets: []string{"127.0.0.1:2055"}, EngineType: -1, EngineID: 7}
+	if !d.Bridges[0].NetFlow.Equal(want) {
+		t.Errorf("NetFlow %+v, want %+v", d.Bridges[0].NetFlow, want)
+	}
 	all := strings.Join(d.Problems, "\n")
-	for _, want := range []string{"bridge br0: NetFlow is not supported", "bridge br1: IPFIX is not supported",
+	for _, want := range []string{"bridge br0: active timeout interval set to negative value", "bridge br1: IPFIX is not supported",
 		"bridge br1: Flow_Sample_Collector_Set 5: per-flow IPFIX sampling is not supported"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)
