@@ -45,7 +45,7 @@ func TestBuildSampling(t *testing.T) {
 		},
 		SFlows:   map[string]*SFlow{"sf": {Targets: []string{"127.0.0.1:6343"}}},
 		NetFlows: map[string]*NetFlow{"nf": {Targets: []string{"127.0.0.1:2055"}, ActiveTimeout: -5, EngineID: &seven}},
-		FSCS:   map[string]*FlowSampleCollectorSet{"f": {ID: 5, Bridge: "b1"}},
+		FSCS:     map[string]*FlowSampleCollectorSet{"f": {ID: 5, Bridge: "b1"}},
 	}
 	d := Build(r)
 	if len(d.Bridges) != 2 || d.Bridges[0].SFlow == nil || d.Bridges[1].SFlow == nil ||
