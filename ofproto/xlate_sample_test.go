@@ -194,3 +194,59 @@ func TestSFlowEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseSFlowUserdata: the sFlow cookie decoder takes any userdata an
+// upcall carries without panicking, and what it accepts re-encodes to
+// the same 16 bytes it read (the reserved bytes aside).
+func FuzzParseSFlowUserdata(f *testing.F) {
+	f.Add([]byte{UserdataSFlow, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 0x20, 0x0a, 0, 0})
+	f.Add([]byte{UserdataController, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{UserdataSFlow})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		u, ok := ParseSFlowUserdata(b)
+		if !ok {
+			return
+		}
+		var e [sflowUserdataLn]byte
+		e[0] = UserdataSFlow
+		binary.BigEndian.PutUint16(e[2:], u.Bridge)
+		binary.BigEndian.PutUint32(e[4:], u.OutPort)
+		binary.BigEndian.PutUint32(e[8:], u.NOutputs)
+		binary.BigEndian.PutUint16(e[12:], u.OutTCI)
+		if e[0] != b[0] || !bytes.Equal(e[2:14], b[2:14]) {
+			t.Fatalf("%x decoded as %+v, re-encoded %x", b, u, e)
+		}
+	})
+}
+
+// TestSFlowUpcallAllocs: a sampled packet's action upcall becomes a flow
+// sample without allocating (sent datagrams aside, which the exporter
+// writes from its own buffer).
+func TestSFlowUpcallAllocs(t *testing.T) {
+	b, _ := dummyBridge(t, UpcallConfig{})
+	col, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	cfg := sflow.Config{Agent: netip.MustParseAddr("192.0.2.9"), Targets: []string{col.LocalAddr().String()}, Sampling: 1}
+	if err := b.SetSFlow(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer b.SetSFlow(nil)
+	frame := synFrame(1)
+	up := datapath.Upcall{Cmd: datapath.UpcallAction, Packet: frame,
+		Userdata: []byte{UserdataSFlow, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0}}
+	binary.BigEndian.PutUint16(up.Userdata[2:], b.X.ID)
+	flow.ExtractInto(&up.Key, frame, &flow.Metadata{InPort: b.Ports.Snapshot().List()[0].DPPort})
+	u := b.Udpif
+	for i := 0; i < 100; i++ {
+		u.sflowUpcall(&up)
+	}
+	if n := testing.AllocsPerRun(200, func() { u.sflowUpcall(&up) }); n > 0.05 {
+		t.Errorf("an sFlow upcall allocates %v times", n)
+	}
+	if st := b.X.sflow.Load().exp.Stats(); st.FlowSamples < 300 {
+		t.Errorf("%d samples taken", st.FlowSamples)
+	}
+}

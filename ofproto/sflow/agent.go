@@ -81,7 +81,9 @@ type Exporter struct {
 	samplID uint32 // the sampler's data source id
 
 	mu         sync.Mutex
-	buf        []byte // the datagram being filled (header written at send)
+	buf        []byte // the datagram being filled: room for its header, then the samples
+	hdrLen     int
+	fs         FlowSample // Sample's scratch, so that it does not escape
 	nSamples   uint32
 	seq        uint32 // datagrams sent
 	flowSeq    uint32
@@ -108,7 +110,9 @@ func NewExporter(cfg Config, poll Counters) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, poll: poll, start: time.Now(), counterSeq: map[uint32]uint32{},
 		samplID: SourceID(physicalEntity, samplerIndexBase+cfg.SubAgentID),
-		buf:     make([]byte, 0, 2*maxDatagram), stop: make(chan struct{}), done: make(chan struct{})}
+		stop:    make(chan struct{}), done: make(chan struct{})}
+	e.hdrLen = len(AppendHeader(nil, &Header{Agent: cfg.Agent}))
+	e.buf = make([]byte, e.hdrLen, 2*maxDatagram+e.hdrLen)
 	for _, t := range cfg.Targets {
 		ap, err := ParseTarget(t)
 		if err != nil {
@@ -172,7 +176,8 @@ func (e *Exporter) run() {
 // Sample adds a flow sample of packet pkt (the frame without FCS) that
 // came in on ifIndex in and left by output (an ifIndex, or OutputMultiple
 // or OutputDiscard with their operand), with the source and destination
-// VLAN TCIs (0 when untagged). It copies what it keeps of pkt.
+// VLAN TCIs (0 when untagged). It copies what it keeps of pkt, and
+// allocates nothing once its buffer has grown.
 func (e *Exporter) Sample(pkt []byte, in, output uint32, srcTCI, dstTCI uint16) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -185,25 +190,26 @@ func (e *Exporter) Sample(pkt []byte, in, output uint32, srcTCI, dstTCI uint16) 
 	if len(hdr) > e.cfg.Header {
 		hdr = hdr[:e.cfg.Header]
 	}
-	s := FlowSample{Seq: e.flowSeq, SourceID: e.samplID, Rate: e.cfg.Sampling, Pool: e.pool,
+	e.fs = FlowSample{Seq: e.flowSeq, SourceID: e.samplID, Rate: e.cfg.Sampling, Pool: e.pool,
 		Input: in, Output: output, HasHeader: true, Protocol: HeaderEthernet,
 		Frame: uint32(len(pkt)) + 4, Stripped: 4, Packet: hdr, HasSwitch: true,
 		SrcVLAN: uint32(srcTCI & 0xfff), SrcPriority: uint32(srcTCI >> 13),
 		DstVLAN: uint32(dstTCI & 0xfff), DstPrio: uint32(dstTCI >> 13)}
-	e.add(func(b []byte) []byte { return AppendFlowSample(b, &s) })
+	n := len(e.buf)
+	e.buf = AppendFlowSample(e.buf, &e.fs)
+	e.fs.Packet = nil
+	e.added(n)
 }
 
-// add appends one sample to the datagram being filled, sending it first
-// when the sample would take it past maxDatagram. e.mu is held.
-func (e *Exporter) add(enc func([]byte) []byte) {
-	n := len(e.buf)
-	e.buf = enc(e.buf)
-	if len(e.buf) > maxDatagram && n > 0 {
-		// Send what was there, and start the next datagram with this one.
-		tail := append([]byte(nil), e.buf[n:]...)
+// added accounts for the sample appended to the datagram from offset n:
+// when it takes the datagram past maxDatagram, what was there before is
+// sent and the sample starts the next one. e.mu is held.
+func (e *Exporter) added(n int) {
+	if len(e.buf) > maxDatagram && n > e.hdrLen {
+		end := len(e.buf)
 		e.buf = e.buf[:n]
 		e.flushLocked()
-		e.buf = append(e.buf, tail...)
+		e.buf = append(e.buf, e.buf[n:end]...) // the tail is still in the array
 	}
 	e.nSamples++
 }
@@ -217,12 +223,15 @@ func (e *Exporter) pollCounters() {
 		src := SourceID(0, cs[i].Index)
 		e.counterSeq[src]++
 		s := CounterSample{Seq: e.counterSeq[src], SourceID: src, HasGeneric: true, Generic: cs[i]}
-		e.add(func(b []byte) []byte { return AppendCounterSample(b, &s) })
+		n := len(e.buf)
+		e.buf = AppendCounterSample(e.buf, &s)
+		e.added(n)
 	}
 	e.flushLocked()
 }
 
-// flushLocked sends the pending samples as one datagram. e.mu is held.
+// flushLocked sends the pending samples as one datagram, its header
+// written into the room kept for it at the front. e.mu is held.
 func (e *Exporter) flushLocked() {
 	if e.nSamples == 0 {
 		return
@@ -230,18 +239,16 @@ func (e *Exporter) flushLocked() {
 	e.seq++
 	h := Header{Agent: e.cfg.Agent, SubAgentID: e.cfg.SubAgentID, Seq: e.seq,
 		Uptime: uint32(time.Since(e.start).Milliseconds()), NSamples: e.nSamples}
-	var hb [40]byte
-	d := AppendHeader(hb[:0], &h)
-	d = append(d, e.buf...)
+	AppendHeader(e.buf[:0], &h)
 	for _, c := range e.conns {
-		if _, err := c.Write(d); err != nil {
+		if _, err := c.Write(e.buf); err != nil {
 			e.sendErrs++
 			e.lastErr = err
 		} else {
 			e.sent++
 		}
 	}
-	e.buf = e.buf[:0]
+	e.buf = e.buf[:e.hdrLen]
 	e.nSamples = 0
 }
 
