@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +205,7 @@ func (c *sflowCollector) sfacctdICMP() (packets, bytes int) {
 
 // sflowRun is what one switch's sFlow told the collectors.
 type sflowRun struct {
+	flows     []string // IPv4 datapath flows, the sample taken off, and the sample actions' probabilities
 	agents    []netip.Addr
 	subIDs    []uint32
 	samples   []sflow.FlowSample
@@ -220,6 +223,8 @@ func (b *sflowBed) run(t *testing.T, c *sflowCollector) sflowRun {
 	if loss := parseLoss(t, out); loss > sflowPings/20 {
 		t.Errorf("lost %d of %d pings:\n%s", loss, sflowPings, out)
 	}
+	var r sflowRun
+	r.flows = sampledFlows(t)
 	last, stable := -1, 0
 	for deadline := time.Now().Add(30 * time.Second); stable < 3; time.Sleep(time.Second) {
 		_, fs, _ := c.icmpSamples()
@@ -237,7 +242,6 @@ func (b *sflowBed) run(t *testing.T, c *sflowCollector) sflowRun {
 			break
 		}
 	}
-	var r sflowRun
 	r.agents, r.samples, r.subIDs = c.icmpSamples()
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if r.sfacctd, _ = c.sfacctdICMP(); r.sfacctd >= len(r.samples) || time.Now().After(deadline) {
@@ -313,6 +317,61 @@ func (b *sflowBed) check(t *testing.T, who string, r sflowRun) {
 			t.Errorf("%s: %s's counters %+v, want at least %d packets each way", who, p, c, sflowPings)
 		}
 	}
+}
+
+// sampledFlows returns the datapath's IPv4 flows (the pings') as
+// ovs-dpctl shows them, statistics cut, each with its leading sFlow
+// action split off: "MATCH actions:REST | PROBABILITY".
+func sampledFlows(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, out)
+	}
+	var flows []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.Contains(l, "eth_type(0x0800)") {
+			continue // NORMAL's IPv4 megaflows (L2 fields only)
+		}
+		match, acts, ok := strings.Cut(l, " actions:")
+		if i := strings.Index(match, ", packets:"); i >= 0 {
+			match = match[:i]
+		}
+		if !ok {
+			continue
+		}
+		prob := "100%"
+		switch {
+		case strings.HasPrefix(acts, "sample(sample="):
+			prob = acts[len("sample(sample="):strings.Index(acts, ",")]
+			acts = skipParens(acts)
+		case strings.HasPrefix(acts, "userspace("):
+			acts = skipParens(acts)
+		default:
+			prob = "none"
+		}
+		flows = append(flows, match+" actions:"+acts+" | "+prob)
+	}
+	sort.Strings(flows)
+	return flows
+}
+
+// skipParens drops the first action of acts (up to its matching
+// parenthesis) and the comma after it.
+func skipParens(acts string) string {
+	depth := 0
+	for i, c := range acts {
+		switch c {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return strings.TrimPrefix(acts[i+1:], ",")
+			}
+		}
+	}
+	return acts
 }
 
 func sqrt(x float64) float64 {
@@ -393,6 +452,12 @@ func TestIntegrationSFlow(t *testing.T) {
 
 	b.check(t, "ovs-vswitchd", ovs)
 	b.check(t, "govswitchd", gov)
+	// The same megaflows and forwarding actions behind the same sample
+	// (probability UINT32_MAX/4 shown as 25.0%).
+	t.Logf("IPv4 datapath flows:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	if len(gov.flows) == 0 || !slices.Equal(ovs.flows, gov.flows) {
+		t.Errorf("sampled flows differ:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	}
 
 	// Without sFlow the datapath flows carry no sample: the miss path is
 	// as before.
