@@ -93,3 +93,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestActiveTimeout: an active flow is reported every active timeout
+// with the counts since the last report, and forgotten once a timeout
+// passes with no update.
+func TestActiveTimeout(t *testing.T) {
+	col, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	e, err := NewExporter(Config{Targets: []string{col.LocalAddr().String()}, ActiveTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	t0 := time.Now()
+	k := Key{InPort: 1, Proto: 17, SrcPort: 1, DstPort: 2}
+	e.Update(k, 2, 3, 300, 0, t0)
+	e.Run(t0.Add(30 * time.Minute)) // not yet
+	e.Update(k, 2, 2, 200, 0, t0.Add(40*time.Minute))
+	e.Run(t0.Add(61 * time.Minute))
+	e.Update(k, 2, 1, 100, 0, t0.Add(62*time.Minute))
+	e.Run(t0.Add(122 * time.Minute))
+	e.Run(t0.Add(183 * time.Minute)) // idle for a timeout: forgotten
+	if n := e.Flows(); n != 0 {
+		t.Errorf("%d flows kept after an idle timeout", n)
+	}
+	buf := make([]byte, 2048)
+	var got []uint32
+	col.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for len(got) < 2 {
+		n, err := col.Read(buf)
+		if err != nil {
+			t.Fatalf("records %v: %v", got, err)
+		}
+		_, rs, _ := Decode(buf[:n])
+		for _, r := range rs {
+			got = append(got, r.Packets)
+		}
+	}
+	if got[0] != 5 || got[1] != 1 {
+		t.Errorf("reports of %v packets, want 5 then 1", got)
+	}
+}
