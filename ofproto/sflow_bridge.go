@@ -14,6 +14,8 @@ func (b *Bridge) SetSFlow(cfg *sflow.Config) error {
 	var st *sflowState
 	if cfg != nil {
 		st = &sflowState{prob: cfg.Probability()}
+		empty := map[uint32]uint32{}
+		st.ifindex.Store(&empty) // until the datapath's ports are read
 		exp, err := sflow.NewExporter(*cfg, func() []sflow.IfCounters { return b.sflowCounters(st) })
 		if err != nil {
 			return err
