@@ -81,7 +81,7 @@ func startNetFlowCollectors(t *testing.T) (*netflowCollector, []string) {
 	return c, []string{fmt.Sprintf("127.0.0.1:%d", port), c.conn.LocalAddr().String()}
 }
 
-// stop ends nfcapd, which writes its file as it goes.
+// stop ends nfcapd, which writes its file when it ends (SIGTERM).
 func (c *netflowCollector) stop(t *testing.T) {
 	c.conn.Close()
 	if c.nfcapd.Process != nil && c.nfcapd.ProcessState == nil {
@@ -90,11 +90,23 @@ func (c *netflowCollector) stop(t *testing.T) {
 		go func() { c.nfcapd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
+			t.Errorf("nfcapd did not end within 60 s of SIGTERM; killed")
 			c.nfcapd.Process.Kill()
 			<-done
 		}
 	}
+}
+
+// nfcapdLog returns nfcapd's log and the files it wrote, for a failure.
+func (c *netflowCollector) nfcapdLog() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "nfcapd.log"))
+	ents, _ := os.ReadDir(c.dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return string(b) + "files: " + strings.Join(names, " ")
 }
 
 // icmp sums the decoded ICMP records by direction: "1>2" is h1 to h2.
@@ -193,8 +205,14 @@ func (b *sflowBed) netflowRun(t *testing.T, c *netflowCollector) netflowRun {
 		}
 	}
 	r.pkts, r.bytes, r.recs = c.icmp()
+	// nfcapd got the same datagrams; it stores what it has read when it
+	// ends, so give it a moment to read the last of them first.
+	time.Sleep(time.Second)
 	c.stop(t)
 	r.nfdump, r.eng = c.nfdumpICMP(t)
+	if r.nfdump["1>2"] != r.pkts["1>2"] {
+		t.Logf("nfcapd:\n%s", c.nfcapdLog())
+	}
 	c.mu.Lock()
 	r.headers, r.bad = append(r.headers, c.headers...), append(r.bad, c.bad...)
 	c.mu.Unlock()

@@ -398,6 +398,11 @@ func (b *sflowBed) configure(t *testing.T, vsctl func(args ...string) string, ta
 	for i, tg := range targets {
 		quoted[i] = strconv.Quote(tg)
 	}
+	// The hosts forget the last run's neighbours, so that this switch
+	// learns both addresses from their ARP before the pings.
+	for _, h := range []*testbed.Netns{b.h1, b.h2} {
+		h.Exec("ip", "neigh", "flush", "all")
+	}
 	vsctl("--", "--id=@s", "create", "sFlow", "agent="+b.name, "targets=["+strings.Join(quoted, ",")+"]",
 		"sampling="+strconv.Itoa(b.sampling), "polling=1", "header=128", "--", "set", "Bridge", b.name, "sflow=@s")
 }
