@@ -221,6 +221,8 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopSFlow()
+	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return

@@ -96,6 +96,10 @@ type Xlator struct {
 	ID     uint16
 	bridge *Bridge
 	backer *Backer
+	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go);
+	// netflow its NetFlow (netflow_bridge.go).
+	sflow   atomic.Pointer[sflowState]
+	netflow atomic.Pointer[netflowState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -134,6 +138,8 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
+	netflow bool
 }
 
 func (o *Out) reset() {
@@ -144,6 +150,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
+	o.netflow = false
 	o.ctrl.reset()
 }
 
@@ -209,6 +216,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
@@ -216,6 +224,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		if c.ports.mirrors != nil {
 			c.mirrorIngress() // xlate_mirror.go
 		}
+		sflowAt = c.sflowBegin()
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -225,6 +234,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if c.ctrl.pausing {
 		c.finishPause()
+	}
+	if sflowAt >= 0 {
+		c.sflowFix(sflowAt)
+	}
+	if x.netflow.Load() != nil {
+		c.netflowMask(key)
 	}
 }
 

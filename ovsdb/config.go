@@ -37,6 +37,12 @@ type BridgeConfig struct {
 	Bonds []BondConfig
 	// Mirrors are the bridge's Mirror rows (mirror.go), by name.
 	Mirrors []MirrorConfig
+	// SFlow is the bridge's sFlow, nil without (sample.go). The
+	// reconciler applies it apart from the other settings, without
+	// rebuilding the bridge.
+	SFlow *SFlowConfig
+	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
+	NetFlow *NetFlowConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -214,6 +220,10 @@ type Rows struct {
 	QoS         map[string]*QoS
 	Queues      map[string]*Queue
 	Mirrors     map[string]*Mirror // nil: none
+	// Sampling rows (sample.go); nil maps are empty.
+	SFlows   map[string]*SFlow
+	NetFlows map[string]*NetFlow
+	FSCS     map[string]*FlowSampleCollectorSet
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -232,6 +242,7 @@ func Build(r *Rows) Desired {
 	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
+	sflowSubID := 0
 	for _, bu := range r.Root.Bridges {
 		br := r.Bridges[bu]
 		if br == nil {
@@ -252,6 +263,7 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
 			bc.MACAging = time.Duration(s) * time.Second

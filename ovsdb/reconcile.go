@@ -87,6 +87,13 @@ type ifaceStatus struct {
 // applied is what the reconciler last did to one bridge.
 type applied struct {
 	cfg BridgeConfig
+	// sflow is the sFlow the bridge runs, known when sflowOK (a rebuilt
+	// bridge runs none).
+	sflow   *SFlowConfig
+	sflowOK bool
+	// netflow likewise.
+	netflow   *NetFlowConfig
+	netflowOK bool
 }
 
 // Reconciler drives a Switch towards a Desired configuration. It is not
@@ -210,6 +217,10 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
 		}
+		if a := r.running[bc.Name]; a != nil {
+			r.applySFlow(a, bc)
+			r.applyNetFlow(a, bc)
+		}
 	}
 	return ifaces, dpids
 }
@@ -253,6 +264,8 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 	if settingsEqual(&a.cfg, bc) {
 		return nil
 	}
+	// The rebuilt bridge runs no sFlow or NetFlow yet.
+	a.sflow, a.sflowOK, a.netflow, a.netflowOK = nil, false, nil, false
 	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
 		// The old settings may be half gone: try again next time.
 		a.cfg = BridgeConfig{}
@@ -266,6 +279,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 func settingsOnly(bc *BridgeConfig) BridgeConfig {
 	c := *bc
 	c.Ports = nil
+	c.SFlow, c.NetFlow = nil, nil // applied apart (applySFlow, applyNetFlow)
 	c.Protocols = append([]uint8(nil), bc.Protocols...)
 	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
 	return c
