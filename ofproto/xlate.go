@@ -203,6 +203,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	c.inPort = c.ports.ByDP(key.InPort)
 	if c.inPort == nil {
+		c.inPort = c.tunnelInPort(key) // xlate_tunnel.go
+	}
+	if c.inPort == nil {
 		out.Dropped = "unknown input port"
 		return
 	}
@@ -555,6 +558,10 @@ func (c *xctx) emitOutput(pt *Port) {
 	}
 	if pt.IsPatch() {
 		c.patchOutput(pt)
+		return
+	}
+	if pt.tunnel != nil {
+		c.tunnelOutput(pt) // xlate_tunnel.go
 		return
 	}
 	c.commit()
