@@ -52,7 +52,15 @@ var (
 // metadata is the flow's again after the output.
 func (c *xctx) tunnelOutput(pt *Port) {
 	cfg := &pt.tunnel.cfg
-	f, wc := &c.flow, &c.out.WC
+	f := &c.flow
+	// A flow-based field depends on the packet only when it came from a
+	// tunnel (else it is zero or what the actions set): only then does it
+	// join the megaflow, whose key has no tunnel attribute otherwise.
+	var discard flow.Mask
+	wc := &discard
+	if c.inPort != nil && c.inPort.tunnel != nil {
+		wc = &c.out.WC
+	}
 	saved := f.Tunnel
 	t := flow.Tunnel{TTL: cfg.TTL, TOS: cfg.TOS}
 	if cfg.OutKeyFlow {
@@ -95,11 +103,11 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	ip := f.EthType == flow.EthTypeIPv4 || f.EthType == flow.EthTypeIPv6
 	if cfg.TOSInherit && ip {
 		t.TOS = f.NwTos &^ 3
-		wc.NwTos |= 0xfc
+		c.out.WC.NwTos |= 0xfc
 	}
 	if cfg.TTLInherit && ip {
 		t.TTL = f.NwTTL
-		wc.NwTTL = 0xff
+		c.out.WC.NwTTL = 0xff
 	}
 	if cfg.DontFragment {
 		t.Flags |= flow.TunnelDontFragment
