@@ -134,6 +134,12 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			} else {
 				return c, fmt.Errorf("%s: invalid TTL %s", name, v)
 			}
+		case "packet_type":
+			// Ethernet frames in the tunnel, the one mode govswitchd
+			// carries (legacy_l3 and ptap need packet_type matching).
+			if v != "legacy_l2" {
+				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is)", name, typ, v)
+			}
 		case "csum":
 			c.Csum = v == "true"
 		case "df_default":

@@ -50,6 +50,9 @@ func TestParseTunnelConfig(t *testing.T) {
 		{name: "gre dst_port", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "dst_port": "99"}, err: "does not support 'dst_port'"},
 		{name: "bad key", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "key": "x"}, err: "bad gre 'key'"},
 		{name: "bad tos", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "tos": "3"}, err: "invalid TOS"},
+		{name: "packet_type", typ: "ip6gre", opts: map[string]string{"remote_ip": "fc00::1", "packet_type": "legacy_l2"},
+			check: func(t *testing.T, c TunnelConfig) {}},
+		{name: "packet_type ptap", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "packet_type": "ptap"}, err: "packet_type=ptap is not supported"},
 		{name: "erspan", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
