@@ -88,7 +88,7 @@ func (d *Daemon) dpifShow([]string) (string, error) {
 				fmt.Fprintf(&sb, "    %s %s/none: (patch: peer=%s)\n", p.Name, ofp, p.Peer)
 				continue
 			}
-			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type)
+			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type+tunnelShowConfig(p)) // tunnel.go
 		}
 	}
 	return sb.String(), nil

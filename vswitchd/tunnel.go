@@ -1,6 +1,8 @@
 package vswitchd
 
 import (
+	"strings"
+
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb"
 )
@@ -20,3 +22,14 @@ func addTunnelPort(b *ofproto.Bridge, p *ovsdb.PortConfig, ofport uint32, v ofpr
 // tunnelOptionsText is p's options as the database's PortConfig.Tunnel
 // has them, "" for a port that is not a tunnel.
 func tunnelOptionsText(p *ofproto.Port) string { return p.TunnelOptions() }
+
+// tunnelShowConfig is what dpif/show prints after a tunnel port's type, as
+// ovs-vswitchd prints its netdev's configuration: ": k=v, k=v" with the
+// options sorted by name; "" for other ports.
+func tunnelShowConfig(p *ofproto.Port) string {
+	opts := p.TunnelOptions() // "k=v,k=v," sorted
+	if opts == "" {
+		return ""
+	}
+	return ": " + strings.ReplaceAll(strings.TrimSuffix(opts, ","), ",", ", ")
+}

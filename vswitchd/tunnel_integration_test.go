@@ -176,6 +176,15 @@ func TestIntegrationTunnelPorts(t *testing.T) {
 			if !strings.Contains(string(show), ": "+tc.vport) {
 				t.Errorf("ovs-dpctl show lacks %s:\n%s", tc.vport, show)
 			}
+			// govswitchd's dpctl/show lists the ports as ovs-dpctl does.
+			ourShow := appctlAt(t, ctl, "dpctl/show")
+			if got, want := portLines(ourShow.out), portLines(string(show)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("dpctl/show ports %q, ovs-dpctl show %q", got, want)
+			}
+			dpifShow := appctlAt(t, ctl, "dpif/show")
+			if want := fmt.Sprintf("tun%s 2/%s: (%s: ", b.v1, dpPort(t, tc.vport), tc.kind); !strings.Contains(dpifShow.out, want) {
+				t.Errorf("dpif/show lacks %q:\n%s", want, dpifShow.out)
+			}
 			dump, _ := exec.Command("ovs-dpctl", "dump-flows").CombinedOutput()
 			t.Logf("ovs-dpctl dump-flows:\n%s", dump)
 			if !strings.Contains(string(dump), "set(tunnel(") || !strings.Contains(string(dump), tc.dump) {
@@ -311,5 +320,16 @@ func flowLinesNoStats(dump string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// portLines are the "port N: name (type)" lines of a dpctl show.
+func portLines(show string) []string {
+	var out []string
+	for _, l := range strings.Split(show, "\n") {
+		if strings.HasPrefix(l, "  port ") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
 	return out
 }
