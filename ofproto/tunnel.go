@@ -344,3 +344,13 @@ func (s *backerSet) tunnelReceiver(key *flow.Key) *tunnelEnd {
 	}
 	return best
 }
+
+// TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre) of
+// datapath port portNo when it is a shared tunnel vport with a tunnel port
+// on it, "" otherwise.
+func (bk *Backer) TunnelVportKind(portNo uint32) string {
+	if ends := bk.set.Load().tunnels[portNo]; len(ends) > 0 {
+		return ends[0].p.tunnel.cfg.Type
+	}
+	return ""
+}

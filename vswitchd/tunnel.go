@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"strings"
 
+	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb"
 )
@@ -32,4 +33,47 @@ func tunnelShowConfig(p *ofproto.Port) string {
 		return ""
 	}
 	return ": " + strings.ReplaceAll(strings.TrimSuffix(opts, ","), ",", ", ")
+}
+
+// dumpedTunnelMask is m with the tunnel fields ovs-dpctl would not print
+// cleared: the kernel's masks always carry a tunnel attribute, but its
+// keys carry one only for a tunnelled packet, without the zero tos and UDP
+// ports and, without the key flag, the id; ovs-dpctl prints the fields
+// the key has. The result is a copy; m is not changed.
+func dumpedTunnelMask(k *flow.Key, m *flow.Mask) *flow.Mask {
+	t := &k.Tunnel
+	if m.Tunnel == (flow.Tunnel{}) {
+		return m
+	}
+	c := *m
+	mt := &c.Tunnel
+	if *t == (flow.Tunnel{}) {
+		*mt = flow.Tunnel{}
+		return &c
+	}
+	if t.Flags&flow.TunnelKey == 0 {
+		mt.ID = 0
+	}
+	if t.IPv4Src == ([4]byte{}) {
+		mt.IPv4Src = [4]byte{}
+	}
+	if t.IPv4Dst == ([4]byte{}) {
+		mt.IPv4Dst = [4]byte{}
+	}
+	if t.IPv6Src == ([16]byte{}) {
+		mt.IPv6Src = [16]byte{}
+	}
+	if t.IPv6Dst == ([16]byte{}) {
+		mt.IPv6Dst = [16]byte{}
+	}
+	if t.TOS == 0 {
+		mt.TOS = 0
+	}
+	if t.TpSrc == 0 {
+		mt.TpSrc = 0
+	}
+	if t.TpDst == 0 {
+		mt.TpDst = 0
+	}
+	return &c
 }
