@@ -210,3 +210,31 @@ func addRule(t *testing.T, b *Bridge, inPort uint32, tunID uint64, acts ...openf
 		t.Fatal(err)
 	}
 }
+
+// TestTunnelXlateFlowIPv6: a flow-based remote takes the flow's IPv6
+// destination when set_field gave it one and no IPv4 one.
+func TestTunnelXlateFlowIPv6(t *testing.T) {
+	bk, br0, _, _, _ := tunnelBridges(t)
+	p3, err := br0.AddPort("p3", "system", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTunnelConfig("v3", "vxlan", map[string]string{"remote_ip": "flow", "local_ip": "flow", "key": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3, err := br0.AddTunnelPort("v3", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set flow.Key
+	set.Tunnel.IPv6Dst = [16]byte{0: 0xfc, 15: 9}
+	addRule(t, br0, p3.OFPort, 0, openflow.SetField(openflow.FieldTunIPv6Dst, &set), openflow.Output(v3.OFPort, 0))
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p3.DPPort})
+	bk.Translate(&key, time.Now(), true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x7,ipv6_dst=fc00::9,ttl=64,tp_dst=4789,flags(df|key))),"+u32s(v3.DPPort); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

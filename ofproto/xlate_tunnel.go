@@ -72,7 +72,10 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if cfg.OutKeyPresent {
 		t.Flags |= flow.TunnelKey
 	}
-	ipv6 := cfg.Type == datapath.TunnelIP6GRE || cfg.Remote.Is6()
+	// A flow-based destination is the flow's IPv6 one when it has that
+	// and no IPv4 one (set_field:...->tun_ipv6_dst).
+	ipv6 := cfg.Type == datapath.TunnelIP6GRE || cfg.Remote.Is6() ||
+		cfg.RemoteFlow && f.Tunnel.IPv4Dst == [4]byte{} && f.Tunnel.IPv6Dst != [16]byte{}
 	switch {
 	case cfg.RemoteFlow && ipv6:
 		t.IPv6Dst = f.Tunnel.IPv6Dst
