@@ -135,21 +135,18 @@ func reach(t *testing.T, ns, peer *testbed.Netns, addr string) (loss int, tcp bo
 // keys and set(tunnel(...)) of the flows, and exit --cleanup removes it.
 func TestIntegrationTunnelPorts(t *testing.T) {
 	testbed.Require(t)
+	t.Cleanup(func() { (kernelProviderForTest{}).deleteShared(t) })
+	srv := ovsdbtest.Start(t)
+	rundir := t.TempDir()
+	ctl := filepath.Join(rundir, "gov.ctl")
+	d, err := NewForOVSDB(Config{Datapath: "system", Rundir: rundir, Pidfile: "-", Handlers: 1, Unixctl: ctl}, nil, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
 	for _, tc := range tunnelCases {
 		t.Run(tc.kind, func(t *testing.T) {
 			b := newTunnelBed(t, tc)
-			t.Cleanup(func() {
-				(kernelProviderForTest{}).deleteShared(t)
-			})
-			srv := ovsdbtest.Start(t)
-			rundir := t.TempDir()
-			ctl := filepath.Join(rundir, "gov.ctl")
-			d, err := NewForOVSDB(Config{Datapath: "system", Rundir: rundir, Pidfile: "-", Handlers: 1, Unixctl: ctl}, nil, testLog{t})
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := runOVSDB(t, d, srv.Remote, 15*time.Second)
-			defer stop()
 			vsctl := func(args ...string) string {
 				t.Helper()
 				out, err := srv.Vsctl(15*time.Second, args...)
@@ -190,13 +187,17 @@ func TestIntegrationTunnelPorts(t *testing.T) {
 			if !strings.Contains(string(dump), "set(tunnel(") || !strings.Contains(string(dump), tc.dump) {
 				t.Errorf("ovs-dpctl dump-flows has no set(tunnel(...)) or no %s", tc.dump)
 			}
-			if err := d.Cleanup(); err != nil {
-				t.Errorf("Cleanup: %v", err)
-			}
-			if linkExists(tc.vport) {
-				t.Errorf("cleanup left device %s", tc.vport)
+			// The shared vport and its device go with the last tunnel port.
+			vsctl("del-br", br)
+			for deadline := time.Now().Add(15 * time.Second); linkExists(tc.vport); time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("del-br %s left device %s for 15 s", br, tc.vport)
+				}
 			}
 		})
+	}
+	if err := d.Cleanup(); err != nil {
+		t.Errorf("Cleanup: %v", err)
 	}
 }
 
@@ -306,6 +307,13 @@ func TestIntegrationTunnelFlowBased(t *testing.T) {
 	// The rules' counters: the tunnelled packets matched tun_id 0x77.
 	if out := ofctl("br"+v2, "dump-flows", "in_port=2,tun_id=0x77"); !strings.Contains(out, "n_packets=") || strings.Contains(out, "n_packets=0,") {
 		t.Errorf("br%s's tunnel rule counted nothing:\n%s", v2, out)
+	}
+	// exit --cleanup deletes the shared vport and its device.
+	if err := d.Cleanup(); err != nil {
+		t.Errorf("Cleanup: %v", err)
+	}
+	if linkExists("vxlan_sys_4789") {
+		t.Error("exit --cleanup left device vxlan_sys_4789")
 	}
 }
 
