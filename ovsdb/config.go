@@ -191,6 +191,9 @@ type Desired struct {
 	// QoS is each interface's egress QoS (by interface name), for the
 	// ports of one interface that have a QoS row.
 	QoS map[string]QoSConfig
+	// Policing is each interface's ingress policing (by name), for those
+	// with a rate.
+	Policing map[string]Policing
 	// Problems are configuration mistakes that are not about one
 	// interface (those go to PortConfig.Err): a bad other_config value, a
 	// dangling reference, a port on two bridges. The caller logs them.
@@ -224,6 +227,7 @@ func Build(r *Rows) Desired {
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
 	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
 	d.QoS = buildQoS(r, &d.Problems)
+	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
 	for _, bu := range r.Root.Bridges {

@@ -84,6 +84,9 @@ type Interface struct {
 	AdminState    *string           `ovsdb:"admin_state"`
 	LinkState     *string           `ovsdb:"link_state"`
 	Error         *string           `ovsdb:"error"`
+	// Ingress policing: kbit/s and kbit (0: off).
+	IngressPolicingRate  int `ovsdb:"ingress_policing_rate"`
+	IngressPolicingBurst int `ovsdb:"ingress_policing_burst"`
 }
 
 // Controller is a row of the Controller table.
