@@ -212,6 +212,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	c.inPort = c.ports.ByDP(key.InPort)
 	if c.inPort == nil {
+		c.inPort = c.tunnelInPort(key) // xlate_tunnel.go
+	}
+	if c.inPort == nil {
 		out.Dropped = "unknown input port"
 		return
 	}
@@ -598,6 +601,10 @@ func (c *xctx) emitOutput(pt *Port) {
 	}
 	if c.ports.mirrors != nil {
 		c.mirrorEgress(pt) // xlate_mirror.go
+	}
+	if pt.tunnel != nil {
+		c.tunnelOutput(pt) // xlate_tunnel.go
+		return
 	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)

@@ -63,6 +63,12 @@ type PortConfig struct {
 	// Peer is a patch port's options:peer, the patch port of another
 	// bridge that it is joined to.
 	Peer string
+	// Options are a tunnel interface's options (vxlan, geneve, gre,
+	// ip6gre), which the switch checks when it adds the port; Tunnel is
+	// their canonical text (sorted key=value pairs), by which a change
+	// is seen.
+	Options map[string]string
+	Tunnel  string
 	// OFPortRequest is ofport_request, 0 when unset.
 	OFPortRequest uint32
 	// OFPortHint is the ofport the database holds from an earlier run
@@ -310,6 +316,9 @@ func Build(r *Rows) Desired {
 				if pc.Type == "patch" {
 					pc.Peer, pc.Err = patchPeer(in.Name, in.Options)
 				}
+				if isTunnelType(pc.Type) {
+					pc.Options, pc.Tunnel = in.Options, tunnelOptionsText(in.Options)
+				}
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
 				}
@@ -366,7 +375,10 @@ func ifaceType(t string) (typ, errMsg string) {
 	case "patch":
 		return "patch", ""
 	}
-	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal and patch are)", t)
+	if isTunnelType(t) {
+		return t, ""
+	}
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal, patch, vxlan, geneve, gre and ip6gre are)", t)
 }
 
 // patchPeer checks a patch interface's options as ovs-vswitchd's patch

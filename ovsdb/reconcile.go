@@ -62,6 +62,7 @@ type PortState struct {
 	Type   string // "system", "internal" or "patch"
 	OFPort uint32 // 65534 (OFPP_LOCAL) for the bridge's own port
 	Peer   string // a patch port's peer
+	Tunnel string // a tunnel port's options, as PortConfig.Tunnel
 	// Device state, from the network device of that name; Known is false
 	// when there is no such device to ask (e.g. on the in-memory
 	// datapath), and then the rest are zero.
@@ -313,7 +314,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue // the bridge's own port lives as long as the bridge
 		}
 		pc := wanted[ps.Name]
-		if pc != nil && pc.Type == ps.Type && pc.Peer == ps.Peer && (pc.OFPortRequest == 0 || pc.OFPortRequest == ps.OFPort) {
+		if pc != nil && pc.Type == ps.Type && pc.Peer == ps.Peer && pc.Tunnel == ps.Tunnel && (pc.OFPortRequest == 0 || pc.OFPortRequest == ps.OFPort) {
 			continue
 		}
 		if err := r.sw.DeletePort(bc.Name, ps.Name); err != nil {
