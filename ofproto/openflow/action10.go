@@ -144,6 +144,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 	switch sub {
 	case NXASTCT:
 		return decodeCT(v, act)
+	case NXASTLearn, NXASTLearn2:
+		return decodeLearn(v, sub, act)
 	case NXASTNAT:
 		return decodeNAT(v, act)
 	case NXASTCTClear:
@@ -295,6 +297,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version10)
+	case ActLearn:
+		return appendLearn(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

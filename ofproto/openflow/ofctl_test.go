@@ -328,6 +328,9 @@ var ofctlCaptures = []capture{
 	// Conntrack: ct with every option, nat, ct_clear and the ct_* matches.
 	{"add-flows-ct", []string{"add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
 	{"of13-add-flows-ct", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
+	// learn and learn2 with every option and spec kind (learn_test.go).
+	{"add-flows-learn", []string{"add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
+	{"of13-add-flows-learn", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
 }
 
 func dumpFlows() []FlowStats {
