@@ -159,6 +159,10 @@ type Entry struct {
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	used    atomic.Int64 // unix nanoseconds of the last packet; 0 = never
+	// modified is when a modify or a learn action last renewed the
+	// entry (unix nanoseconds; 0 = Created): its hard timeout runs from
+	// then, as OVS's rule->modified.
+	modified atomic.Int64
 }
 
 // Rule is a flow table rule: a classifier rule holding an Entry.
@@ -238,6 +242,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue
+			case openflow.ActLearn:
+				if err := checkLearn(a.Learn, m); err != nil {
+					return err
+				}
+				continue
 			case openflow.ActOutput, openflow.ActEnqueue:
 			default:
 				continue
@@ -292,6 +301,9 @@ type Tables struct {
 	// only during the call (it is reused).
 	OnChange func([]FlowChange)
 	changes  []FlowChange // OnChange's reused slice, under mu
+	// learned counts the rules whose learn actions delete what they
+	// learned when they go (flowtable_learn.go); under mu.
+	learned map[learnedCookie]int
 }
 
 // View is one consistent version of every table: the snapshots the
@@ -489,6 +501,7 @@ func (tx *txn) abort() {
 // commit publishes every touched table in one View, then the bookkeeping.
 func (tx *txn) commit() {
 	ts := tx.ts
+	tx.flushLearned()
 	if len(tx.touched) > 0 {
 		v := *ts.View()
 		for _, id := range tx.touched {
@@ -669,6 +682,7 @@ func (tx *txn) modifyRules(id uint8, fm *FlowMod, rules []*Rule) {
 			HardTimeout: old.Value.HardTimeout, Flags: old.Value.Flags, Importance: old.Value.Importance,
 			Instructions: fm.Instructions, Created: old.Value.Created,
 		}}
+		r.Value.modified.Store(tx.now.UnixNano())
 		if fm.Flags&FlagResetCounts == 0 {
 			p, by := old.Value.Stats()
 			r.Value.packets.Store(p)
@@ -725,7 +739,7 @@ func (ts *Tables) Expire(now time.Time) int {
 		e := r.Value
 		var reason RemovedReason
 		switch {
-		case e.HardTimeout != 0 && now.Sub(e.Created) >= time.Duration(e.HardTimeout)*time.Second:
+		case e.HardTimeout != 0 && now.Sub(e.modifiedAt()) >= time.Duration(e.HardTimeout)*time.Second:
 			reason = RemovedHardTimeout
 		case e.IdleTimeout != 0 && now.Sub(e.LastUsed()) >= time.Duration(e.IdleTimeout)*time.Second:
 			reason = RemovedIdleTimeout

@@ -212,6 +212,9 @@ func (u *Udpif) revalidate() {
 				r.Value.Credit(dp, db, now)
 			}
 			k.activeAt = now.UnixNano()
+			if k.learns {
+				u.relearn(k, now) // xlate_learn.go
+			}
 		}
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		switch {
@@ -355,6 +358,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
+	k.learns = out.HasLearn
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}

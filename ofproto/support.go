@@ -67,6 +67,11 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActLearn:
+			// checkActions checks it again with the flow's match.
+			if err := checkLearn(a.Learn, nil); err != nil {
+				return err
+			}
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:

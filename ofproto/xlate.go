@@ -134,6 +134,10 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
+	// HasLearn is set when the translation ran a learn action; learns
+	// are the flows it learned, for applyLearns (xlate_learn.go).
+	HasLearn bool
+	learns   []learnReq
 }
 
 func (o *Out) reset() {
@@ -145,6 +149,8 @@ func (o *Out) reset() {
 	o.Learned = false
 	o.Dropped = ""
 	o.ctrl.reset()
+	o.HasLearn = false
+	o.learns = o.learns[:0]
 }
 
 // xctx is the state of one translation.
@@ -393,6 +399,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ct(a)
 	case openflow.ActCTClear:
 		c.ctClear()
+	case openflow.ActLearn:
+		c.learnAction(a.Learn)
 	case openflow.ActVendor:
 		c.vendorAction(a)
 	case openflow.ActSetQueue:
