@@ -146,6 +146,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeCT(v, act)
 	case NXASTLearn, NXASTLearn2:
 		return decodeLearn(v, sub, act)
+	case NXASTConjunction:
+		return decodeConjunction(v, act)
 	case NXASTNAT:
 		return decodeNAT(v, act)
 	case NXASTCTClear:
@@ -299,6 +301,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version10)
 	case ActLearn:
 		return appendLearn(b, a)
+	case ActConjunction:
+		return appendConjunction(b, a), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

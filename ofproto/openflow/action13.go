@@ -199,6 +199,8 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version13)
 	case ActLearn:
 		return appendLearn(b, a)
+	case ActConjunction:
+		return appendConjunction(b, a), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }

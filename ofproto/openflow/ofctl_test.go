@@ -331,6 +331,9 @@ var ofctlCaptures = []capture{
 	// learn and learn2 with every option and spec kind (learn_test.go).
 	{"add-flows-learn", []string{"add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
 	{"of13-add-flows-learn", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
+	// conjunction and conj_id (conj_test.go).
+	{"add-flows-conj", []string{"add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
+	{"of13-add-flows-conj", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
 }
 
 func dumpFlows() []FlowStats {
