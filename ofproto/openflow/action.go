@@ -39,7 +39,7 @@ const (
 	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
 	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
 	ActLearn                 // Learn: NXAST_LEARN, NXAST_LEARN2 (learn.go)
-	ActConjunction           // Queue id, Table clause (0-based), TTL n: NXAST_CONJUNCTION (conj.go)
+	ActConj                  // Queue id, Table clause (0-based), TTL n: NXAST_CONJUNCTION (conj.go)
 )
 
 var actionNames = [...]string{
@@ -50,7 +50,7 @@ var actionNames = [...]string{
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
-	ActLearn: "learn", ActConjunction: "conjunction",
+	ActLearn: "learn", ActConj: "conjunction",
 }
 
 func (t ActionType) String() string {

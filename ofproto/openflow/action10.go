@@ -301,7 +301,7 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version10)
 	case ActLearn:
 		return appendLearn(b, a)
-	case ActConjunction:
+	case ActConj:
 		return appendConjunction(b, a), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)

@@ -199,7 +199,7 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version13)
 	case ActLearn:
 		return appendLearn(b, a)
-	case ActConjunction:
+	case ActConj:
 		return appendConjunction(b, a), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)

@@ -1,7 +1,7 @@
 package openflow
 
 // The Nicira conjunction action (NXAST_CONJUNCTION): conjunction(id, k/n)
-// makes a flow clause k of n of conjunctive match id. An ActConjunction
+// makes a flow clause k of n of conjunctive match id. An ActConj
 // Action carries the id in Queue, the clause (k-1, 0-based as on the wire)
 // in Table and n in TTL.
 
@@ -10,7 +10,7 @@ const NXASTConjunction uint16 = 34
 
 // Conjunction returns conjunction(id, clause+1/n).
 func Conjunction(id uint32, clause, n uint8) Action {
-	return Action{Type: ActConjunction, Queue: id, Table: clause, TTL: n}
+	return Action{Type: ActConj, Queue: id, Table: clause, TTL: n}
 }
 
 // errBadConjunction is OFPERR_NXBAC_BAD_CONJUNCTION: NX1.0-1.1 (2,526),
@@ -48,7 +48,7 @@ func CheckConjunctions(v uint8, acts []Action) error {
 	conj, other := false, ActNone
 	for i := range acts {
 		switch a := &acts[i]; {
-		case a.Type == ActConjunction:
+		case a.Type == ActConj:
 			conj = true
 		case IsNote(a):
 		default:
