@@ -120,6 +120,7 @@ const (
 	ErrCtDatapathMatch  // NXBMC_CT_DATAPATH_SUPPORT
 	ErrBadSetArgument   // OFPBAC_BAD_SET_ARGUMENT: nat, ct_mark or ct_label outside ct
 	ErrBadMask          // OFPBMC_BAD_MASK
+	ErrBadConjunction   // NXBAC_BAD_CONJUNCTION (flowtable_conj.go)
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -304,12 +305,18 @@ type Tables struct {
 	// learned counts the rules whose learn actions delete what they
 	// learned when they go (flowtable_learn.go); under mu.
 	learned map[learnedCookie]int
+	// conjN counts each table's conjunction flows (flowtable_conj.go);
+	// under mu.
+	conjN [NumTables]int
 }
 
 // View is one consistent version of every table: the snapshots the
 // tables published together. It never changes.
 type View struct {
 	t [NumTables]*classifier.Snapshot[*Entry]
+	// conj marks the tables holding conjunction flows, which need the
+	// conjunctive lookup (flowtable_conj.go).
+	conj [NumTables]bool
 }
 
 var emptyView View
@@ -318,7 +325,12 @@ var emptyView View
 func (v *View) Table(id uint8) *classifier.Snapshot[*Entry] { return v.t[id] }
 
 // Lookup is Tables.Lookup within the view.
-func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule { return v.t[id].Lookup(k, wc) }
+func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule {
+	if v.conj[id] {
+		return v.t[id].LookupConj(k, wc, &conjTable)
+	}
+	return v.t[id].Lookup(k, wc)
+}
 
 // NewTables returns empty flow tables.
 func NewTables() *Tables {
@@ -507,6 +519,7 @@ func (tx *txn) commit() {
 		for _, id := range tx.touched {
 			v.t[id] = tx.batches[id].Commit()
 		}
+		tx.countConj(&v)
 		ts.view.Store(&v)
 	}
 	ts.n.Add(tx.dn)

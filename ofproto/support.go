@@ -67,6 +67,10 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActConj:
+			if err := checkConj(acts); err != nil {
+				return err
+			}
 		case openflow.ActLearn:
 			// checkActions checks it again with the flow's match.
 			if err := checkLearn(a.Learn, nil); err != nil {

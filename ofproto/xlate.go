@@ -401,6 +401,9 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ctClear()
 	case openflow.ActLearn:
 		c.learnAction(a.Learn)
+	case openflow.ActConj:
+		// A conjunction flow is a clause, not a flow that runs; reached
+		// only from a packet-out, it does nothing (as in OVS).
 	case openflow.ActVendor:
 		c.vendorAction(a)
 	case openflow.ActSetQueue:

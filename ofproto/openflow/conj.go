@@ -20,7 +20,7 @@ func errBadConjunction(v uint8, format string, args ...any) *Error {
 	if v >= Version12 {
 		e.Type, e.Code, e.Experimenter = Err13TypeExperimenter, 15, NXVendorID
 	} else {
-		e.Code = 526
+		e.Code, e.Experimenter = 526, NXVendorID // sent as a Nicira vendor error
 	}
 	return e
 }

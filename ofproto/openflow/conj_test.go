@@ -89,8 +89,8 @@ func TestConjRefuses(t *testing.T) {
 		typ, code    uint16
 		experimenter uint32
 	}{
-		{"one clause", 0, 1, Version10, ErrTypeBadAction, 526, 0},
-		{"65 clauses", 0, 65, Version10, ErrTypeBadAction, 526, 0},
+		{"one clause", 0, 1, Version10, ErrTypeBadAction, 526, NXVendorID},
+		{"65 clauses", 0, 65, Version10, ErrTypeBadAction, 526, NXVendorID},
 		{"clause past n", 2, 2, Version13, Err13TypeExperimenter, 15, NXVendorID},
 	} {
 		t.Run(c.name, func(t *testing.T) {
