@@ -243,6 +243,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue
+			case openflow.ActOutputReg:
+				if !a.Src.PrereqsMet(&m.Key, &m.Mask) {
+					return errorf(ErrMatchInconsistent, "output:%s: the match does not meet its prerequisites", a.Src)
+				}
+				continue
 			case openflow.ActLearn:
 				if err := checkLearn(a.Learn, m); err != nil {
 					return err

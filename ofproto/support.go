@@ -67,6 +67,9 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActOutputReg:
+			// The port is read at translation; checkActions checks the
+			// source's prerequisites.
 		case openflow.ActConj:
 			if err := checkConj(acts); err != nil {
 				return err

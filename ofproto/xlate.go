@@ -401,6 +401,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ctClear()
 	case openflow.ActLearn:
 		c.learnAction(a.Learn)
+	case openflow.ActOutputReg:
+		c.outputReg(a)
 	case openflow.ActConj:
 		// A conjunction flow is a clause, not a flow that runs; reached
 		// only from a packet-out, it does nothing (as in OVS).

@@ -219,3 +219,28 @@ func TestXlateAllocsWithLearnRules(t *testing.T) {
 		t.Errorf("Translate allocates %v per packet", n)
 	}
 }
+
+// TestXlateLearnOutputReg is the learn switch of ovs-actions(7): the
+// learned flows load the port into reg0 and table 2 outputs to it.
+func TestXlateLearnOutputReg(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(*flow.Key, *flow.Mask) {}, 0x8000, apply(
+		learnAct(openflow.LearnAction{Table: 10, Priority: 0x8000, Specs: []openflow.LearnSpec{
+			{Dst: openflow.LearnMatch, NBits: 48, Src: openflow.FieldEthSrc, Field: openflow.FieldEthDst},
+			{Dst: openflow.LearnLoad, NBits: 16, Src: openflow.FieldNXMInPort, Field: openflow.FieldReg0},
+		}}),
+		openflow.Resubmit(openflow.PortInPort, 10), openflow.Resubmit(openflow.PortInPort, 2)))
+	mustAdd(t, x, 2, func(k *flow.Key, m *flow.Mask) { m.Regs[0] = 0xffff }, 10, apply(openflow.Output(openflow.PortFlood, 0)))
+	mustAdd(t, x, 2, func(*flow.Key, *flow.Mask) {}, 5, apply(openflow.Action{Type: openflow.ActOutputReg,
+		Src: openflow.FieldReg0, NBits: 16, MaxLen: 0xffff}))
+	var out Out
+	kb := pkt(12)
+	kb.EthSrc, kb.EthDst = macB, macA
+	x.Translate(&kb, t0, true, &out)
+	applyLearns(&out, t0)
+	k := pkt(11)
+	x.Translate(&k, t0, true, &out)
+	if got := datapath.FormatActions(out.Actions); got != "12" {
+		t.Errorf("A → B by output:reg0: %q, want 12", got)
+	}
+}

@@ -50,15 +50,14 @@ func (b *learnBed) configure(vsctl func(args ...string) string) {
 // learnFlows is the classic learn-based MAC learning switch: table 0
 // learns, into table 10, that frames to the source address go to the
 // input port (reg0), then table 10 sets reg0 for a known destination and
-// table 2 outputs by reg0, flooding when it is unset.
+// table 2 outputs to the port in reg0 (output:NXM_NX_REG0[0..15]),
+// flooding when it is unset.
 var learnFlows = []string{
 	"table=0,priority=0,actions=learn(table=10,cookie=0x5,hard_timeout=300,delete_learned," +
 		"NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]),resubmit(,1)",
 	"table=1,priority=0,actions=resubmit(,10),resubmit(,2)",
 	"table=2,priority=10,reg0=0,actions=flood",
-	"table=2,priority=10,reg0=1,actions=output:1",
-	"table=2,priority=10,reg0=2,actions=output:2",
-	"table=2,priority=10,reg0=3,actions=output:3",
+	"table=2,priority=5,actions=output:NXM_NX_REG0[0..15]",
 }
 
 // learnRun is what one switch did.

@@ -148,6 +148,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeLearn(v, sub, act)
 	case NXASTConjunction:
 		return decodeConjunction(v, act)
+	case NXASTOutputReg:
+		return decodeOutputReg(v, act)
 	case NXASTNAT:
 		return decodeNAT(v, act)
 	case NXASTCTClear:
@@ -303,6 +305,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendLearn(b, a)
 	case ActConj:
 		return appendConjunction(b, a), nil
+	case ActOutputReg:
+		return appendOutputReg(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

@@ -201,6 +201,8 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendLearn(b, a)
 	case ActConj:
 		return appendConjunction(b, a), nil
+	case ActOutputReg:
+		return appendOutputReg(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }

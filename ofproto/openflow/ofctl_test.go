@@ -334,6 +334,9 @@ var ofctlCaptures = []capture{
 	// conjunction and conj_id (conj_test.go).
 	{"add-flows-conj", []string{"add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
 	{"of13-add-flows-conj", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
+	// output:field (outputreg_test.go).
+	{"add-flow-output-reg", []string{"add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
+	{"of13-add-flow-output-reg", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
 }
 
 func dumpFlows() []FlowStats {
