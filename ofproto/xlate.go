@@ -403,6 +403,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.learnAction(a.Learn)
 	case openflow.ActOutputReg:
 		c.outputReg(a)
+	case openflow.ActExit:
+		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
 	case openflow.ActConj:
 		// A conjunction flow is a clause, not a flow that runs; reached
 		// only from a packet-out, it does nothing (as in OVS).

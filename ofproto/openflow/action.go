@@ -41,6 +41,7 @@ const (
 	ActLearn                 // Learn: NXAST_LEARN, NXAST_LEARN2 (learn.go)
 	ActConj                  // Queue id, Table clause (0-based), TTL n: NXAST_CONJUNCTION (conj.go)
 	ActOutputReg             // Src, SrcOfs, NBits, MaxLen: NXAST_OUTPUT_REG (outputreg.go)
+	ActExit                  // NXAST_EXIT: stop translating (outputreg.go)
 )
 
 var actionNames = [...]string{
@@ -51,7 +52,7 @@ var actionNames = [...]string{
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
-	ActLearn: "learn", ActConj: "conjunction", ActOutputReg: "output_reg",
+	ActLearn: "learn", ActConj: "conjunction", ActOutputReg: "output_reg", ActExit: "exit",
 }
 
 func (t ActionType) String() string {

@@ -150,6 +150,11 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeConjunction(v, act)
 	case NXASTOutputReg:
 		return decodeOutputReg(v, act)
+	case NXASTExit:
+		if err := need(16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActExit}, nil
 	case NXASTNAT:
 		return decodeNAT(v, act)
 	case NXASTCTClear:
@@ -307,6 +312,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendConjunction(b, a), nil
 	case ActOutputReg:
 		return appendOutputReg(b, a)
+	case ActExit:
+		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

@@ -337,6 +337,8 @@ var ofctlCaptures = []capture{
 	// output:field (outputreg_test.go).
 	{"add-flow-output-reg", []string{"add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
 	{"of13-add-flow-output-reg", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
+	{"add-flow-exit", []string{"add-flow", "SW", "actions=output:2,exit,output:3"}},
+	{"of13-add-flow-exit", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=output:2,exit"}},
 }
 
 func dumpFlows() []FlowStats {

@@ -8,6 +8,11 @@ package openflow
 // NXASTOutputReg is the output_reg action's Nicira subtype.
 const NXASTOutputReg uint16 = 15
 
+// NXASTExit is the exit action's Nicira subtype: it ends the translation
+// (the action set included, as ovs-vswitchd's do_xlate_actions stops on
+// ctx->exit); in a group bucket it ends only the bucket.
+const NXASTExit uint16 = 17
+
 // decodeOutputReg decodes a whole NXAST_OUTPUT_REG: ofs_nbits, src,
 // max_len, 6 zero bytes (24 bytes), checked as ovs-vswitchd checks it.
 func decodeOutputReg(v uint8, act []byte) (Action, error) {

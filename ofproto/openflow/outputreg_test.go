@@ -54,3 +54,25 @@ func FuzzOutputReg(f *testing.F) {
 		}
 	})
 }
+
+func TestExitCapture(t *testing.T) {
+	fms := captureFlowMods(t, "add-flow-exit", 1)
+	a := fms[0].Instructions.Apply
+	if len(a) != 3 || a[1].Type != ActExit {
+		t.Fatalf("%+v", a)
+	}
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Skip("ovs-ofctl not installed")
+	}
+	s := newFakeSwitch(t)
+	var fs FlowStats
+	fs.Priority, fs.Instructions = 0x8000, fms[0].Instructions
+	s.mu.Lock()
+	s.flows = []FlowStats{fs}
+	s.mu.Unlock()
+	out := s.ofctl(t, "-O", "OpenFlow13", "dump-flows", "SW")
+	s.take(t)
+	if !strings.Contains(out, "actions=output:2,exit,output:3") {
+		t.Errorf("ovs-ofctl printed\n%s", out)
+	}
+}
