@@ -34,10 +34,14 @@ const maxSoft = 32
 // of higher priority is complete and a rule matches k with conj_id set to
 // its id (k.ConjID is restored before LookupConj returns). wc widens as
 // for Lookup, by every subtable the search visited; the conj_id bits are
-// never added.
+// never added. wc may be nil.
 func (s *Snapshot[T]) LookupConj(k *flow.Key, wc *flow.Mask, c *Conj[T]) *Rule[T] {
 	if s == nil {
 		return nil
+	}
+	var scratch flow.Mask
+	if wc == nil {
+		wc = &scratch
 	}
 	r := s.lookupConj(k, wc, c)
 	wc.ConjID = 0 // the conj_id rules' subtables were visited
