@@ -115,6 +115,8 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 type ovsdbSwitch struct {
 	d      *Daemon
 	global ovsdb.Global
+	// qos is the QoS applied to each interface (qos.go).
+	qos map[string]ovsdb.QoSConfig
 }
 
 func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }
