@@ -37,6 +37,8 @@ type Port struct {
 	// patch counts a patch port's packets (nil for other ports); copies
 	// of the Port share it.
 	patch *patchStats
+	// Bond is the bond the port is a member of (bond.go), nil for none.
+	Bond *Bond
 }
 
 // PortTypePatch is the type of a patch port.
@@ -57,6 +59,11 @@ type PortSet struct {
 	// trunk of all VLANs: without one, NORMAL forwards every frame with
 	// the headers it came with, and skips the per-port VLAN work.
 	vlans bool
+	// bonds are the states of the bridge's bonds (bond.go), nil when
+	// there is none.
+	bonds map[*Bond]*bondState
+	// mirrors are the bridge's mirrors (mirror.go), nil when none.
+	mirrors *mirrorSet
 }
 
 // ByOF returns the port with OpenFlow number p, or nil.
@@ -78,6 +85,16 @@ func (s *PortSet) FloodOrder() []*Port { return s.floodOrder }
 type Ports struct {
 	mu  sync.Mutex
 	cur atomic.Pointer[PortSet]
+	// mirrorCfg is the mirrors each new PortSet compiles (mirror.go),
+	// under mu.
+	mirrorCfg []MirrorConfig
+}
+
+// store publishes a PortSet of list with the mirrors. The caller holds mu.
+func (p *Ports) store(list []*Port) {
+	s := buildPortSet(list)
+	s.mirrors = compileMirrors(p.mirrorCfg, s.list)
+	p.cur.Store(s)
 }
 
 // NewPorts returns an empty port table.
@@ -116,6 +133,7 @@ func buildPortSet(list []*Port) *PortSet {
 			s.vlans = true
 		}
 	}
+	s.bonds = buildBondStates(list)
 	return s
 }
 
@@ -144,7 +162,7 @@ func (p *Ports) Add(pt Port) error {
 	}
 	np := pt
 	list = append(list, &np)
-	p.cur.Store(buildPortSet(list))
+	p.store(list)
 	return nil
 }
 
@@ -164,7 +182,7 @@ func (p *Ports) Remove(ofport uint32) *Port {
 		list = append(list, q)
 	}
 	if gone != nil {
-		p.cur.Store(buildPortSet(list))
+		p.store(list)
 	}
 	return gone
 }

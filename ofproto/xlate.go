@@ -176,6 +176,8 @@ type xctx struct {
 	exit             bool
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	mirrored         uint32    // mirrors the packet went to (xlate_mirror.go)
+	mirrorVID        uint16    // the arriving VID, 0x8000 set once known (xlate_mirror.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -216,6 +218,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+		}
+		if c.ports.mirrors != nil {
+			c.mirrorIngress() // xlate_mirror.go
 		}
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
@@ -357,8 +362,24 @@ func (c *xctx) doActions(list []openflow.Action) {
 
 func (c *xctx) doAction(a *openflow.Action) {
 	switch a.Type {
-	case openflow.ActOutput, openflow.ActEnqueue:
+	case openflow.ActOutput:
 		c.output(a.Port, a.MaxLen)
+	case openflow.ActEnqueue:
+		// The queue as skb priority for this output only, as OVS's
+		// xlate_enqueue_action; an enqueue to the input port does
+		// nothing.
+		p, ok := queuePriority(a.Queue)
+		if !ok {
+			c.output(a.Port, a.MaxLen)
+			break
+		}
+		if a.Port != openflow.PortInPort && a.Port == c.flow.InPort {
+			break
+		}
+		saved := c.flow.Priority
+		c.flow.Priority = p
+		c.output(a.Port, a.MaxLen)
+		c.flow.Priority = saved
 	case openflow.ActSetField:
 		a.ApplySetField(&c.flow)
 	case openflow.ActRegLoad:
@@ -411,9 +432,12 @@ func (c *xctx) doAction(a *openflow.Action) {
 	case openflow.ActVendor:
 		c.vendorAction(a)
 	case openflow.ActSetQueue:
-		// A queue selects an egress QoS queue; with no QoS configured
-		// (the switch has none) ovs-vswitchd emits nothing for it
-		// either, as for enqueue's queue.
+		// The queue becomes the packet's skb priority, which the
+		// port's linux-htb QoS maps to class 1:N+1 (qos.go in
+		// vswitchd); outputs after this carry it, as in OVS.
+		if p, ok := queuePriority(a.Queue); ok {
+			c.flow.Priority = p
+		}
 	default:
 		// Flow mods and packet-outs with actions we do not translate
 		// (MPLS, vendor actions) are refused (checkSupported);
@@ -572,6 +596,9 @@ func (c *xctx) emitOutput(pt *Port) {
 		c.patchOutput(pt)
 		return
 	}
+	if c.ports.mirrors != nil {
+		c.mirrorEgress(pt) // xlate_mirror.go
+	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }
@@ -630,21 +657,24 @@ func (c *xctx) normal() {
 	if !ok {
 		return // not a VLAN the input port carries
 	}
+	if c.inPort != nil && (c.inPort.Bond != nil && !c.bondAdmit(vlan) || c.mirrorOut(c.inPort)) {
+		return // xlate_bond.go, xlate_mirror.go
+	}
 	mac := c.x.MAC
 	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
-		if mac.Learn(vlan, c.flow.EthSrc, c.inPort.OFPort, c.now) {
+		if mac.Learn(vlan, c.flow.EthSrc, c.learnPort(), c.now) {
 			c.out.Learned = true
 		}
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && pt != c.inPort && pt.VLAN.includes(vlan) {
+			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) && !c.mirrorOut(pt) {
 				c.normalOutput(pt, vlan, tag)
 			}
 			return
 		}
 	}
-	if !c.ports.vlans {
+	if !c.ports.vlans && c.ports.bonds == nil && c.ports.mirrors == nil {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
 		c.floodPorts(c.ports.FloodOrder(), true)
@@ -664,7 +694,8 @@ func (c *xctx) normal() {
 			break
 		}
 		for _, pt := range c.ports.FloodOrder() {
-			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || pt.NoFlood || !pt.VLAN.includes(vlan) {
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includes(vlan) ||
+				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
 			h := c.normalHeader(pt, vlan, tag)
@@ -682,6 +713,16 @@ func (c *xctx) normal() {
 			c.normalOutput(pt, vlan, tag)
 		}
 	}
+}
+
+// queuePriority is the skb priority of OpenFlow queue q on the kernel
+// datapath, as ovs-vswitchd's dpif_netlink_queue_to_priority: tc class
+// 1:q+1, for queues below 0xf000.
+func queuePriority(q uint32) (uint32, bool) {
+	if q >= 0xf000 {
+		return 0, false
+	}
+	return 1<<16 | (q + 1), true
 }
 
 // trunkAll is the VLAN configuration of no port: a packet-out from the
@@ -706,6 +747,11 @@ func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
 // normalOutput outputs the frame to pt with the VLAN headers the port
 // wants, leaving the frame as it was for the next output.
 func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+	if pt.Bond != nil {
+		if pt = c.bondOutput(pt, vlan); pt == nil {
+			return
+		}
+	}
 	if !c.ports.vlans {
 		c.emitOutput(pt)
 		return
@@ -765,6 +811,13 @@ func (c *xctx) commit() {
 	if f.Mark != b.Mark {
 		acts = datapath.AppendSet(acts, datapath.KeyAttrSkbMark, f)
 		b.Mark = f.Mark
+	}
+	if f.Priority != b.Priority {
+		// set_queue's or enqueue's skb priority, as OVS's
+		// commit_set_priority_action: the input's priority is matched.
+		wc.Priority = ^uint32(0)
+		acts = datapath.AppendSet(acts, datapath.KeyAttrPriority, f)
+		b.Priority = f.Priority
 	}
 	switch f.EthType {
 	case flow.EthTypeIPv4:

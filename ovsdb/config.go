@@ -33,6 +33,10 @@ type BridgeConfig struct {
 	MACTableSize int
 	MACAging     time.Duration
 	Ports        []PortConfig // by name
+	// Bonds are the Ports with several Interfaces (bond.go), by name.
+	Bonds []BondConfig
+	// Mirrors are the bridge's Mirror rows (mirror.go), by name.
+	Mirrors []MirrorConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -64,6 +68,9 @@ type PortConfig struct {
 	Local bool
 	// VLAN is the Port's tag, trunks and vlan_mode, checked.
 	VLAN VLANConfig
+	// Bond is the name of the bond (the Port) the interface is a member
+	// of, "" for a Port of one Interface.
+	Bond string
 	// Err, when set, says why the row cannot be configured; the switch is
 	// not asked to add the port, and Err goes to Interface.error.
 	Err string
@@ -185,6 +192,9 @@ type Desired struct {
 	// QoS is each interface's egress QoS (by interface name), for the
 	// ports of one interface that have a QoS row.
 	QoS map[string]QoSConfig
+	// Policing is each interface's ingress policing (by name), for those
+	// with a rate.
+	Policing map[string]Policing
 	// Problems are configuration mistakes that are not about one
 	// interface (those go to PortConfig.Err): a bad other_config value, a
 	// dangling reference, a port on two bridges. The caller logs them.
@@ -203,6 +213,7 @@ type Rows struct {
 	CTTimeouts  map[string]*CTTimeoutPolicy
 	QoS         map[string]*QoS
 	Queues      map[string]*Queue
+	Mirrors     map[string]*Mirror // nil: none
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -218,6 +229,7 @@ func Build(r *Rows) Desired {
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
 	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
 	d.QoS = buildQoS(r, &d.Problems)
+	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
 	for _, bu := range r.Root.Bridges {
@@ -271,6 +283,10 @@ func Build(r *Rows) Desired {
 				continue
 			}
 			portOwner[p.Name] = br.Name
+			bond, bondErr := bondOf(p, r.Interfaces, &d.Problems)
+			if bond != nil && bondErr == "" {
+				bc.Bonds = append(bc.Bonds, *bond)
+			}
 			for i, iu := range p.Interfaces {
 				in := r.Interfaces[iu]
 				if in == nil {
@@ -297,10 +313,12 @@ func Build(r *Rows) Desired {
 				case pc.Err != "":
 				case vlanErr != "":
 					pc.Err = vlanErr
-				case len(p.Interfaces) > 1:
-					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
+				case bondErr != "":
+					pc.Err = bondErr
 				case in.Name == "" || len(in.Name) > 15:
 					pc.Err = fmt.Sprintf("could not open network device %q (a device name is 1 to 15 characters)", in.Name)
+				case bond != nil:
+					pc.Bond = p.Name
 				case in.Name != p.Name:
 					pc.Err = fmt.Sprintf("interface %s of port %s: govswitchd needs a port and its interface to have one name", in.Name, p.Name)
 				case in.Name == br.Name:
@@ -317,6 +335,8 @@ func Build(r *Rows) Desired {
 			}
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
+		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
+		bc.Mirrors = buildMirrors(br, r, &d.Problems) // mirror.go
 		d.Bridges = append(d.Bridges, bc)
 	}
 	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })

@@ -177,6 +177,8 @@ func (f *fakeSwitch) SetQoS(q map[string]QoSConfig) map[string]error {
 	return nil
 }
 
+func (f *fakeSwitch) SetPolicing(p map[string]Policing) map[string]error { return nil }
+
 // snapshot returns bridge -> sorted "name:ofport" list.
 func (f *fakeSwitch) state() map[string][]string {
 	f.mu.Lock()

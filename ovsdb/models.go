@@ -30,6 +30,7 @@ const (
 	TableCTTimeout  = "CT_Timeout_Policy"
 	TableQoS        = "QoS"
 	TableQueue      = "Queue"
+	TableMirror     = "Mirror"
 )
 
 // OpenvSwitch is the root row of the database (there is exactly one).
@@ -54,6 +55,7 @@ type Bridge struct {
 	OtherConfig map[string]string `ovsdb:"other_config"`
 	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
 	DatapathTyp string            `ovsdb:"datapath_type"`
+	Mirrors     []string          `ovsdb:"mirrors"` // Mirror UUIDs (mirror.go)
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -68,6 +70,11 @@ type Port struct {
 	VLANMode *string `ovsdb:"vlan_mode"`
 	// QoS is the port's QoS row (egress queues), if any.
 	QoS *string `ovsdb:"qos"`
+	// Bond settings, for a Port with several Interfaces (bond.go).
+	BondMode      *string `ovsdb:"bond_mode"`
+	LACP          *string `ovsdb:"lacp"`
+	BondUpdelay   int     `ovsdb:"bond_updelay"`
+	BondDowndelay int     `ovsdb:"bond_downdelay"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,
@@ -84,6 +91,9 @@ type Interface struct {
 	AdminState    *string           `ovsdb:"admin_state"`
 	LinkState     *string           `ovsdb:"link_state"`
 	Error         *string           `ovsdb:"error"`
+	// Ingress policing: kbit/s and kbit (0: off).
+	IngressPolicingRate  int `ovsdb:"ingress_policing_rate"`
+	IngressPolicingBurst int `ovsdb:"ingress_policing_burst"`
 }
 
 // Controller is a row of the Controller table.
@@ -144,5 +154,6 @@ func ClientModel() (model.ClientDBModel, error) {
 		TableCTTimeout:  &CTTimeoutPolicy{},
 		TableQoS:        &QoS{},
 		TableQueue:      &Queue{},
+		TableMirror:     &Mirror{},
 	})
 }

@@ -100,6 +100,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TableCTTimeout:  modelColumns(&CTTimeoutPolicy{}),
 		TableQoS:        modelColumns(&QoS{}),
 		TableQueue:      modelColumns(&Queue{}),
+		TableMirror:     modelColumns(&Mirror{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -202,6 +203,7 @@ func snapshot(c *dbClient) *Rows {
 	copyRows(tc.Table(TableCTTimeout), r.CTTimeouts)
 	copyRows(tc.Table(TableQoS), r.QoS)
 	copyRows(tc.Table(TableQueue), r.Queues)
+	snapshotMirrors(tc.Table(TableMirror), r) // mirror.go
 	return r
 }
 

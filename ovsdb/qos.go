@@ -103,3 +103,25 @@ func parseU64(m map[string]string, key, port string, problems *[]string) uint64 
 func equalQoS(a, b map[string]QoSConfig) bool {
 	return maps.EqualFunc(a, b, func(x, y QoSConfig) bool { return x.Equal(y) })
 }
+
+// Policing is an interface's ingress policer: at most RateKbps kbit/s
+// with BurstKb kbit of burst (0: ovs-vswitchd's default of 8000).
+type Policing struct {
+	RateKbps, BurstKb uint32
+}
+
+// buildPolicing reads the interfaces with an ingress_policing_rate, by
+// name. The schema keeps both columns non-negative.
+func buildPolicing(r *Rows) map[string]Policing {
+	var out map[string]Policing
+	for _, in := range r.Interfaces {
+		if in.IngressPolicingRate <= 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]Policing{}
+		}
+		out[in.Name] = Policing{RateKbps: uint32(min(in.IngressPolicingRate, 1<<32-1)), BurstKb: uint32(min(max(in.IngressPolicingBurst, 0), 1<<32-1))}
+	}
+	return out
+}

@@ -51,6 +51,9 @@ type Switch interface {
 	// the last set: an interface left out has its QoS removed. It reports
 	// an error per interface it could not configure.
 	SetQoS(qos map[string]QoSConfig) map[string]error
+	// SetPolicing gives the interfaces (by name) their ingress policing,
+	// replacing the last set, as SetQoS.
+	SetPolicing(p map[string]Policing) map[string]error
 }
 
 // PortState is a running port as the switch reports it.
@@ -97,8 +100,10 @@ type Reconciler struct {
 	ctZones    map[uint16]map[string]uint32
 	ctZonesSet bool
 	// qos is the QoS last applied without error.
-	qos    map[string]QoSConfig
-	qosSet bool
+	qos         map[string]QoSConfig
+	qosSet      bool
+	policing    map[string]Policing
+	policingSet bool
 	// Logf receives one line per change (at slog.LevelInfo) and per
 	// problem (LevelWarn for configuration refused, LevelError for an
 	// operation that failed); nil discards. A problem is logged when it
@@ -128,14 +133,15 @@ func (r *Reconciler) errorf(format string, args ...any) {
 
 // problemf logs a problem at level (slog.LevelWarn for configuration
 // refused, LevelError for a bridge or port that failed to come up),
-// unless the previous pass logged it too.
+// unless the previous pass or this one logged it already.
 func (r *Reconciler) problemf(level slog.Level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if r.seenNext == nil {
 		r.seenNext = map[string]bool{}
 	}
+	again := r.seenNext[msg] // said already this pass (a bond's members share their bond's error)
 	r.seenNext[msg] = true
-	if !r.seen[msg] && r.Logf != nil {
+	if !r.seen[msg] && !again && r.Logf != nil {
 		r.Logf(level, "%s", msg)
 	}
 }
@@ -182,6 +188,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	}
 	ifaces = map[string]ifaceStatus{}
 	dpids = map[string]uint64{}
+	defer r.applyPolicing(d)
 	defer r.applyQoS(d)
 	for i := range d.Bridges {
 		bc := &d.Bridges[i]
@@ -218,6 +225,18 @@ func (r *Reconciler) applyQoS(d *Desired) {
 		r.problemf(slog.LevelWarn, "interface %s: QoS: %v", name, errs[name])
 	}
 	r.qos, r.qosSet = d.QoS, len(errs) == 0
+}
+
+// applyPolicing is applyQoS for ingress policing.
+func (r *Reconciler) applyPolicing(d *Desired) {
+	if r.policingSet && maps.Equal(d.Policing, r.policing) {
+		return
+	}
+	errs := r.sw.SetPolicing(d.Policing)
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		r.problemf(slog.LevelWarn, "interface %s: ingress policing: %v", name, errs[name])
+	}
+	r.policing, r.policingSet = d.Policing, len(errs) == 0
 }
 
 // applyBridge creates the bridge or applies changed settings.
@@ -345,6 +364,8 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
+	r.applyBonds(bc, out) // bond.go
+	r.applyMirrors(bc)    // mirror.go
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if _, done := out[pc.IfaceUUID]; done {

@@ -156,3 +156,96 @@ func htbClassReplace(idx, mtu int, handle, parent uint32, c htbClass) error {
 	}
 	return nil
 }
+
+// Ingress policing, as ovs-vswitchd's netdev_linux_set_policing: an
+// ingress qdisc with a matchall filter (priority 1, handle 1) whose
+// police action drops what exceeds the rate.
+
+const policePrio = 1 // ovs-vswitchd's TC_RESERVED_PRIORITY_POLICE
+
+// SetPolicing applies the interfaces' ingress policing, as SetQoS.
+func (s *ovsdbSwitch) SetPolicing(want map[string]ovsdb.Policing) map[string]error {
+	errs := map[string]error{}
+	if _, inMemory := s.d.provider.(*dummy.Provider); inMemory {
+		for name := range want {
+			errs[name] = errors.New("the in-memory datapath's ports have no ingress policing")
+		}
+		return errs
+	}
+	if s.policing == nil {
+		s.policing = map[string]ovsdb.Policing{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.policing)) {
+		if _, ok := want[name]; !ok {
+			if err := delIngress(name); err != nil && !errors.Is(err, unix.ENODEV) {
+				errs[name] = err
+			}
+			delete(s.policing, name)
+			s.d.log.Info("ingress policing removed", "interface", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		p := want[name]
+		if old, ok := s.policing[name]; ok && old == p {
+			continue
+		}
+		if err := setPolicing(name, p); err != nil {
+			errs[name] = err
+			delete(s.policing, name)
+			continue
+		}
+		s.policing[name] = p
+		s.d.log.Info("ingress policing set", "interface", name, "kbps", p.RateKbps, "burst_kb", policeBurst(p))
+	}
+	return errs
+}
+
+func policeBurst(p ovsdb.Policing) uint32 {
+	if p.BurstKb == 0 {
+		return 8000 // ovs-vswitchd's default
+	}
+	return p.BurstKb
+}
+
+// delIngress removes the device's ingress qdisc and its filters; none is
+// not an error.
+func delIngress(dev string) error {
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", dev, err)
+	}
+	q := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_INGRESS,
+		Handle: netlink.MakeHandle(0xffff, 0)}}
+	if err := netlink.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("removing policing of %s: %w", dev, err)
+	}
+	return nil
+}
+
+func setPolicing(dev string, p ovsdb.Policing) error {
+	if err := delIngress(dev); err != nil {
+		return err
+	}
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", dev, err)
+	}
+	idx := l.Attrs().Index
+	q := &netlink.Ingress{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_INGRESS,
+		Handle: netlink.MakeHandle(0xffff, 0)}}
+	if err := netlink.QdiscAdd(q); err != nil {
+		return fmt.Errorf("adding policing qdisc to %s: %w", dev, err)
+	}
+	pol := netlink.NewPoliceAction()
+	pol.Rate = uint32(min(uint64(p.RateKbps)*1000/8, 1<<32-1))
+	pol.Burst = uint32(min(uint64(policeBurst(p)), (1<<32-1)/1024) * 1024 / 8)
+	pol.Mtu = 65535
+	pol.ExceedAction = netlink.TC_POLICE_SHOT
+	f := &netlink.MatchAll{FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.MakeHandle(0xffff, 0),
+		Priority: policePrio, Handle: 1, Protocol: unix.ETH_P_ALL}, Actions: []netlink.Action{pol}}
+	if err := netlink.FilterAdd(f); err != nil {
+		delIngress(dev)
+		return fmt.Errorf("adding a matchall policer to %s: %w", dev, err)
+	}
+	return nil
+}

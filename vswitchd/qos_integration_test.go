@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govswitch/govswitch/internal/testbed"
 	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
 
@@ -50,10 +51,10 @@ func TestIntegrationQoSHTB(t *testing.T) {
 	// 4.5 seconds and returns the goodput h2 saw from 1.5 s to 3.5 s
 	// after the first byte, in bit/s: past the htb's burst (3 Mbit, a
 	// second at the ceiling) and before the socket buffers drain.
-	rate := func() float64 {
+	rateBetween := func(from, to *testbed.Netns, addr string) float64 {
 		t.Helper()
 		var ln net.Listener
-		if err := b.h2.Do(func() (err error) { ln, err = net.Listen("tcp", "10.0.0.2:7300"); return }); err != nil {
+		if err := to.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
 			t.Fatal(err)
 		}
 		defer ln.Close()
@@ -66,31 +67,37 @@ func TestIntegrationQoSHTB(t *testing.T) {
 			}
 			defer c.Close()
 			buf := make([]byte, 64<<10)
-			var first time.Time
+			var first, t1 time.Time
 			var total, at1 int64
-			c.SetReadDeadline(time.Now().Add(8 * time.Second))
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			for {
 				n, err := c.Read(buf)
-				if err != nil {
-					got <- 0
+				now := time.Now()
+				if first.IsZero() && n > 0 {
+					first = now
+				}
+				el := now.Sub(first)
+				if err != nil || el >= 3500*time.Millisecond {
+					// The window: from 1.5 s (or the first byte, if the
+					// transfer ended sooner) to now.
+					if t1.IsZero() {
+						t1, at1 = first, 0
+					}
+					if w := now.Sub(t1); w > 500*time.Millisecond {
+						got <- float64(total-at1) * 8 / w.Seconds()
+					} else {
+						got <- 0
+					}
 					return
 				}
-				if first.IsZero() {
-					first = time.Now()
-				}
-				el := time.Since(first)
-				if el >= 1500*time.Millisecond && at1 == 0 {
-					at1 = total
-				}
-				if el >= 3500*time.Millisecond {
-					got <- float64(total-at1) * 8 / 2
-					return
+				if el >= 1500*time.Millisecond && t1.IsZero() {
+					t1, at1 = now, total
 				}
 				total += int64(n)
 			}
 		}()
 		var c net.Conn
-		if err := b.h1.Do(func() (err error) { c, err = net.DialTimeout("tcp", "10.0.0.2:7300", 3*time.Second); return }); err != nil {
+		if err := from.Do(func() (err error) { c, err = net.DialTimeout("tcp", addr, 3*time.Second); return }); err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
@@ -101,6 +108,7 @@ func TestIntegrationQoSHTB(t *testing.T) {
 		}
 		return <-got
 	}
+	rate := func() float64 { return rateBetween(b.h1, b.h2, "10.0.0.2:7300") }
 	free := rate()
 
 	tc("qdisc", "add", "dev", b.v2, "root", "noqueue")
@@ -128,6 +136,25 @@ func TestIntegrationQoSHTB(t *testing.T) {
 		t.Errorf("without QoS only %.2f Mbit/s: the bed cannot show the limit", free/1e6)
 	}
 
+	// set_queue:1 sends h1's TCP through queue 1 (tc class 1:2) at its
+	// own max-rate of 1 Mbit/s.
+	must("--", "--id=@q1", "create", "queue", "other_config:max-rate=1000000", "--",
+		"set", "qos", must("get", "port", b.v2, "qos"), "queues:1=@q1")
+	if cls := tc("class", "show", "dev", b.v2); !strings.Contains(cls, "class htb 1:2 parent 1:fffe") {
+		t.Errorf("no class 1:2 for queue 1:\n%s", cls)
+	}
+	b.ofctl(t, "add-flow", "priority=10,tcp,in_port=1,actions=set_queue:1,NORMAL")
+	q1 := rate()
+	flows, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+	t.Logf("TCP through queue 1: %.2f Mbit/s; datapath flows:\n%s", q1/1e6, flows)
+	if q1 > 1.25e6 || q1 < 0.3e6 {
+		t.Errorf("TCP through the 1 Mbit/s queue 1 at %.2f Mbit/s", q1/1e6)
+	}
+	if !strings.Contains(string(flows), "set(skb_priority(0x10002))") {
+		t.Errorf("no datapath flow sets skb_priority 1:2")
+	}
+	b.ofctl(t, "del-flows", "tcp")
+
 	// A type govswitchd does not run is refused, and the port keeps none.
 	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-hfsc")
 	t.Logf("linux-hfsc: %s", out)
@@ -140,5 +167,25 @@ func TestIntegrationQoSHTB(t *testing.T) {
 	}
 	if loss := b.ping(t, 3); loss != 0 {
 		t.Errorf("lost %d of 3 pings after QoS", loss)
+	}
+
+	// Ingress policing on v2 holds what h2 sends into the bridge to the
+	// rate: TCP backs off to below it.
+	must("set", "interface", b.v2, "ingress_policing_rate=2000", "ingress_policing_burst=200")
+	if f := tc("filter", "show", "dev", b.v2, "ingress"); !strings.Contains(f, "matchall") || !strings.Contains(f, "police") ||
+		!strings.Contains(f, "rate 2Mbit") {
+		t.Errorf("%s ingress filters:\n%s", b.v2, f)
+	}
+	policed := rateBetween(b.h2, b.h1, "10.0.0.1:7301")
+	t.Logf("TCP into the bridge through %s policed at 2000 kbit/s: %.2f Mbit/s", b.v2, policed/1e6)
+	if policed > 2.4e6 || policed < 0.1e6 {
+		t.Errorf("TCP through a 2 Mbit/s policer at %.2f Mbit/s", policed/1e6)
+	}
+	must("set", "interface", b.v2, "ingress_policing_rate=0")
+	if q := tc("qdisc", "show", "dev", b.v2); strings.Contains(q, "ingress") {
+		t.Errorf("%s keeps its ingress qdisc with policing off:\n%s", b.v2, q)
+	}
+	if loss := b.ping(t, 3); loss != 0 {
+		t.Errorf("lost %d of 3 pings after policing", loss)
 	}
 }
