@@ -379,6 +379,7 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	key := flow.Extract(packet, md)
 	var out Out
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
+	applyLearns(&out, now)
 	if out.Dropped != "" {
 		return fmt.Errorf("packet-out: %s", out.Dropped)
 	}

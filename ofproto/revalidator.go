@@ -216,6 +216,9 @@ func (u *Udpif) revalidate() {
 				u.netflowCredit(k, dp, db, f.Stats.TCPFlags, now) // netflow_bridge.go
 			}
 			k.activeAt = now.UnixNano()
+			if k.learns {
+				u.relearn(k, now) // xlate_learn.go
+			}
 		}
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		switch {
@@ -362,6 +365,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
+	k.learns = out.HasLearn
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}

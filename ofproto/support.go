@@ -69,6 +69,19 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActExit:
+		case openflow.ActOutputReg:
+			// The port is read at translation; checkActions checks the
+			// source's prerequisites.
+		case openflow.ActConj:
+			if err := checkConj(acts); err != nil {
+				return err
+			}
+		case openflow.ActLearn:
+			// checkActions checks it again with the flow's match.
+			if err := checkLearn(a.Learn, nil); err != nil {
+				return err
+			}
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:

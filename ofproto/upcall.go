@@ -119,6 +119,9 @@ type Udpif struct {
 
 	ukeys *ukeyTable
 	c     counters
+	// relearnOut is the revalidator's translation for re-running learn
+	// actions (xlate_learn.go).
+	relearnOut Out
 
 	flowLimit        atomic.Int64 // the dynamic limit
 	disableMegaflows atomic.Bool
@@ -533,6 +536,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.setRules(&out.Rules, out.NRules)
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
+				k.learns = out.HasLearn
 			})
 			switch {
 			case full:
@@ -556,6 +560,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		}
 	}
 	hd.mu.Unlock()
+	for i := range ups {
+		applyLearns(&hd.outs[i], now) // xlate_learn.go; nothing unless a learn action ran
+	}
 	if len(hd.ops) == 0 {
 		return
 	}

@@ -140,6 +140,10 @@ type Out struct {
 	ctrl ctrlOut
 	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
 	netflow bool
+	// HasLearn is set when the translation ran a learn action; learns
+	// are the flows it learned, for applyLearns (xlate_learn.go).
+	HasLearn bool
+	learns   []learnReq
 }
 
 func (o *Out) reset() {
@@ -152,6 +156,8 @@ func (o *Out) reset() {
 	o.Dropped = ""
 	o.netflow = false
 	o.ctrl.reset()
+	o.HasLearn = false
+	o.learns = o.learns[:0]
 }
 
 // xctx is the state of one translation.
@@ -432,6 +438,15 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ct(a)
 	case openflow.ActCTClear:
 		c.ctClear()
+	case openflow.ActLearn:
+		c.learnAction(a.Learn)
+	case openflow.ActOutputReg:
+		c.outputReg(a)
+	case openflow.ActExit:
+		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
+	case openflow.ActConj:
+		// A conjunction flow is a clause, not a flow that runs; reached
+		// only from a packet-out, it does nothing (as in OVS).
 	case openflow.ActVendor:
 		c.vendorAction(a)
 	case openflow.ActSetQueue:

@@ -19,6 +19,7 @@ const (
 	FieldNone      Field = iota
 	FieldDPHash          // NXM_NX_DP_HASH
 	FieldRecircID        // NXM_NX_RECIRC_ID
+	FieldConjID          // NXM_NX_CONJ_ID ↔ Key.ConjID (match only, exact)
 	FieldInPort          // OXM in_port, 32 bits
 	FieldNXMInPort       // NXM_OF_IN_PORT, 16 bits in 1.0 port numbering
 	FieldEthSrc
@@ -255,6 +256,8 @@ func init() {
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.DPHash }, 0, 0xffffffff)
+	defInt(FieldConjID, "conj_id", nx1(37), noHeader, 4, false, both, preNone,
+		func(k *flow.Key) *uint32 { return &k.ConjID }, 0, 0xffffffff)
 	defInt(FieldRecircID, "recirc_id", nx1(36), noHeader, 4, false, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.RecircID }, 0, 0xffffffff)
 	defInt(FieldCtState, "ct_state", nx1(105), noHeader, 4, true, both, preNone,
