@@ -582,6 +582,7 @@ func appendL3L4(b []byte, v *flow.Key, s *keyShape, isMask bool) []byte {
 func FitMask(k *flow.Key, m *flow.Mask) {
 	m.OFMetadata = 0
 	m.Regs = [16]uint32{}
+	m.ConjID = 0 // OpenFlow's conj_id: a table lookup's, never the datapath's
 	if m.InPort != 0 {
 		m.InPort = ^uint32(0)
 	}

@@ -139,7 +139,10 @@ type Key struct {
 	EthType uint16 // ethertype after the VLAN tags; EthTypeNone for 802.3 without SNAP
 	_       [2]byte
 	MPLSLSE uint32 // top MPLS label stack entry (label, TC, BoS, TTL) when EthType is MPLS
-	_       [4]byte
+	// ConjID is OpenFlow's conj_id: nonzero only while a table's
+	// conjunctive lookup looks for conj_id's flow; never in a packet's or
+	// a datapath flow's key.
+	ConjID uint32
 
 	// ---- Stage 2: L3.
 

@@ -222,6 +222,8 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopSFlow()
+	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return
@@ -317,7 +319,7 @@ func (b *Bridge) DeletePort(name string) error {
 	bk := b.Backer
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
-	if p.Type != PortTypePatch {
+	if p.ownsVport() {
 		// A vport whose network device was deleted (ip link del) is
 		// already gone from the kernel's datapath (ENODEV): the port
 		// still leaves the bridge, without an error, as it does from
@@ -328,6 +330,12 @@ func (b *Bridge) DeletePort(name string) error {
 	}
 	b.Ports.Remove(p.OFPort)
 	bk.portsChanged()
+	if p.tunnel != nil {
+		if err := bk.releaseTunnelVport(p.DPPort); err != nil {
+			b.Tables.Invalidate()
+			return fmt.Errorf("delete port %s: its tunnel vport: %w", name, err)
+		}
+	}
 	b.MAC.FlushPort(p.OFPort)
 	b.Tables.Invalidate() // flows that flooded or output to it must change
 	if b.OnPortEvent != nil {
@@ -372,6 +380,7 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	key := flow.Extract(packet, md)
 	var out Out
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
+	applyLearns(&out, now)
 	if out.Dropped != "" {
 		return fmt.Errorf("packet-out: %s", out.Dropped)
 	}

@@ -322,6 +322,9 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 	if typ, code, ok := ctFlowModError(v, k); ok {
 		return typ, code
 	}
+	if typ, code, ok := conjFlowModError(v, k); ok {
+		return typ, code
+	}
 	switch k {
 	case ErrUnsupportedAction:
 		return openflow.ErrTypeBadAction, openflow.BadActionBadType

@@ -109,7 +109,9 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 		key.Regs[i] = md.Key.Regs[i] & md.Mask.Regs[i]
 	}
 	var out Out
-	b.X.TranslateResume(&key, inPort, cont, time.Now(), &out)
+	now := time.Now()
+	b.X.TranslateResume(&key, inPort, cont, now, &out)
+	applyLearns(&out, now)
 	if out.Dropped != "" {
 		return fmt.Errorf("resume: %s", out.Dropped)
 	}

@@ -120,6 +120,7 @@ const (
 	ErrCtDatapathMatch  // NXBMC_CT_DATAPATH_SUPPORT
 	ErrBadSetArgument   // OFPBAC_BAD_SET_ARGUMENT: nat, ct_mark or ct_label outside ct
 	ErrBadMask          // OFPBMC_BAD_MASK
+	ErrBadConjunction   // NXBAC_BAD_CONJUNCTION (flowtable_conj.go)
 )
 
 // Error is a flow_mod failure with the kind the controller is told.
@@ -159,6 +160,10 @@ type Entry struct {
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	used    atomic.Int64 // unix nanoseconds of the last packet; 0 = never
+	// modified is when a modify or a learn action last renewed the
+	// entry (unix nanoseconds; 0 = Created): its hard timeout runs from
+	// then, as OVS's rule->modified.
+	modified atomic.Int64
 }
 
 // Rule is a flow table rule: a classifier rule holding an Entry.
@@ -238,6 +243,16 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue
+			case openflow.ActOutputReg:
+				if !a.Src.PrereqsMet(&m.Key, &m.Mask) {
+					return errorf(ErrMatchInconsistent, "output:%s: the match does not meet its prerequisites", a.Src)
+				}
+				continue
+			case openflow.ActLearn:
+				if err := checkLearn(a.Learn, m); err != nil {
+					return err
+				}
+				continue
 			case openflow.ActOutput, openflow.ActEnqueue:
 			default:
 				continue
@@ -292,12 +307,21 @@ type Tables struct {
 	// only during the call (it is reused).
 	OnChange func([]FlowChange)
 	changes  []FlowChange // OnChange's reused slice, under mu
+	// learned counts the rules whose learn actions delete what they
+	// learned when they go (flowtable_learn.go); under mu.
+	learned map[learnedCookie]int
+	// conjN counts each table's conjunction flows (flowtable_conj.go);
+	// under mu.
+	conjN [NumTables]int
 }
 
 // View is one consistent version of every table: the snapshots the
 // tables published together. It never changes.
 type View struct {
 	t [NumTables]*classifier.Snapshot[*Entry]
+	// conj marks the tables holding conjunction flows, which need the
+	// conjunctive lookup (flowtable_conj.go).
+	conj [NumTables]bool
 }
 
 var emptyView View
@@ -306,7 +330,12 @@ var emptyView View
 func (v *View) Table(id uint8) *classifier.Snapshot[*Entry] { return v.t[id] }
 
 // Lookup is Tables.Lookup within the view.
-func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule { return v.t[id].Lookup(k, wc) }
+func (v *View) Lookup(id uint8, k *flow.Key, wc *flow.Mask) *Rule {
+	if v.conj[id] {
+		return v.t[id].LookupConj(k, wc, &conjTable)
+	}
+	return v.t[id].Lookup(k, wc)
+}
 
 // NewTables returns empty flow tables.
 func NewTables() *Tables {
@@ -489,11 +518,13 @@ func (tx *txn) abort() {
 // commit publishes every touched table in one View, then the bookkeeping.
 func (tx *txn) commit() {
 	ts := tx.ts
+	tx.flushLearned()
 	if len(tx.touched) > 0 {
 		v := *ts.View()
 		for _, id := range tx.touched {
 			v.t[id] = tx.batches[id].Commit()
 		}
+		tx.countConj(&v)
 		ts.view.Store(&v)
 	}
 	ts.n.Add(tx.dn)
@@ -669,6 +700,7 @@ func (tx *txn) modifyRules(id uint8, fm *FlowMod, rules []*Rule) {
 			HardTimeout: old.Value.HardTimeout, Flags: old.Value.Flags, Importance: old.Value.Importance,
 			Instructions: fm.Instructions, Created: old.Value.Created,
 		}}
+		r.Value.modified.Store(tx.now.UnixNano())
 		if fm.Flags&FlagResetCounts == 0 {
 			p, by := old.Value.Stats()
 			r.Value.packets.Store(p)
@@ -725,7 +757,7 @@ func (ts *Tables) Expire(now time.Time) int {
 		e := r.Value
 		var reason RemovedReason
 		switch {
-		case e.HardTimeout != 0 && now.Sub(e.Created) >= time.Duration(e.HardTimeout)*time.Second:
+		case e.HardTimeout != 0 && now.Sub(e.modifiedAt()) >= time.Duration(e.HardTimeout)*time.Second:
 			reason = RemovedHardTimeout
 		case e.IdleTimeout != 0 && now.Sub(e.LastUsed()) >= time.Duration(e.IdleTimeout)*time.Second:
 			reason = RemovedIdleTimeout

@@ -37,6 +37,10 @@ type Port struct {
 	// patch counts a patch port's packets (nil for other ports); copies
 	// of the Port share it.
 	patch *patchStats
+	// tunnel is a tunnel port's configuration (nil for other ports;
+	// tunnel.go). Its DPPort is the vport its datapath's tunnels of the
+	// type share.
+	tunnel *tunnelPort
 	// Bond is the bond the port is a member of (bond.go), nil for none.
 	Bond *Bond
 }
@@ -123,10 +127,10 @@ func buildPortSet(list []*Port) *PortSet {
 	}
 	for _, pt := range list {
 		s.byOF[pt.OFPort] = pt
-		if pt.Type != PortTypePatch {
+		if pt.ownsVport() {
 			s.byDP[pt.DPPort] = pt
 		}
-		if pt.Type != PortTypePatch && !pt.NoFlood && !pt.Down {
+		if pt.ownsVport() && !pt.NoFlood && !pt.Down {
 			s.flood = append(s.flood, pt.DPPort)
 		}
 		if pt.VLAN.Mode != VLANTrunk || pt.VLAN.Trunks != nil {
@@ -152,7 +156,7 @@ func (p *Ports) Add(pt Port) error {
 		if q.OFPort == pt.OFPort {
 			continue
 		}
-		if q.DPPort == pt.DPPort && q.Type != PortTypePatch && pt.Type != PortTypePatch {
+		if q.DPPort == pt.DPPort && q.ownsVport() && pt.ownsVport() {
 			return fmt.Errorf("port %s: datapath port %d is already %s", pt.Name, pt.DPPort, q.Name)
 		}
 		if q.Name == pt.Name {

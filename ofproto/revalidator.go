@@ -195,6 +195,7 @@ func (u *Udpif) revalidate() {
 
 	var dels, mods []datapath.Op
 	var out Out
+	netflows := u.netflows.Load() > 0
 	now := start
 	u.dp.DumpFlows(terse, func(f *datapath.Flow) error {
 		k := u.ukeys.Lookup(&f.UFID)
@@ -211,7 +212,13 @@ func (u *Udpif) revalidate() {
 			for _, r := range k.rules {
 				r.Value.Credit(dp, db, now)
 			}
+			if netflows {
+				u.netflowCredit(k, dp, db, f.Stats.TCPFlags, now) // netflow_bridge.go
+			}
 			k.activeAt = now.UnixNano()
+			if k.learns {
+				u.relearn(k, now) // xlate_learn.go
+			}
 		}
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		switch {
@@ -247,6 +254,9 @@ func (u *Udpif) revalidate() {
 	}
 
 	u.operateChunks(dels, func(op *datapath.Op) {
+		if netflows {
+			u.netflowClear(&op.Flow.UFID)
+		}
 		u.ukeys.Remove(&op.Flow.UFID)
 		if op.Err == nil {
 			u.c.deleted.Add(1)
@@ -355,6 +365,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
+	k.learns = out.HasLearn
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}

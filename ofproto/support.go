@@ -24,6 +24,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldTCPSrc, openflow.FieldTCPDst, openflow.FieldUDPSrc, openflow.FieldUDPDst,
 		openflow.FieldSCTPSrc, openflow.FieldSCTPDst, openflow.FieldTpSrc, openflow.FieldTpDst,
 		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
+		openflow.FieldTunIPv4Src, openflow.FieldTunIPv4Dst, openflow.FieldTunIPv6Src, openflow.FieldTunIPv6Dst, // tunnel ports: xlate_tunnel.go
+		openflow.FieldTunFlags,
 		openflow.FieldInPort, openflow.FieldNXMInPort:
 		return true
 	}
@@ -71,6 +73,19 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActExit:
+		case openflow.ActOutputReg:
+			// The port is read at translation; checkActions checks the
+			// source's prerequisites.
+		case openflow.ActConj:
+			if err := checkConj(acts); err != nil {
+				return err
+			}
+		case openflow.ActLearn:
+			// checkActions checks it again with the flow's match.
+			if err := checkLearn(a.Learn, nil); err != nil {
+				return err
+			}
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:

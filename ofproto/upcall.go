@@ -119,6 +119,9 @@ type Udpif struct {
 
 	ukeys *ukeyTable
 	c     counters
+	// relearnOut is the revalidator's translation for re-running learn
+	// actions (xlate_learn.go).
+	relearnOut Out
 
 	flowLimit        atomic.Int64 // the dynamic limit
 	disableMegaflows atomic.Bool
@@ -151,6 +154,10 @@ type Udpif struct {
 	// running says a pass is under way, checking against these versions.
 	running                   bool
 	runningTables, runningMAC uint64
+
+	// netflows counts the bridges running NetFlow: the revalidator
+	// credits NetFlow flows only when there are any.
+	netflows atomic.Int32
 
 	// recircSweptAt is when the revalidator last freed unused
 	// recirculation ids (recirc.go).
@@ -474,6 +481,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		up := &ups[i]
 		if up.Cmd == datapath.UpcallAction {
 			u.c.actions.Add(1)
+			if len(up.Userdata) > 0 && up.Userdata[0] == UserdataSFlow {
+				u.sflowUpcall(up) // xlate_sample.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}
@@ -485,6 +496,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		// not: the datapath flow's own counters start after this packet.
 		for r := 0; r < out.NRules; r++ {
 			out.Rules[r].Value.Credit(1, uint64(len(up.Packet)), now)
+		}
+		if out.netflow {
+			u.netflowMiss(up, out, now) // netflow_bridge.go
 		}
 
 		// Translation always puts in_port in the mask, so it is never
@@ -522,6 +536,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.setRules(&out.Rules, out.NRules)
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
+				k.learns = out.HasLearn
 			})
 			switch {
 			case full:
@@ -545,6 +560,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		}
 	}
 	hd.mu.Unlock()
+	for i := range ups {
+		applyLearns(&hd.outs[i], now) // xlate_learn.go; nothing unless a learn action ran
+	}
 	if len(hd.ops) == 0 {
 		return
 	}

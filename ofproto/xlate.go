@@ -96,6 +96,10 @@ type Xlator struct {
 	ID     uint16
 	bridge *Bridge
 	backer *Backer
+	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go);
+	// netflow its NetFlow (netflow_bridge.go).
+	sflow   atomic.Pointer[sflowState]
+	netflow atomic.Pointer[netflowState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -134,6 +138,12 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
+	netflow bool
+	// HasLearn is set when the translation ran a learn action; learns
+	// are the flows it learned, for applyLearns (xlate_learn.go).
+	HasLearn bool
+	learns   []learnReq
 }
 
 func (o *Out) reset() {
@@ -144,7 +154,10 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
+	o.netflow = false
 	o.ctrl.reset()
+	o.HasLearn = false
+	o.learns = o.learns[:0]
 }
 
 // xctx is the state of one translation.
@@ -210,10 +223,14 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	c.inPort = c.ports.ByDP(key.InPort)
 	if c.inPort == nil {
+		c.inPort = c.tunnelInPort(key) // xlate_tunnel.go
+	}
+	if c.inPort == nil {
 		out.Dropped = "unknown input port"
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
@@ -221,6 +238,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		if c.ports.mirrors != nil {
 			c.mirrorIngress() // xlate_mirror.go
 		}
+		sflowAt = c.sflowBegin()
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -230,6 +248,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if c.ctrl.pausing {
 		c.finishPause()
+	}
+	if sflowAt >= 0 {
+		c.sflowFix(sflowAt)
+	}
+	if x.netflow.Load() != nil {
+		c.netflowMask(key)
 	}
 }
 
@@ -421,6 +445,15 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ct(a)
 	case openflow.ActCTClear:
 		c.ctClear()
+	case openflow.ActLearn:
+		c.learnAction(a.Learn)
+	case openflow.ActOutputReg:
+		c.outputReg(a)
+	case openflow.ActExit:
+		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
+	case openflow.ActConj:
+		// A conjunction flow is a clause, not a flow that runs; reached
+		// only from a packet-out, it does nothing (as in OVS).
 	case openflow.ActVendor:
 		c.vendorAction(a)
 	case openflow.ActSetQueue:
@@ -588,6 +621,10 @@ func (c *xctx) emitOutput(pt *Port) {
 	}
 	if c.ports.mirrors != nil {
 		c.mirrorEgress(pt) // xlate_mirror.go
+	}
+	if pt.tunnel != nil {
+		c.tunnelOutput(pt) // xlate_tunnel.go
+		return
 	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)

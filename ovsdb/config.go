@@ -37,6 +37,12 @@ type BridgeConfig struct {
 	Bonds []BondConfig
 	// Mirrors are the bridge's Mirror rows (mirror.go), by name.
 	Mirrors []MirrorConfig
+	// SFlow is the bridge's sFlow, nil without (sample.go). The
+	// reconciler applies it apart from the other settings, without
+	// rebuilding the bridge.
+	SFlow *SFlowConfig
+	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
+	NetFlow *NetFlowConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -57,6 +63,12 @@ type PortConfig struct {
 	// Peer is a patch port's options:peer, the patch port of another
 	// bridge that it is joined to.
 	Peer string
+	// Options are a tunnel interface's options (vxlan, geneve, gre,
+	// ip6gre), which the switch checks when it adds the port; Tunnel is
+	// their canonical text (sorted key=value pairs), by which a change
+	// is seen.
+	Options map[string]string
+	Tunnel  string
 	// OFPortRequest is ofport_request, 0 when unset.
 	OFPortRequest uint32
 	// OFPortHint is the ofport the database holds from an earlier run
@@ -214,6 +226,10 @@ type Rows struct {
 	QoS         map[string]*QoS
 	Queues      map[string]*Queue
 	Mirrors     map[string]*Mirror // nil: none
+	// Sampling rows (sample.go); nil maps are empty.
+	SFlows   map[string]*SFlow
+	NetFlows map[string]*NetFlow
+	FSCS     map[string]*FlowSampleCollectorSet
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -232,6 +248,7 @@ func Build(r *Rows) Desired {
 	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
+	sflowSubID := 0
 	for _, bu := range r.Root.Bridges {
 		br := r.Bridges[bu]
 		if br == nil {
@@ -252,6 +269,7 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
 			bc.MACAging = time.Duration(s) * time.Second
@@ -297,6 +315,9 @@ func Build(r *Rows) Desired {
 				pc.Type, pc.Err = ifaceType(in.Type)
 				if pc.Type == "patch" {
 					pc.Peer, pc.Err = patchPeer(in.Name, in.Options)
+				}
+				if isTunnelType(pc.Type) {
+					pc.Options, pc.Tunnel = in.Options, tunnelOptionsText(in.Options)
 				}
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
@@ -354,7 +375,10 @@ func ifaceType(t string) (typ, errMsg string) {
 	case "patch":
 		return "patch", ""
 	}
-	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal and patch are)", t)
+	if isTunnelType(t) {
+		return t, ""
+	}
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal, patch, vxlan, geneve, gre and ip6gre are)", t)
 }
 
 // patchPeer checks a patch interface's options as ovs-vswitchd's patch

@@ -82,10 +82,10 @@ func TestBuild(t *testing.T) {
 			name: "unsupported interface type",
 			rows: func() *Rows {
 				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
-					map[string][]*Interface{"vx0": {iface("vx0", "vxlan")}})
+					map[string][]*Interface{"vx0": {iface("vx0", "bareudp")}})
 			},
 			check: func(t *testing.T, d Desired) {
-				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"vxlan" is not supported`) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"bareudp" is not supported`) {
 					t.Errorf("Err %q", e)
 				}
 			},

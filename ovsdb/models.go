@@ -56,6 +56,10 @@ type Bridge struct {
 	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
 	DatapathTyp string            `ovsdb:"datapath_type"`
 	Mirrors     []string          `ovsdb:"mirrors"` // Mirror UUIDs (mirror.go)
+	// Sampling and export rows (sample.go).
+	SFlow   *string `ovsdb:"sflow"`
+	NetFlow *string `ovsdb:"netflow"`
+	IPFIX   *string `ovsdb:"ipfix"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -151,6 +155,10 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableSFlow:      &SFlow{},
+		TableNetFlow:    &NetFlow{},
+		TableIPFIX:      &IPFIX{},
+		TableFSCS:       &FlowSampleCollectorSet{},
 		TableDatapath:   &Datapath{},
 		TableCTZone:     &CTZone{},
 		TableCTTimeout:  &CTTimeoutPolicy{},

@@ -95,6 +95,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableSFlow:      modelColumns(&SFlow{}),
+		TableNetFlow:    modelColumns(&NetFlow{}),
+		TableIPFIX:      modelColumns(&IPFIX{}),
+		TableFSCS:       modelColumns(&FlowSampleCollectorSet{}),
 		TableDatapath:   modelColumns(&Datapath{}),
 		TableCTZone:     modelColumns(&CTZone{}),
 		TableCTTimeout:  modelColumns(&CTTimeoutPolicy{}),
@@ -198,6 +202,7 @@ func snapshot(c *dbClient) *Rows {
 			}
 		}
 	}
+	snapshotSampling(tc, r)
 	copyRows(tc.Table(TableDatapath), r.Datapaths)
 	copyRows(tc.Table(TableCTZone), r.CTZones)
 	copyRows(tc.Table(TableCTTimeout), r.CTTimeouts)

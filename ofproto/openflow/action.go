@@ -38,6 +38,10 @@ const (
 	ActCTClear               // NXAST_CT_CLEAR
 	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
 	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
+	ActLearn                 // Learn: NXAST_LEARN, NXAST_LEARN2 (learn.go)
+	ActConj                  // Queue id, Table clause (0-based), TTL n: NXAST_CONJUNCTION (conj.go)
+	ActOutputReg             // Src, SrcOfs, NBits, MaxLen: NXAST_OUTPUT_REG (outputreg.go)
+	ActExit                  // NXAST_EXIT: stop translating (outputreg.go)
 	ActStackPush             // Field, Ofs, NBits: NXAST_STACK_PUSH (push)
 	ActStackPop              // Field, Ofs, NBits: NXAST_STACK_POP (pop)
 )
@@ -50,6 +54,7 @@ var actionNames = [...]string{
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
+	ActLearn: "learn", ActConj: "conjunction", ActOutputReg: "output_reg", ActExit: "exit",
 	ActStackPush: "push", ActStackPop: "pop",
 }
 
@@ -93,6 +98,8 @@ type Action struct {
 	// Ct and NAT are the bodies of ActCT and ActNAT (see ct.go).
 	Ct  *CtAction
 	NAT *NATAction
+	// Learn is the body of ActLearn (see learn.go).
+	Learn *LearnAction
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -169,7 +176,8 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
-		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT)
+		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
+		a.Learn.equal(b.Learn)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

@@ -149,6 +149,17 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeStack(v, sub, act)
 	case NXASTCT:
 		return decodeCT(v, act)
+	case NXASTLearn, NXASTLearn2:
+		return decodeLearn(v, sub, act)
+	case NXASTConjunction:
+		return decodeConjunction(v, act)
+	case NXASTOutputReg:
+		return decodeOutputReg(v, act)
+	case NXASTExit:
+		if err := need(16); err != nil {
+			return Action{}, err
+		}
+		return Action{Type: ActExit}, nil
 	case NXASTNAT:
 		return decodeNAT(v, act)
 	case NXASTCTClear:
@@ -300,6 +311,14 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version10)
+	case ActLearn:
+		return appendLearn(b, a)
+	case ActConj:
+		return appendConjunction(b, a), nil
+	case ActOutputReg:
+		return appendOutputReg(b, a)
+	case ActExit:
+		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

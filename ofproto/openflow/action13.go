@@ -197,6 +197,14 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version13)
+	case ActLearn:
+		return appendLearn(b, a)
+	case ActConj:
+		return appendConjunction(b, a), nil
+	case ActOutputReg:
+		return appendOutputReg(b, a)
+	case ActExit:
+		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }

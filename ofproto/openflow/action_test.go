@@ -205,7 +205,7 @@ func TestApplySetField(t *testing.T) {
 }
 
 func TestVendorActionError(t *testing.T) {
-	acts, err := DecodeActions10(nil, wire(t, "ffff 0010 00002320 0010 000000000000")) // NXAST_LEARN-ish
+	acts, err := DecodeActions10(nil, wire(t, "ffff 0010 00002320 00fe 000000000000")) // no NXAST_* subtype
 	if err != nil || len(acts) != 1 || acts[0].Type != ActVendor {
 		t.Fatalf("%+v %v", acts, err)
 	}

@@ -19,6 +19,7 @@ const (
 	FieldNone      Field = iota
 	FieldDPHash          // NXM_NX_DP_HASH
 	FieldRecircID        // NXM_NX_RECIRC_ID
+	FieldConjID          // NXM_NX_CONJ_ID ↔ Key.ConjID (match only, exact)
 	FieldInPort          // OXM in_port, 32 bits
 	FieldNXMInPort       // NXM_OF_IN_PORT, 16 bits in 1.0 port numbering
 	FieldEthSrc
@@ -61,8 +62,11 @@ const (
 	FieldARPSHA
 	FieldARPTHA
 	FieldTunnelID   // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
+	FieldTunFlags   // NXM_NX_TUN_FLAGS (field_tun.go); in OVS's order of TLVs
 	FieldTunIPv4Src // NXM_NX_TUN_IPV4_SRC
 	FieldTunIPv4Dst // NXM_NX_TUN_IPV4_DST
+	FieldTunIPv6Src // NXM_NX_TUN_IPV6_SRC (field_tun.go)
+	FieldTunIPv6Dst // NXM_NX_TUN_IPV6_DST
 	FieldReg0       // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
@@ -247,10 +251,13 @@ func init() {
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Src[:] })
 	defBytes(FieldTunIPv4Dst, "tun_dst", nx1(32), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Dst[:] })
+	defTunnelFields(nx1) // field_tun.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.DPHash }, 0, 0xffffffff)
+	defInt(FieldConjID, "conj_id", nx1(37), noHeader, 4, false, both, preNone,
+		func(k *flow.Key) *uint32 { return &k.ConjID }, 0, 0xffffffff)
 	defInt(FieldRecircID, "recirc_id", nx1(36), noHeader, 4, false, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.RecircID }, 0, 0xffffffff)
 	defInt(FieldCtState, "ct_state", nx1(105), noHeader, 4, true, both, preNone,

@@ -328,6 +328,17 @@ var ofctlCaptures = []capture{
 	// Conntrack: ct with every option, nat, ct_clear and the ct_* matches.
 	{"add-flows-ct", []string{"add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
 	{"of13-add-flows-ct", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
+	// learn and learn2 with every option and spec kind (learn_test.go).
+	{"add-flows-learn", []string{"add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
+	{"of13-add-flows-learn", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
+	// conjunction and conj_id (conj_test.go).
+	{"add-flows-conj", []string{"add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
+	{"of13-add-flows-conj", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/conj-flows.txt"}},
+	// output:field (outputreg_test.go).
+	{"add-flow-output-reg", []string{"add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
+	{"of13-add-flow-output-reg", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=output:NXM_NX_REG0[0..15],output:NXM_NX_REG3[16..31],output:NXM_OF_IN_PORT[]"}},
+	{"add-flow-exit", []string{"add-flow", "SW", "actions=output:2,exit,output:3"}},
+	{"of13-add-flow-exit", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=output:2,exit"}},
 }
 
 func dumpFlows() []FlowStats {
