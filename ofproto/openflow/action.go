@@ -38,6 +38,11 @@ const (
 	ActCTClear               // NXAST_CT_CLEAR
 	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
 	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
+	ActClone                 // Nested: NXAST_CLONE (action_clone.go)
+	ActOutputTrunc           // Port, TruncLen: NXAST_OUTPUT_TRUNC, output(port=..,max_len=..)
+	ActCheckPktLarger        // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
+	ActSetMPLSLabel          // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
+	ActSetMPLSTC             // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
 )
 
 var actionNames = [...]string{
@@ -48,6 +53,8 @@ var actionNames = [...]string{
 	ActDecMPLSTTL: "dec_mpls_ttl", ActCopyTTLOut: "copy_ttl_out", ActCopyTTLIn: "copy_ttl_in",
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
+	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
+	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc",
 }
 
 func (t ActionType) String() string {
@@ -90,6 +97,10 @@ type Action struct {
 	// Ct and NAT are the bodies of ActCT and ActNAT (see ct.go).
 	Ct  *CtAction
 	NAT *NATAction
+	// Nested is the action list of an ActClone.
+	Nested []Action
+	// TruncLen is an ActOutputTrunc's max_len.
+	TruncLen uint32
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -166,7 +177,8 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
-		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT)
+		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
+		a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

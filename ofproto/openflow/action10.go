@@ -142,6 +142,10 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return nil
 	}
 	switch sub {
+	case NXASTClone, NXASTOutputTrunc, NXASTCheckPktLarger:
+		return decodeExtAction(v, sub, act)
+	case NXASTPushMPLS, NXASTPopMPLS, NXASTSetMPLSTTL, NXASTDecMPLSTTL, NXASTSetMPLSLabel, NXASTSetMPLSTC:
+		return decodeMPLSAction(v, sub, act)
 	case NXASTCT:
 		return decodeCT(v, act)
 	case NXASTNAT:
@@ -295,6 +299,10 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version10)
+	case ActClone, ActOutputTrunc, ActCheckPktLarger:
+		return appendExtAction(b, a, Version10)
+	case ActPushMPLS, ActPopMPLS, ActSetMPLSTTL, ActDecMPLSTTL, ActSetMPLSLabel, ActSetMPLSTC:
+		return appendMPLSAction10(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

@@ -197,6 +197,10 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendNXAction(b, a)
 	case ActCT:
 		return appendCT(b, a, Version13)
+	case ActClone, ActOutputTrunc, ActCheckPktLarger:
+		return appendExtAction(b, a, Version13)
+	case ActSetMPLSLabel, ActSetMPLSTC:
+		return appendMPLSAction13(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }
