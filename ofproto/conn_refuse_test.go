@@ -20,12 +20,12 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		flow string
 		want string // the error ovs-ofctl prints
 	}{
-		{"clone", nil, "actions=clone(output:2)", "OFPBAC_BAD_VENDOR_TYPE"},
+		{"stack push", nil, "actions=push:NXM_NX_REG0[],output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		// The switch has no meters to run a controller action's meter with.
 		{"controller meter", nil, "actions=controller(userdata=01.02.03,meter_id=1)", "OFPBAC_BAD_VENDOR_TYPE"},
 		{"learn", of13, "actions=learn(table=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		{"exit", nil, "actions=output:2,exit", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"push_mpls 1.0", nil, "actions=push_mpls:0x8847,output:2", "OFPBAC_BAD_VENDOR_TYPE"},
+		{"push_mpls 1.0", nil, "actions=push_mpls:0x8847,output:2", "OFPBAC_BAD_TYPE"},
 		{"push_mpls 1.3", of13, "actions=push_mpls:0x8847,output:2", "OFPBAC_BAD_TYPE"},
 		{"pop_mpls 1.3", of13, "mpls,actions=pop_mpls:0x0800,output:2", "OFPBAC_BAD_TYPE"},
 		{"set_mpls_ttl 1.3", of13, "mpls,actions=set_mpls_ttl:5,output:2", "OFPBAC_BAD_TYPE"},
@@ -65,19 +65,20 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		"tcp,actions=set_field:80->tcp_dst,output:2",
 		"udp,actions=note:01.02,output:2",
 		"icmp,actions=controller(userdata=01.02.03,pause),output:2",
+		"ip,actions=clone(set_field:10.0.0.1->ip_dst,output:2),output(port=2,max_len=100),check_pkt_larger(100)->NXM_NX_REG0[1]",
 	} {
 		s.ofctl(t, of13, "add-flow", flow)
 	}
-	if n := s.b.Tables.Len(); n != 5 {
-		t.Errorf("%d flows after 5 supported adds, want 5", n)
+	if n := s.b.Tables.Len(); n != 6 {
+		t.Errorf("%d flows after 6 supported adds, want 6", n)
 	}
 	s.ofctl(t, nil, "del-flows")
 
 	// A packet-out with an unimplemented action is refused the same way.
 	fr := make([]byte, 60)
 	copy(fr, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 1, 0x88, 0xb5})
-	_, err := s.ofctlErr(of13, "packet-out", "in_port=controller packet="+hex.EncodeToString(fr)+" actions=clone(output:2)")
+	_, err := s.ofctlErr(of13, "packet-out", "in_port=controller packet="+hex.EncodeToString(fr)+" actions=push:NXM_NX_REG0[],output:2")
 	if err == nil || !strings.Contains(err.Error(), "OFPBAC_BAD_VENDOR_TYPE") {
-		t.Errorf("packet-out with clone: want OFPBAC_BAD_VENDOR_TYPE, got %v", err)
+		t.Errorf("packet-out with stack push: want OFPBAC_BAD_VENDOR_TYPE, got %v", err)
 	}
 }

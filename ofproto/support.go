@@ -67,6 +67,15 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
+		case openflow.ActClone:
+			if err := checkSupported(a.Nested); err != nil {
+				return err
+			}
+		case openflow.ActOutputTrunc:
+		case openflow.ActCheckPktLarger:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "check_pkt_larger into %s is not implemented", a.Field)
+			}
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")
 		case openflow.ActVendor:

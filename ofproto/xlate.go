@@ -170,6 +170,7 @@ type xctx struct {
 	exit             bool
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	scratch          [16]byte  // regLoad's field value
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -269,10 +270,13 @@ func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
 	if in.Meter != 0 {
 		c.meter(in.Meter)
 	}
-	c.doActions(in.Apply)
+	whole := c.doActionsIn(in.Apply, in)
 	if c.ctrl.pausing {
 		c.freezeInstructions(in)
 		return 0, false
+	}
+	if !whole {
+		return 0, false // check_pkt_larger ran the rest (xlate_clone.go)
 	}
 	if in.Clear {
 		c.nActionSet = 0
@@ -336,17 +340,27 @@ func (c *xctx) runActionSet() {
 	}
 }
 
-func (c *xctx) doActions(list []openflow.Action) {
+func (c *xctx) doActions(list []openflow.Action) { c.doActionsIn(list, nil) }
+
+// doActionsIn runs list, the apply-actions of in when in is not nil. It
+// returns false when a check_pkt_larger took over the rest of the list
+// (and of in): xlate_clone.go.
+func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bool {
 	for i := range list {
 		if c.exit {
-			return
+			return true
+		}
+		if list[i].Type == openflow.ActCheckPktLarger {
+			c.checkPktLarger(&list[i], list[i+1:], in)
+			return false
 		}
 		c.doAction(&list[i])
 		if c.ctrl.pausing {
 			c.freezeRest(list[i+1:])
-			return
+			return true
 		}
 	}
+	return true
 }
 
 func (c *xctx) doAction(a *openflow.Action) {
@@ -395,6 +409,12 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.ctClear()
 	case openflow.ActVendor:
 		c.vendorAction(a)
+	case openflow.ActClone:
+		c.clone(a)
+	case openflow.ActOutputTrunc:
+		c.outputTrunc(a)
+	case openflow.ActCheckPktLarger:
+		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
 		// A queue selects an egress QoS queue; with no QoS configured
 		// (the switch has none) ovs-vswitchd emits nothing for it
@@ -415,8 +435,9 @@ func (c *xctx) regLoad(a *openflow.Action) {
 	if n == 0 || int(a.Ofs)+int(a.NBits) > n*8 || a.NBits == 0 || a.NBits > 64 {
 		return
 	}
-	var buf [16]byte
-	v, ok := a.Field.Value(buf[:0], &c.flow)
+	// The field is read into memory the Out owns: a stack buffer would
+	// escape through the field's accessor and allocate per load.
+	v, ok := a.Field.Value(c.scratch[:0], &c.flow)
 	if !ok {
 		return
 	}
