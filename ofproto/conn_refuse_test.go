@@ -65,7 +65,7 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		"tcp,actions=set_field:80->tcp_dst,output:2",
 		"udp,actions=note:01.02,output:2",
 		"icmp,actions=controller(userdata=01.02.03,pause),output:2",
-		"ip,actions=clone(set_field:10.0.0.1->ip_dst,output:2),output(port=2,max_len=100),check_pkt_larger(100)->NXM_NX_REG0[1]",
+		"ip,nw_src=10.0.0.5,actions=clone(set_field:10.0.0.1->ip_dst,output:2),output(port=2,max_len=100),check_pkt_larger(100)->NXM_NX_REG0[1]",
 	} {
 		s.ofctl(t, of13, "add-flow", flow)
 	}
