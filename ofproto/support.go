@@ -24,7 +24,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldTCPSrc, openflow.FieldTCPDst, openflow.FieldUDPSrc, openflow.FieldUDPDst,
 		openflow.FieldSCTPSrc, openflow.FieldSCTPDst, openflow.FieldTpSrc, openflow.FieldTpDst,
 		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
-		openflow.FieldInPort, openflow.FieldNXMInPort:
+		openflow.FieldInPort, openflow.FieldNXMInPort,
+		openflow.FieldMPLSLabel, openflow.FieldMPLSTC:
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
@@ -40,7 +41,9 @@ func checkSupported(acts []openflow.Action) error {
 		switch a.Type {
 		case openflow.ActOutput, openflow.ActEnqueue, openflow.ActSetVLANVID, openflow.ActSetVLANPCP,
 			openflow.ActStripVLAN, openflow.ActPushVLAN, openflow.ActResubmit, openflow.ActDecNwTTL,
-			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup, openflow.ActMeter:
+			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup, openflow.ActMeter,
+			openflow.ActPushMPLS, openflow.ActPopMPLS, openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC,
+			openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
 			// A group or meter that does not exist is refused by
 			// Tables.checkRefs (OFPBAC_BAD_OUT_GROUP,
 			// OFPMMFC_INVALID_METER), as ovs-vswitchd refuses it.

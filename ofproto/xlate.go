@@ -37,8 +37,9 @@ const (
 	UserdataController = 1
 	UserdataLen        = 16
 
-	ReasonNoMatch uint8 = 0
-	ReasonAction  uint8 = 1
+	ReasonNoMatch    uint8 = 0
+	ReasonAction     uint8 = 1
+	ReasonInvalidTTL uint8 = 2
 )
 
 // ControllerUserdata is a decoded controller userdata.
@@ -171,6 +172,7 @@ type xctx struct {
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
 	scratch          [16]byte  // regLoad's field value
+	wasMPLS          bool      // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -350,6 +352,10 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 		if c.exit {
 			return true
 		}
+		if c.wasMPLS && mplsNeedsRecirc(&list[i]) {
+			c.mplsFreeze(list[i:], in)
+			return false
+		}
 		if list[i].Type == openflow.ActCheckPktLarger {
 			c.checkPktLarger(&list[i], list[i+1:], in)
 			return false
@@ -359,6 +365,10 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 			c.freezeRest(list[i+1:])
 			return true
 		}
+	}
+	if c.wasMPLS && in != nil && !c.exit && (in.Clear || in.Write != nil || in.WriteMetadata || in.GotoTable) {
+		c.mplsFreeze(list[len(list):], in)
+		return false
 	}
 	return true
 }
@@ -411,6 +421,9 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.vendorAction(a)
 	case openflow.ActClone:
 		c.clone(a)
+	case openflow.ActPushMPLS, openflow.ActPopMPLS, openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC,
+		openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
+		c.mplsAction(a)
 	case openflow.ActOutputTrunc:
 		c.outputTrunc(a)
 	case openflow.ActCheckPktLarger:
@@ -490,9 +503,10 @@ func (c *xctx) decTTL() {
 		c.out.WC.EthType = 0xffff
 		c.out.WC.NwTTL = 0xff
 		if c.flow.NwTTL <= 1 {
-			// TTL expired: OVS sends it to the controller with reason
-			// invalid_ttl; we drop it.
-			c.out.Actions = c.out.Actions[:0]
+			// TTL expired: as OVS, the packet goes no further but to
+			// the controllers that asked for invalid_ttl packet-ins
+			// (the connection's async config filters the reason).
+			c.controller(ReasonInvalidTTL, c.table, 0xffff, c.cookie)
 			c.out.Dropped = "ttl expired"
 			c.exit = true
 			return
@@ -729,6 +743,9 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func (c *xctx) commit() {
 	f, b, wc := &c.flow, &c.base, &c.out.WC
 	acts := c.out.Actions
+	if f.EthType != b.EthType || f.MPLSLSE != b.MPLSLSE {
+		acts = c.commitMPLS(acts) // xlate_mpls.go
+	}
 
 	// VLAN: the datapath has no "set VLAN", so, as OVS's
 	// commit_vlan_action, keep the innermost tags both have in common, pop

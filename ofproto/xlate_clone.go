@@ -43,9 +43,9 @@ func reversible(list []openflow.Action) bool {
 // of the action set at its end.
 func (c *xctx) clone(a *openflow.Action) {
 	savedSet, savedN := c.actionSet, c.nActionSet
-	savedFlow := c.flow
+	savedFlow, wasMPLS := c.flow, c.wasMPLS
 	c.cloneActions(a)
-	c.flow = savedFlow
+	c.flow, c.wasMPLS = savedFlow, wasMPLS
 	c.actionSet, c.nActionSet = savedSet, savedN
 }
 
@@ -110,14 +110,14 @@ func (c *xctx) outputTrunc(a *openflow.Action) {
 func (c *xctx) checkPktLarger(a *openflow.Action, rest []openflow.Action, in *openflow.Instructions) {
 	c.commit()
 	savedSet, savedN := c.actionSet, c.nActionSet
-	savedFlow, savedBase := c.flow, c.base
+	savedFlow, savedBase, wasMPLS := c.flow, c.base, c.wasMPLS
 	acts, outer := netlinkio.BeginNested(c.out.Actions, uint16(datapath.ActionCheckPktLen))
 	acts = netlinkio.AppendU16(acts, cplAttrPktLen, a.MaxLen)
 	c.out.Actions = acts
 
 	c.cplBranch(a, 1, cplAttrIfGreater, rest, in)
 	exit := c.exit
-	c.flow, c.base = savedFlow, savedBase
+	c.flow, c.base, c.wasMPLS = savedFlow, savedBase, wasMPLS
 	c.actionSet, c.nActionSet = savedSet, savedN
 	c.exit = false
 	ok := !c.ctrl.pausing && len(c.out.Actions) >= outer+4
@@ -125,7 +125,7 @@ func (c *xctx) checkPktLarger(a *openflow.Action, rest []openflow.Action, in *op
 		c.cplBranch(a, 0, cplAttrIfLessEq, rest, in)
 		ok = !c.ctrl.pausing && len(c.out.Actions) >= outer+4
 	}
-	c.flow, c.base = savedFlow, savedBase
+	c.flow, c.base, c.wasMPLS = savedFlow, savedBase, wasMPLS
 	c.actionSet, c.nActionSet = savedSet, savedN
 	if !ok {
 		// A drop cut the actions short, or a controller(pause) froze
