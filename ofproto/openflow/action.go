@@ -43,6 +43,8 @@ const (
 	ActCheckPktLarger            // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
 	ActSetMPLSLabel              // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
 	ActSetMPLSTC                 // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
+	ActEncap                     // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
+	ActDecap                     // Load: the new packet type: NXAST_DECAP
 )
 
 var actionNames = [...]string{
@@ -54,7 +56,7 @@ var actionNames = [...]string{
 	ActResubmit: "resubmit", ActRegLoad: "load", ActRegMove: "move", ActVendor: "vendor",
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
 	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
-	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc",
+	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc", ActEncap: "encap", ActDecap: "decap",
 }
 
 func (t ActionType) String() string {

@@ -144,8 +144,14 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 	switch sub {
 	case NXASTClone, NXASTOutputTrunc, NXASTCheckPktLarger:
 		return decodeExtAction(v, sub, act)
+	case NXASTEncap, NXASTDecap:
+		if a, ok := decodeEncap(v, sub, act); ok {
+			return a, nil
+		}
 	case NXASTPushMPLS, NXASTPopMPLS, NXASTSetMPLSTTL, NXASTDecMPLSTTL, NXASTSetMPLSLabel, NXASTSetMPLSTC:
-		return decodeMPLSAction(v, sub, act)
+		if v == Version10 { // OpenFlow 1.1+ has its own (action_mpls.go)
+			return decodeMPLSAction(v, sub, act)
+		}
 	case NXASTCT:
 		return decodeCT(v, act)
 	case NXASTNAT:
@@ -301,6 +307,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version10)
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, Version10)
+	case ActEncap, ActDecap:
+		return appendEncap(b, a)
 	case ActPushMPLS, ActPopMPLS, ActSetMPLSTTL, ActDecMPLSTTL, ActSetMPLSLabel, ActSetMPLSTC:
 		return appendMPLSAction10(b, a)
 	}

@@ -199,6 +199,8 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendCT(b, a, Version13)
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, Version13)
+	case ActEncap, ActDecap:
+		return appendEncap(b, a)
 	case ActSetMPLSLabel, ActSetMPLSTC:
 		return appendMPLSAction13(b, a)
 	}

@@ -84,3 +84,49 @@ func appendMPLSAction13(b []byte, a *Action) ([]byte, error) {
 	}
 	return appendSetField13(b, &sf)
 }
+
+// encap(...) and decap(...) (NXAST_ENCAP, NXAST_DECAP, OpenFlow 1.3+ in
+// OVS): encap is hdr_size (be16) and the new packet type (be32), then
+// properties (NSH's); decap is 2 pad bytes and the new packet type, 0xfffe
+// ("use the next protocol") for a plain decap(). Packet types are
+// (namespace << 16 | type): (0,0) Ethernet, (1,ethertype) a bare L3
+// packet of that ethertype.
+const (
+	NXASTEncap uint16 = 46
+	NXASTDecap uint16 = 47
+
+	PacketTypeEthernet  uint32 = 0
+	PacketTypeMPLS      uint32 = 1<<16 | 0x8847
+	PacketTypeMPLSMC    uint32 = 1<<16 | 0x8848
+	PacketTypeNextProto uint32 = 0xfffe
+)
+
+// decodeEncap decodes the encaps and decaps this codec models; others
+// (encap with properties: NSH) stay opaque vendor actions (ok false).
+func decodeEncap(v uint8, sub uint16, act []byte) (Action, bool) {
+	if v < Version13 || len(act) != 16 {
+		return Action{}, false
+	}
+	pt := u32(act[12:])
+	if sub == NXASTEncap {
+		switch pt {
+		case PacketTypeEthernet, PacketTypeMPLS, PacketTypeMPLSMC:
+			return Action{Type: ActEncap, Ofs: u16(act[10:]), Load: uint64(pt)}, true
+		}
+		return Action{}, false
+	}
+	if u16(act[10:]) != 0 {
+		return Action{}, false
+	}
+	return Action{Type: ActDecap, Load: uint64(pt)}, true
+}
+
+func appendEncap(b []byte, a *Action) ([]byte, error) {
+	switch a.Type {
+	case ActEncap:
+		return be32(be16(nxActionHeader(b, 16, NXASTEncap), a.Ofs), uint32(a.Load)), nil
+	case ActDecap:
+		return be32(zeros(nxActionHeader(b, 16, NXASTDecap), 2), uint32(a.Load)), nil
+	}
+	return b, fmt.Errorf("openflow: %s is not encap or decap: %w", a.Type, ErrUnsupported)
+}
