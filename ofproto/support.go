@@ -75,6 +75,10 @@ func checkSupported(acts []openflow.Action) error {
 				return err
 			}
 		case openflow.ActOutputTrunc:
+		case openflow.ActEncap, openflow.ActDecap:
+			if !encapSupported(a) {
+				return errorf(ErrUnsupportedNXAction, "%s to packet type %#x is not implemented", a.Type, a.Load)
+			}
 		case openflow.ActCheckPktLarger:
 			if !settable(a.Field) {
 				return errorf(ErrUnsupportedSetField, "check_pkt_larger into %s is not implemented", a.Field)

@@ -169,10 +169,11 @@ type xctx struct {
 	table            uint8
 	cookie           uint64
 	exit             bool
-	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
-	ctrl             ctrlState // controller(pause) (xlate_controller.go)
-	scratch          [16]byte  // regLoad's field value
-	wasMPLS          bool      // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
+	packetOut        bool       // translating a packet-out: OFPP_TABLE is allowed
+	ctrl             ctrlState  // controller(pause) (xlate_controller.go)
+	scratch          [16]byte   // regLoad's field value
+	wasMPLS          bool       // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
+	encap            encapState // packet types (xlate_encap.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -352,7 +353,7 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 		if c.exit {
 			return true
 		}
-		if c.wasMPLS && mplsNeedsRecirc(&list[i]) {
+		if c.encap.freezeNext || c.wasMPLS && mplsNeedsRecirc(&list[i]) {
 			c.mplsFreeze(list[i:], in)
 			return false
 		}
@@ -366,7 +367,7 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 			return true
 		}
 	}
-	if c.wasMPLS && in != nil && !c.exit && (in.Clear || in.Write != nil || in.WriteMetadata || in.GotoTable) {
+	if c.encap.freezeNext && !c.exit || c.wasMPLS && in != nil && !c.exit && (in.Clear || in.Write != nil || in.WriteMetadata || in.GotoTable) {
 		c.mplsFreeze(list[len(list):], in)
 		return false
 	}
@@ -424,6 +425,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 	case openflow.ActPushMPLS, openflow.ActPopMPLS, openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC,
 		openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
 		c.mplsAction(a)
+	case openflow.ActEncap:
+		c.doEncap(a)
+	case openflow.ActDecap:
+		c.doDecap(a)
 	case openflow.ActOutputTrunc:
 		c.outputTrunc(a)
 	case openflow.ActCheckPktLarger:
@@ -743,6 +748,9 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func (c *xctx) commit() {
 	f, b, wc := &c.flow, &c.base, &c.out.WC
 	acts := c.out.Actions
+	if c.encap != (encapState{}) {
+		acts = c.commitEncap(acts) // xlate_encap.go
+	}
 	if f.EthType != b.EthType || f.MPLSLSE != b.MPLSLSE {
 		acts = c.commitMPLS(acts) // xlate_mpls.go
 	}

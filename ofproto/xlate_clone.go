@@ -25,12 +25,12 @@ const (
 // reversible reports whether list's translation can be undone by the set
 // actions a later commit emits, so that a clone of it needs no datapath
 // clone: OVS's reversible_actions. Conntrack, meters, truncation (and
-// encap/decap, which this switch does not translate) change the packet
+// encap/decap) change the packet
 // in ways no set action undoes.
 func reversible(list []openflow.Action) bool {
 	for i := range list {
 		switch list[i].Type {
-		case openflow.ActCT, openflow.ActMeter, openflow.ActNAT, openflow.ActOutputTrunc:
+		case openflow.ActCT, openflow.ActMeter, openflow.ActNAT, openflow.ActOutputTrunc, openflow.ActEncap, openflow.ActDecap:
 			return false
 		}
 	}
@@ -60,14 +60,14 @@ func (c *xctx) cloneActions(a *openflow.Action) {
 	// Commit first, so that the header changes made before the clone are
 	// not emitted twice, inside the clone and again after it.
 	c.commit()
-	savedBase := c.base
+	savedBase, savedEncap := c.base, c.encap
 	acts, start := netlinkio.BeginNested(c.out.Actions, uint16(datapath.ActionClone))
 	c.out.Actions = acts
 	c.doActions(a.Nested)
 	if !c.exit && !c.ctrl.pausing {
 		c.runActionSet()
 	}
-	c.base = savedBase
+	c.base, c.encap = savedBase, savedEncap
 	if len(c.out.Actions) < start+4 {
 		return // the translation was cut short (a drop): nothing to close
 	}
@@ -110,14 +110,14 @@ func (c *xctx) outputTrunc(a *openflow.Action) {
 func (c *xctx) checkPktLarger(a *openflow.Action, rest []openflow.Action, in *openflow.Instructions) {
 	c.commit()
 	savedSet, savedN := c.actionSet, c.nActionSet
-	savedFlow, savedBase, wasMPLS := c.flow, c.base, c.wasMPLS
+	savedFlow, savedBase, wasMPLS, encap := c.flow, c.base, c.wasMPLS, c.encap
 	acts, outer := netlinkio.BeginNested(c.out.Actions, uint16(datapath.ActionCheckPktLen))
 	acts = netlinkio.AppendU16(acts, cplAttrPktLen, a.MaxLen)
 	c.out.Actions = acts
 
 	c.cplBranch(a, 1, cplAttrIfGreater, rest, in)
 	exit := c.exit
-	c.flow, c.base, c.wasMPLS = savedFlow, savedBase, wasMPLS
+	c.flow, c.base, c.wasMPLS, c.encap = savedFlow, savedBase, wasMPLS, encap
 	c.actionSet, c.nActionSet = savedSet, savedN
 	c.exit = false
 	ok := !c.ctrl.pausing && len(c.out.Actions) >= outer+4
@@ -125,7 +125,7 @@ func (c *xctx) checkPktLarger(a *openflow.Action, rest []openflow.Action, in *op
 		c.cplBranch(a, 0, cplAttrIfLessEq, rest, in)
 		ok = !c.ctrl.pausing && len(c.out.Actions) >= outer+4
 	}
-	c.flow, c.base, c.wasMPLS = savedFlow, savedBase, wasMPLS
+	c.flow, c.base, c.wasMPLS, c.encap = savedFlow, savedBase, wasMPLS, encap
 	c.actionSet, c.nActionSet = savedSet, savedN
 	if !ok {
 		// A drop cut the actions short, or a controller(pause) froze

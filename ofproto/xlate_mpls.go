@@ -207,6 +207,7 @@ func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 		return
 	}
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
+	c.encap.freezeNext = false
 	c.exit = true
 }
 
@@ -240,6 +241,16 @@ func mplsCheckAction(a *openflow.Action, k *flow.Key, m *flow.Mask) error {
 		}
 		k.EthType = a.EthType
 		k.MPLSLSE, m.MPLSLSE = 0, 0
+	case openflow.ActEncap:
+		if pt := uint32(a.Load); pt == openflow.PacketTypeMPLS || pt == openflow.PacketTypeMPLSMC {
+			k.EthType, m.EthType = uint16(pt), 0xffff
+			k.NwProto, m.NwProto = 0, 0
+		}
+	case openflow.ActDecap:
+		if uint32(a.Load) != openflow.PacketTypeNextProto {
+			// What is under the label is parsed after a recirculation.
+			k.EthType, m.EthType = 0, 0
+		}
 	case openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC, openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
 		if !mpls {
 			return errorf(ErrMatchInconsistent, "%s: the packet is not MPLS", a.Type)

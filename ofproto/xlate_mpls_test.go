@@ -119,3 +119,59 @@ func TestXlateMPLSAllocs(t *testing.T) {
 		t.Errorf("%v allocations per translation", n)
 	}
 }
+
+// TestXlateEncapDecapMPLS: OVS test 33's flows. Encap side: add_mpls with
+// the label set after it, then push_eth with the addresses set after
+// it. Decap side: pop_eth, pop_mpls to Ethernet, recirculate, and output
+// in the second pass.
+func TestXlateEncapDecapMPLS(t *testing.T) {
+	x := testBridge(t)
+	dst, src := setEthDst([6]byte{0, 0, 0, 0, 0, 2}), openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}
+	src.Value[5] = 1
+	encap := []openflow.Action{{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		{Type: openflow.ActSetMPLSLabel, Load: 2}, {Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		dst, src, openflow.Output(2, 0)}
+	in := openflow.Instructions{Apply: encap}
+	m := match(func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) })
+	if err := checkActions(&in, &m); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) }, 100, in)
+	decap := []openflow.Action{{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)},
+		{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeEthernet)}, openflow.Output(1, 0)}
+	in = openflow.Instructions{Apply: decap}
+	m = match(func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	})
+	if err := checkActions(&in, &m); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	}, 100, in)
+
+	out := translate(x, pkt(11))
+	want := "add_mpls(label=2,tc=0,ttl=64,bos=1,eth_type=0x8847),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),12"
+	if got := datapath.FormatActions(out.Actions); got != want {
+		t.Errorf("encap: %s\n  want %s", got, want)
+	}
+	out = translate(x, mplsPkt(12, 2))
+	got := datapath.FormatActions(out.Actions)
+	if !strings.HasPrefix(got, "pop_eth,pop_mpls(eth_type=0x6558),recirc(") {
+		t.Fatalf("decap first pass: %s", got)
+	}
+	var id uint32
+	datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionRecirc {
+			id = a.ID
+		}
+		return nil
+	})
+	k := pkt(12)
+	k.RecircID = id
+	if got := datapath.FormatActions(translate(x, k).Actions); got != "11" {
+		t.Errorf("decap second pass: %s, want 11", got)
+	}
+}
