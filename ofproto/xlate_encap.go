@@ -35,6 +35,7 @@ type encapState struct {
 	addMPLS          bool // an encap(mpls) the next commit emits as add_mpls
 	pushEth          bool // an encap(ethernet) the next commit emits as push_eth
 	freezeNext       bool // a decap that needs the inner packet parsed: recirculate before the next action
+	lseUnknown       bool // a decap popped a label that was not the last: the new top entry is the datapath's
 }
 
 const ethTypeTEB = 0x6558 // transparent Ethernet bridging: pop_mpls to an Ethernet frame
@@ -45,7 +46,7 @@ func encapSupported(a *openflow.Action) bool {
 	case openflow.PacketTypeEthernet:
 		return true
 	case openflow.PacketTypeMPLS, openflow.PacketTypeMPLSMC:
-		return a.Type == openflow.ActEncap
+		return true
 	case openflow.PacketTypeNextProto:
 		return a.Type == openflow.ActDecap
 	}
@@ -59,11 +60,20 @@ func (c *xctx) doEncap(a *openflow.Action) {
 	switch pt := uint32(a.Load); pt {
 	case openflow.PacketTypeMPLS, openflow.PacketTypeMPLSMC:
 		wc.VLANs[0].TCI |= flow.VLANPresent
+		ethType := uint16(pt)
+		if isMPLS(f.EthType) && e.noEth && !e.lseUnknown {
+			// Onto a bare MPLS packet: a copy of the top entry, as OVS's
+			// flow_push_mpls.
+			wc.MPLSLSE = ^uint32(0)
+			f.MPLSLSE &^= mplsBoSMask
+			f.EthType = ethType
+			e.addMPLS = true
+			return
+		}
 		if !e.noEth && f.VLANs[0].TCI&flow.VLANPresent != 0 || isMPLS(f.EthType) {
 			c.unsupportedHere("encap(mpls) of a VLAN-tagged or MPLS frame")
 			return
 		}
-		ethType := uint16(pt)
 		label, tc, ttl := uint32(0), uint32(0), uint32(64)
 		if f.EthType == flow.EthTypeIPv6 {
 			label = 2
@@ -103,22 +113,36 @@ func (c *xctx) doDecap(a *openflow.Action) {
 			c.unsupportedHere("decap of a VLAN-tagged frame")
 			return
 		}
-		if !isMPLS(f.EthType) {
-			// A bare IP (or other) packet is no packet this switch
-			// models past this point.
-			c.unsupportedHere("decap of a non-MPLS Ethernet frame")
-			return
-		}
+		// The packet becomes a bare packet of its ethertype (OVS does not
+		// recirculate here either: the L3 header is the one it had).
 		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
 		e.noEth = true
 		return
 	}
-	if !isMPLS(f.EthType) || uint32(a.Load) != openflow.PacketTypeEthernet {
+	pt := uint32(a.Load)
+	if !isMPLS(f.EthType) || pt != openflow.PacketTypeEthernet && pt != openflow.PacketTypeMPLS && pt != openflow.PacketTypeMPLSMC {
 		c.unsupportedHere("decap of this packet to this packet type")
 		return
 	}
-	wc.MPLSLSE |= mplsBoSMask
-	if f.MPLSLSE&mplsBoSMask == 0 {
+	if !e.lseUnknown {
+		wc.MPLSLSE |= mplsBoSMask
+	}
+	bos := f.MPLSLSE&mplsBoSMask != 0
+	if pt != openflow.PacketTypeEthernet {
+		// To MPLS: a label that is not the last goes, and the packet
+		// stays a bare MPLS packet whose new top entry the datapath
+		// knows (OVS does not recirculate for it either).
+		if bos || e.lseUnknown {
+			c.unsupportedHere("decap to MPLS of the last label")
+			return
+		}
+		c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, uint16(pt))
+		f.EthType, f.MPLSLSE = uint16(pt), 0
+		c.base.EthType, c.base.MPLSLSE = uint16(pt), 0
+		e.lseUnknown = true
+		return
+	}
+	if !bos && !e.lseUnknown {
 		c.unsupportedHere("decap to Ethernet of a packet with more than one label")
 		return
 	}
@@ -127,7 +151,7 @@ func (c *xctx) doDecap(a *openflow.Action) {
 	c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, ethTypeTEB)
 	f.EthType, f.MPLSLSE = ethTypeTEB, 0
 	c.base.EthType, c.base.MPLSLSE = ethTypeTEB, 0
-	e.noEth, e.baseNoEth = false, false
+	e.noEth, e.baseNoEth, e.lseUnknown = false, false, false
 	e.freezeNext = true
 }
 

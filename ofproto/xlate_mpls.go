@@ -34,6 +34,12 @@ func isMPLS(t uint16) bool { return t == flow.EthTypeMPLS || t == flow.EthTypeMP
 // mplsAction carries out one MPLS action on the flow.
 func (c *xctx) mplsAction(a *openflow.Action) {
 	f, wc := &c.flow, &c.out.WC
+	if c.encap.lseUnknown {
+		// After a decap that left labels, only the datapath knows the
+		// top entry.
+		c.unsupportedHere(a.Type.String() + " after a decap that left labels")
+		return
+	}
 	switch a.Type {
 	case openflow.ActPushMPLS:
 		c.pushMPLS(a.EthType)

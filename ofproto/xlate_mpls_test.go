@@ -175,3 +175,34 @@ func TestXlateEncapDecapMPLS(t *testing.T) {
 		t.Errorf("decap second pass: %s, want 11", got)
 	}
 }
+
+// TestXlateEncapDecapTwoLabels: OVS test 35's flows: two encap(mpls),
+// then decap(), a decap to MPLS that pops the outer label, and a decap to
+// Ethernet that pops the inner one and recirculates.
+func TestXlateEncapDecapTwoLabels(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) }, 100, apply(
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 3},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 2},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		openflow.Output(2, 0)))
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	}, 100, apply(openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)},
+		openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeEthernet)},
+		openflow.Output(1, 0)))
+	want := "add_mpls(label=3,tc=0,ttl=64,bos=1,eth_type=0x8847),add_mpls(label=2,tc=0,ttl=64,bos=0,eth_type=0x8847)," +
+		"push_eth(src=00:00:00:00:00:00,dst=00:00:00:00:00:00),12"
+	if got := datapath.FormatActions(translate(x, pkt(11)).Actions); got != want {
+		t.Errorf("encap: %s\n  want %s", got, want)
+	}
+	k := mplsPkt(12, 2)
+	k.MPLSLSE &^= mplsBoSMask
+	if got := datapath.FormatActions(translate(x, k).Actions); !strings.HasPrefix(got, "pop_eth,pop_mpls(eth_type=0x8847),pop_mpls(eth_type=0x6558),recirc(") {
+		t.Errorf("decap: %s", got)
+	}
+}
