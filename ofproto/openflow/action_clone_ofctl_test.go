@@ -107,6 +107,16 @@ func TestExtCaptureMeaning(t *testing.T) {
 	if !actionsEqual(a, want) {
 		t.Errorf("mpls-actions-of10:\n got %+v\nwant %+v", a, want)
 	}
+	a = fm("encap-mpls-of13").Instructions.Apply
+	if len(a) != 5 || a[0].Type != ActEncap || uint32(a[0].Load) != PacketTypeMPLS || a[2].Type != ActEncap ||
+		uint32(a[2].Load) != PacketTypeEthernet || a[1].Type != ActSetField || a[1].Field != FieldMPLSLabel {
+		t.Errorf("encap-mpls-of13: %+v", a)
+	}
+	a = fm("decap-mpls-of13").Instructions.Apply
+	if len(a) != 3 || a[0].Type != ActDecap || uint32(a[0].Load) != PacketTypeNextProto ||
+		a[1].Type != ActDecap || a[1].Load != 0x800 {
+		t.Errorf("decap-mpls-of13: %+v", a)
+	}
 }
 
 // TestExtOvsOfctlDump serves the recorded flows back to the real
