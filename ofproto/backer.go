@@ -91,6 +91,9 @@ type Backer struct {
 	// meterIDs is the datapath's meter id pool, shared by its bridges
 	// (meter.go).
 	meterIDs meterIDPool
+	// CTZones, if set, are the conntrack zones' timeout policies that
+	// ct(commit) translations name (ct_timeout.go).
+	CTZones *CTZoneTimeouts
 }
 
 // backerSet is one immutable version of the backer's bridges.

@@ -262,10 +262,10 @@ func TestPatchPortTrace(t *testing.T) {
 	if !strings.Contains(tr, "bridge(\"br0\")\n") || !strings.Contains(tr, "\n    bridge(\"br1\")\n    -------------\n") {
 		t.Errorf("trace lacks the two bridges:\n%s", tr)
 	}
-	// br0 floods in port order: to pa, where br1 floods to p2 and its
-	// LOCAL, then to its own LOCAL.
-	want := "Datapath actions: " + itoa(br1.Ports.byName("p2").DPPort) + "," + itoa(br1.Ports.byName("br1").DPPort) + "," +
-		itoa(br0.Ports.byName("br0").DPPort) + "\n"
+	// NORMAL floods LOCAL first, then in port order: br0's LOCAL, then
+	// pa, where br1 floods to its LOCAL and p2.
+	want := "Datapath actions: " + itoa(br0.Ports.byName("br0").DPPort) + "," + itoa(br1.Ports.byName("br1").DPPort) + "," +
+		itoa(br1.Ports.byName("p2").DPPort) + "\n"
 	if !strings.Contains(tr, want) {
 		t.Errorf("trace lacks %q:\n%s", want, tr)
 	}

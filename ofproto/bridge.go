@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -376,5 +377,50 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	if len(out.Actions) == 0 {
 		return nil
 	}
-	return b.DP.Execute(packet, &key, out.Actions)
+	if err := b.DP.Execute(packet, &key, out.Actions); err != nil {
+		return &ExecuteError{DP: b.DP.Name(), Actions: datapath.FormatActions(out.Actions), Packet: flow.Format(&key, nil), Err: err}
+	}
+	return nil
+}
+
+// ExecuteError is a packet the datapath refused to execute, for example
+// a ct(commit) over its zone's connection limit (ENOMEM). As in
+// ovs-vswitchd, that is logged, not answered with an OpenFlow error: the
+// packet-out itself was good.
+type ExecuteError struct {
+	DP, Actions, Packet string
+	Err                 error
+}
+
+func (e *ExecuteError) Error() string {
+	msg := e.Err.Error()
+	var en unix.Errno
+	if errors.As(e.Err, &en) {
+		msg = en.Error()
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return fmt.Sprintf("system@%s: execute %s failed (%s) on packet %s", e.DP, e.Actions, msg, e.Packet)
+}
+
+func (e *ExecuteError) Unwrap() error { return e.Err }
+
+// execWarnLimit rate-limits ExecuteError warnings, as OVS's error_rl
+// does (at most 5 a second), so that a controller's packet-out storm
+// into a full zone cannot flood the log.
+var execWarnLimit struct {
+	mu     sync.Mutex
+	second int64
+	n      int
+}
+
+// warnAllowed reports whether another ExecuteError may be logged now.
+func warnAllowed(now time.Time) bool {
+	l := &execWarnLimit
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := now.Unix(); s != l.second {
+		l.second, l.n = s, 0
+	}
+	l.n++
+	return l.n <= 5
 }

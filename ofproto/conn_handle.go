@@ -499,6 +499,12 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		return c.sendFlowModError(raw, err)
 	}
 	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
+		if xe := (*ExecuteError)(nil); errors.As(err, &xe) {
+			if warnAllowed(time.Now()) {
+				c.log.Warn(xe.Error())
+			}
+			return nil
+		}
 		c.log.Info("packet-out failed", "err", err)
 		return c.sendError(raw, openflow.ErrTypeBadAction, openflow.BadActionBadArgument)
 	}

@@ -44,10 +44,15 @@ const PortTypePatch = "patch"
 
 // PortSet is one immutable version of the bridge's ports.
 type PortSet struct {
-	byOF  map[uint32]*Port
-	byDP  map[uint32]*Port
-	list  []*Port  // by OpenFlow port number
-	flood []uint32 // datapath ports that take flooded packets
+	byOF map[uint32]*Port
+	byDP map[uint32]*Port
+	list []*Port // by OpenFlow port number
+	// floodOrder is list with LOCAL moved to the front: the order
+	// ovs-vswitchd floods a bridge's ports in (its bridge port is its
+	// first bundle), which OVS's tests see in datapath actions such as
+	// "actions:br0,ovs-p2".
+	floodOrder []*Port
+	flood      []uint32 // datapath ports that take flooded packets
 	// vlans is set when some port has a VLAN configuration other than a
 	// trunk of all VLANs: without one, NORMAL forwards every frame with
 	// the headers it came with, and skips the per-port VLAN work.
@@ -63,6 +68,10 @@ func (s *PortSet) ByDP(p uint32) *Port { return s.byDP[p] }
 // List returns the ports ordered by OpenFlow port number. The slice is
 // shared: do not modify it.
 func (s *PortSet) List() []*Port { return s.list }
+
+// FloodOrder returns the ports in the order flooding outputs to them:
+// LOCAL first, then by OpenFlow port number. The slice is shared.
+func (s *PortSet) FloodOrder() []*Port { return s.floodOrder }
 
 // Ports is the bridge's port table. Readers (translation, on every miss)
 // take a Snapshot without locking; changes publish a new PortSet.
@@ -84,6 +93,17 @@ func (p *Ports) Snapshot() *PortSet { return p.cur.Load() }
 func buildPortSet(list []*Port) *PortSet {
 	s := &PortSet{byOF: make(map[uint32]*Port, len(list)), byDP: make(map[uint32]*Port, len(list)), list: list}
 	sort.Slice(list, func(i, j int) bool { return list[i].OFPort < list[j].OFPort })
+	s.floodOrder = make([]*Port, 0, len(list))
+	for _, pt := range list {
+		if pt.OFPort == openflow.PortLocal {
+			s.floodOrder = append(s.floodOrder, pt)
+		}
+	}
+	for _, pt := range list {
+		if pt.OFPort != openflow.PortLocal {
+			s.floodOrder = append(s.floodOrder, pt)
+		}
+	}
 	for _, pt := range list {
 		s.byOF[pt.OFPort] = pt
 		if pt.Type != PortTypePatch {

@@ -66,21 +66,21 @@ func TestNormalVLANFlood(t *testing.T) {
 	}{
 		// Untagged on an access port: VLAN 10. Access ports get it
 		// untagged first, then one push serves every trunk.
-		{"access in", tagged(11, 0, 0), "12,push_vlan(vid=10,pcp=0),14,15,16,0", 0x1fff},
+		{"access in", tagged(11, 0, 0), "12,push_vlan(vid=10,pcp=0),0,14,15,16", 0x1fff},
 		{"access port drops tagged", tagged(11, 10, 0), "drop", 0x1fff},
 		{"access port takes priority-tagged", tagged(11, 0, 3),
-			"pop_vlan,12,push_vlan(vid=10,pcp=3),14,15,16,0", 0xffff},
-		{"trunk in, VLAN 10", tagged(14, 10, 0), "15,16,0,pop_vlan,11,12", 0xffff},
-		{"trunk in keeps the priority", tagged(14, 10, 5), "15,16,0,pop_vlan,11,12", 0xffff},
+			"pop_vlan,push_vlan(vid=10,pcp=3),0,14,15,16,pop_vlan,12", 0xffff},
+		{"trunk in, VLAN 10", tagged(14, 10, 0), "0,15,16,pop_vlan,11,12", 0xffff},
+		{"trunk in keeps the priority", tagged(14, 10, 5), "0,15,16,pop_vlan,11,12", 0xffff},
 		// Untagged on a trunk is VLAN 0: only trunks of all VLANs carry it,
 		// not the native ports (never VLAN 0) nor access ports of VLAN 10.
 		{"trunk in, untagged", tagged(14, 0, 0), "0", 0x1fff},
-		{"native-untagged in, untagged is its VLAN", tagged(15, 0, 0), "13,push_vlan(vid=20,pcp=0),14,16,0", 0x1fff},
-		{"native-untagged in, VLAN 10", tagged(15, 10, 0), "14,16,0,pop_vlan,11,12", 0xffff},
+		{"native-untagged in, untagged is its VLAN", tagged(15, 0, 0), "13,push_vlan(vid=20,pcp=0),0,14,16", 0x1fff},
+		{"native-untagged in, VLAN 10", tagged(15, 10, 0), "0,14,16,pop_vlan,11,12", 0xffff},
 		{"native-untagged drops VLANs not trunked", tagged(15, 30, 0), "drop", 0x1fff},
-		{"native-tagged in, untagged", tagged(16, 0, 0), "11,12,push_vlan(vid=10,pcp=0),14,15,0", 0x1fff},
+		{"native-tagged in, untagged", tagged(16, 0, 0), "11,12,push_vlan(vid=10,pcp=0),0,14,15", 0x1fff},
 		// To p5 VLAN 20 is native and so goes untagged.
-		{"trunk in, VLAN 20", tagged(14, 20, 0), "16,0,pop_vlan,13,15", 0xffff},
+		{"trunk in, VLAN 20", tagged(14, 20, 0), "0,16,pop_vlan,13,15", 0xffff},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestNormalVLANLearning(t *testing.T) {
 	r = tagged(14, 20, 0)
 	r.EthSrc, r.EthDst = macB, macA
 	x.Translate(&r, t0, true, &out)
-	if got := datapath.FormatActions(out.Actions); got != "16,0,pop_vlan,13,15" {
+	if got := datapath.FormatActions(out.Actions); got != "0,16,pop_vlan,13,15" {
 		t.Errorf("VLAN 20 to macA: %s, want the VLAN 20 flood", got)
 	}
 	// Access to access in one VLAN: no tag change, VID and presence in the

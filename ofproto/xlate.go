@@ -602,9 +602,12 @@ func (c *xctx) emitOutput(pt *Port) {
 }
 
 // flood outputs to every port but the input port; honourNoFlood leaves out
-// ports with flooding disabled (FLOOD, NORMAL) and not (ALL).
-func (c *xctx) flood(honourNoFlood bool) {
-	for _, pt := range c.ports.List() {
+// ports with flooding disabled (FLOOD, NORMAL) and not (ALL). The FLOOD and
+// ALL actions output by OpenFlow port number; NORMAL in its flood order.
+func (c *xctx) flood(honourNoFlood bool) { c.floodPorts(c.ports.List(), honourNoFlood) }
+
+func (c *xctx) floodPorts(ports []*Port, honourNoFlood bool) {
+	for _, pt := range ports {
 		if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || honourNoFlood && pt.NoFlood {
 			continue
 		}
@@ -669,7 +672,7 @@ func (c *xctx) normal() {
 	if !c.ports.vlans {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
-		c.flood(true)
+		c.floodPorts(c.ports.FloodOrder(), true)
 		return
 	}
 	// Flood to every port of the VLAN, grouped by the headers the frame
@@ -685,7 +688,7 @@ func (c *xctx) normal() {
 		if pass == 2 && !rest {
 			break
 		}
-		for _, pt := range c.ports.List() {
+		for _, pt := range c.ports.FloodOrder() {
 			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || pt.NoFlood || !pt.VLAN.includes(vlan) {
 				continue
 			}

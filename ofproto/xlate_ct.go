@@ -61,6 +61,13 @@ func (c *xctx) ct(a *openflow.Action) {
 		cover := ct.ZoneField.Cover()
 		c.out.WC.Or(&cover)
 	}
+	if d.Commit || d.ForceCommit {
+		if name := c.x.backer.ctTimeout(d.Zone, &c.flow); name != nil {
+			// The kernel's policies are per protocol.
+			d.Timeout = name
+			c.out.WC.NwProto = 0xff
+		}
+	}
 	switch ct.Alg {
 	case 21:
 		d.Helper = helperFTP

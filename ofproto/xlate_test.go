@@ -163,8 +163,8 @@ func TestXlateMegaflowNormal(t *testing.T) {
 	k := pkt(11)
 	var out Out
 	x.Translate(&k, t0, true, &out)
-	if got := datapath.FormatActions(out.Actions); got != "12,0" {
-		t.Errorf("unknown dst: %s, want flood 12,0", got)
+	if got := datapath.FormatActions(out.Actions); got != "0,12" {
+		t.Errorf("unknown dst: %s, want flood 0,12 (LOCAL first, as OVS)", got)
 	}
 	if !out.Learned {
 		t.Errorf("source not learned")
@@ -193,7 +193,7 @@ func TestXlateMegaflowNormal(t *testing.T) {
 	b := pkt(11)
 	b.EthDst = ones6
 	x.Translate(&b, t0, true, &out)
-	if got := datapath.FormatActions(out.Actions); got != "12,0" {
+	if got := datapath.FormatActions(out.Actions); got != "0,12" {
 		t.Errorf("broadcast: %s", got)
 	}
 }

@@ -179,6 +179,9 @@ type Desired struct {
 	NextCfg int
 	Global  Global
 	Bridges []BridgeConfig // by name
+	// CTZoneTimeouts are the system datapath's zones with a timeout
+	// policy: zone -> CT_Timeout_Policy timeouts (seconds).
+	CTZoneTimeouts map[uint16]map[string]uint32
 	// Problems are configuration mistakes that are not about one
 	// interface (those go to PortConfig.Err): a bad other_config value, a
 	// dangling reference, a port on two bridges. The caller logs them.
@@ -192,6 +195,9 @@ type Rows struct {
 	Ports       map[string]*Port
 	Interfaces  map[string]*Interface
 	Controllers map[string]*Controller
+	Datapaths   map[string]*Datapath
+	CTZones     map[string]*CTZone
+	CTTimeouts  map[string]*CTTimeoutPolicy
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -205,6 +211,7 @@ func Build(r *Rows) Desired {
 	}
 	d.NextCfg = r.Root.NextCfg
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
+	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
 	for _, bu := range r.Root.Bridges {

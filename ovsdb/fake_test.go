@@ -17,6 +17,7 @@ type fakeSwitch struct {
 	calls   []string
 	failAdd map[string]error      // bridge name -> AddBridge error
 	vlans   map[string]VLANConfig // "bridge/port" -> what SetPortVLAN applied
+	ctZones map[uint16]map[string]uint32
 }
 
 type fakeBridge struct {
@@ -158,6 +159,14 @@ func (f *fakeSwitch) SetGlobal(g Global) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.global = g
+}
+
+func (f *fakeSwitch) SetCTZoneTimeouts(z map[uint16]map[string]uint32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ctZones = z
+	f.calls = append(f.calls, fmt.Sprintf("ctzones %d", len(z)))
+	return nil
 }
 
 // snapshot returns bridge -> sorted "name:ofport" list.

@@ -25,6 +25,9 @@ const (
 	TablePort       = "Port"
 	TableInterface  = "Interface"
 	TableController = "Controller"
+	TableDatapath   = "Datapath"
+	TableCTZone     = "CT_Zone"
+	TableCTTimeout  = "CT_Timeout_Policy"
 )
 
 // OpenvSwitch is the root row of the database (there is exactly one).
@@ -34,6 +37,8 @@ type OpenvSwitch struct {
 	NextCfg     int               `ovsdb:"next_cfg"`
 	CurCfg      int               `ovsdb:"cur_cfg"`
 	OtherConfig map[string]string `ovsdb:"other_config"`
+	// Datapaths maps a datapath type ("system") to its Datapath row.
+	Datapaths map[string]string `ovsdb:"datapaths"`
 }
 
 // Bridge is a row of the Bridge table.
@@ -86,6 +91,26 @@ type Controller struct {
 	IsConnected     bool   `ovsdb:"is_connected"`
 }
 
+// Datapath is a row of the Datapath table: per datapath type, its
+// conntrack zones' configuration.
+type Datapath struct {
+	UUID            string         `ovsdb:"_uuid"`
+	DatapathVersion string         `ovsdb:"datapath_version"`
+	CTZones         map[int]string `ovsdb:"ct_zones"` // zone -> CT_Zone UUID
+}
+
+// CTZone is a row of the CT_Zone table.
+type CTZone struct {
+	UUID          string  `ovsdb:"_uuid"`
+	TimeoutPolicy *string `ovsdb:"timeout_policy"` // CT_Timeout_Policy UUID
+}
+
+// CTTimeoutPolicy is a row of the CT_Timeout_Policy table.
+type CTTimeoutPolicy struct {
+	UUID     string         `ovsdb:"_uuid"`
+	Timeouts map[string]int `ovsdb:"timeouts"` // seconds
+}
+
 // ClientModel returns the libovsdb client model of the tables this
 // package reads and writes.
 func ClientModel() (model.ClientDBModel, error) {
@@ -95,5 +120,8 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableDatapath:   &Datapath{},
+		TableCTZone:     &CTZone{},
+		TableCTTimeout:  &CTTimeoutPolicy{},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 )
@@ -94,6 +95,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableDatapath:   modelColumns(&Datapath{}),
+		TableCTZone:     modelColumns(&CTZone{}),
+		TableCTTimeout:  modelColumns(&CTTimeoutPolicy{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -152,7 +156,8 @@ func modelColumns(m model.Model) []string {
 // libovsdb; the copies are ours.
 func snapshot(c *dbClient) *Rows {
 	r := &Rows{Bridges: map[string]*Bridge{}, Ports: map[string]*Port{},
-		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{}}
+		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{},
+		Datapaths: map[string]*Datapath{}, CTZones: map[string]*CTZone{}, CTTimeouts: map[string]*CTTimeoutPolicy{}}
 	tc := c.Cache()
 	if t := tc.Table(TableOpenSwitch); t != nil {
 		for _, row := range t.Rows() {
@@ -189,7 +194,22 @@ func snapshot(c *dbClient) *Rows {
 			}
 		}
 	}
+	copyRows(tc.Table(TableDatapath), r.Datapaths)
+	copyRows(tc.Table(TableCTZone), r.CTZones)
+	copyRows(tc.Table(TableCTTimeout), r.CTTimeouts)
 	return r
+}
+
+// copyRows fills into with the rows of t (nil: none) of model type T.
+func copyRows[T any](t *cache.RowCache, into map[string]*T) {
+	if t == nil {
+		return
+	}
+	for u, row := range t.Rows() {
+		if v, ok := row.(*T); ok {
+			into[u] = v
+		}
+	}
 }
 
 // reconcile applies the cached configuration and writes back the result,

@@ -42,6 +42,9 @@ type Switch interface {
 	// SetGlobal applies the global settings that can change at runtime
 	// (the flow limit); the rest take effect for bridges added later.
 	SetGlobal(g Global)
+	// SetCTZoneTimeouts gives the datapath's conntrack zones these
+	// timeout policies (zone -> timeouts), replacing the last ones.
+	SetCTZoneTimeouts(zones map[uint16]map[string]uint32) error
 }
 
 // PortState is a running port as the switch reports it.
@@ -83,6 +86,10 @@ type Reconciler struct {
 	sw      Switch
 	running map[string]*applied
 	global  Global
+	// ctZones are the zone timeout policies last applied; ctZonesSet
+	// tells an empty set applied from none yet.
+	ctZones    map[uint16]map[string]uint32
+	ctZonesSet bool
 	// Logf receives one line per change (at slog.LevelInfo) and per
 	// problem (LevelWarn for configuration refused, LevelError for an
 	// operation that failed); nil discards. A problem is logged when it
@@ -157,6 +164,12 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	if d.Global != r.global {
 		r.sw.SetGlobal(d.Global)
 		r.global = d.Global
+	}
+	if !r.ctZonesSet || !equalCTZones(d.CTZoneTimeouts, r.ctZones) {
+		if err := r.sw.SetCTZoneTimeouts(d.CTZoneTimeouts); err != nil {
+			r.problemf(slog.LevelWarn, "conntrack timeout policies: %v", err)
+		}
+		r.ctZones, r.ctZonesSet = d.CTZoneTimeouts, true
 	}
 	ifaces = map[string]ifaceStatus{}
 	dpids = map[string]uint64{}

@@ -25,10 +25,10 @@ func TestDpctlDumpFlowsOptions(t *testing.T) {
 	}{
 		// One datapath, ovs-system: port 1 is br0's internal port, p1 and
 		// p2 follow.
-		{nil, `(?m)^recirc_id\(0\),in_port\(2\),.*, actions:3,1$`},
-		{[]string{"--names"}, `(?m)^recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`},
-		{[]string{"-m"}, `(?m)^ufid:[0-9a-f-]{36}, recirc_id\(0\),in_port\(p1\),.*, actions:p2,br0$`},
-		{[]string{"-m", "--no-names"}, `(?m)^ufid:[0-9a-f-]{36}, recirc_id\(0\),in_port\(2\),.*, actions:3,1$`},
+		{nil, `(?m)^recirc_id\(0\),in_port\(2\),.*, actions:1,3$`},
+		{[]string{"--names"}, `(?m)^recirc_id\(0\),in_port\(p1\),.*, actions:br0,p2$`},
+		{[]string{"-m"}, `(?m)^ufid:[0-9a-f-]{36}, recirc_id\(0\),in_port\(p1\),.*, actions:br0,p2$`},
+		{[]string{"-m", "--no-names"}, `(?m)^ufid:[0-9a-f-]{36}, recirc_id\(0\),in_port\(2\),.*, actions:1,3$`},
 		{[]string{"--names", "ovs-system"}, `(?m)^recirc_id\(0\),in_port\(p1\),`},
 		{[]string{"system@ovs-system"}, `(?m)^recirc_id\(0\),in_port\(2\),`},
 		{[]string{"br0"}, `^$`}, // a bridge is not a datapath

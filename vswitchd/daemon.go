@@ -54,8 +54,11 @@ type Daemon struct {
 
 	// bkMu guards backer, the datapath all bridges share (ovs-system),
 	// open while a bridge is on it.
-	bkMu   sync.Mutex
-	backer *ofproto.Backer
+	bkMu sync.Mutex
+	// ctZones are the conntrack zones' timeout policies, which outlive a
+	// datapath (the kernel keeps them per network namespace).
+	ctZones ofproto.CTZoneTimeouts
+	backer  *ofproto.Backer
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
@@ -466,6 +469,7 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 		up.Governor = &m
 	}
 	bk = ofproto.NewBacker(dp, up)
+	bk.CTZones = &d.ctZones
 	if _, inMemory := d.provider.(*dummy.Provider); !inMemory {
 		bk.SetLinkUp = setLinkUp // the kernel datapath's ports are the host's devices
 	}

@@ -400,6 +400,18 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	}
 }
 
+// SetCTZoneTimeouts applies the database's conntrack zone timeout
+// policies (ovs-vsctl add-zone-tp) to the kernel and the datapath's
+// translations.
+func (s *ovsdbSwitch) SetCTZoneTimeouts(zones map[uint16]map[string]uint32) error {
+	if len(zones) > 0 {
+		if _, inMemory := s.d.provider.(*dummy.Provider); inMemory {
+			return errors.New("the in-memory datapath has no conntrack timeout policies")
+		}
+	}
+	return s.d.ctZones.Set(zones, s.d.Backer())
+}
+
 // hasTLS reports whether the command line gave the TLS files that ssl:
 // and pssl: targets need.
 func (d *Daemon) hasTLS() bool {

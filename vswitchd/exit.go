@@ -55,6 +55,11 @@ func (d *Daemon) Cleanup() error {
 		// A datapath an earlier run left, with no bridge to come up on it.
 		errs = append(errs, d.destroyBridge(nil, ""))
 	}
+	// The kernel's timeout policies are the namespace's: one that a
+	// connection still uses cannot go, and stays (not an error of exit).
+	if err := d.ctZones.Cleanup(); err != nil {
+		d.log.Info("exit --cleanup: " + err.Error())
+	}
 	return errors.Join(errs...)
 }
 

@@ -38,6 +38,40 @@ type core struct {
 	ex      datapath.Executor
 	cur     flow.Key
 	recircQ []recirc
+
+	// freeFlows are removed flows kept for reuse and flowSlab the rest of
+	// the last block of new ones: a flow put, like the kernel's slab
+	// allocation, makes no garbage per flow.
+	freeFlows []*dpFlow
+	flowSlab  []dpFlow
+}
+
+// flowSlabLen is how many flows one block holds, and flowActionsCap the
+// room for actions each new flow starts with (more is appended).
+const (
+	flowSlabLen    = 1024
+	flowActionsCap = 96
+)
+
+// newFlowLocked returns a zeroed flow with room for actions.
+func (c *core) newFlowLocked() *dpFlow {
+	if n := len(c.freeFlows); n > 0 {
+		f := c.freeFlows[n-1]
+		c.freeFlows = c.freeFlows[:n-1]
+		acts := f.actions[:0]
+		*f = dpFlow{actions: acts}
+		return f
+	}
+	if len(c.flowSlab) == 0 {
+		c.flowSlab = make([]dpFlow, flowSlabLen)
+		arena := make([]byte, flowSlabLen*flowActionsCap)
+		for i := range c.flowSlab {
+			c.flowSlab[i].actions = arena[i*flowActionsCap : i*flowActionsCap : (i+1)*flowActionsCap]
+		}
+	}
+	f := &c.flowSlab[0]
+	c.flowSlab = c.flowSlab[1:]
+	return f
 }
 
 type port struct {
@@ -49,9 +83,49 @@ type port struct {
 
 // maskEntry holds the flows of one mask, by their key under it: as in the
 // kernel, a lookup costs one probe per mask, however many flows there are.
+// maskEntry is one mask's flows, by the hash of their masked key, each
+// bucket a chain through dpFlow.next. (A map keyed by flow.Key itself
+// would allocate on every insert: keys that large are stored out of line.)
 type maskEntry struct {
 	mask  flow.Mask
-	flows map[flow.Key]*dpFlow
+	flows map[uint64]*dpFlow
+	n     int
+}
+
+func (me *maskEntry) get(masked *flow.Key) *dpFlow {
+	for f := me.flows[masked.Hash(0)]; f != nil; f = f.next {
+		if f.masked == *masked {
+			return f
+		}
+	}
+	return nil
+}
+
+func (me *maskEntry) put(f *dpFlow) {
+	h := f.masked.Hash(0)
+	f.next = me.flows[h]
+	me.flows[h] = f
+	me.n++
+}
+
+func (me *maskEntry) remove(f *dpFlow) {
+	h := f.masked.Hash(0)
+	if head := me.flows[h]; head == f {
+		if f.next == nil {
+			delete(me.flows, h)
+		} else {
+			me.flows[h] = f.next
+		}
+	} else {
+		for p := head; p != nil; p = p.next {
+			if p.next == f {
+				p.next = f.next
+				break
+			}
+		}
+	}
+	f.next = nil
+	me.n--
 }
 
 type dpFlow struct {
@@ -62,7 +136,8 @@ type dpFlow struct {
 	actions []byte
 	stats   datapath.FlowStats
 	me      *maskEntry
-	idx     int // position in core.flows
+	next    *dpFlow // in me's bucket
+	idx     int     // position in core.flows
 }
 
 func newCore(p *Provider, name string, index int) *core {
@@ -202,7 +277,7 @@ func (c *core) destroy() {
 // kernel does, and counts the masks tried.
 func (c *core) lookupLocked(k *flow.Key, count bool) *dpFlow {
 	for i, me := range c.masks {
-		if f := me.flows[k.Apply(&me.mask)]; f != nil {
+		if f := me.get(new(k.Apply(&me.mask))); f != nil {
 			if count {
 				c.stats.MaskHit += uint64(i + 1)
 			}
@@ -220,7 +295,7 @@ func (c *core) lookupLocked(k *flow.Key, count bool) *dpFlow {
 func (c *core) exactLocked(k *flow.Key, m *flow.Mask) *dpFlow {
 	for _, me := range c.masks {
 		if me.mask == *m {
-			return me.flows[k.Apply(m)]
+			return me.get(new(k.Apply(m)))
 		}
 	}
 	return nil
@@ -261,11 +336,11 @@ func (c *core) insertLocked(f *dpFlow) {
 		}
 	}
 	if me == nil {
-		me = &maskEntry{mask: f.mask, flows: map[flow.Key]*dpFlow{}}
+		me = &maskEntry{mask: f.mask, flows: map[uint64]*dpFlow{}}
 		c.masks = append(c.masks, me)
 	}
 	f.me = me
-	me.flows[f.masked] = f
+	me.put(f)
 	f.idx = len(c.flows)
 	c.flows = append(c.flows, f)
 	if !f.ufid.IsZero() {
@@ -275,8 +350,8 @@ func (c *core) insertLocked(f *dpFlow) {
 
 func (c *core) removeLocked(f *dpFlow) {
 	me := f.me
-	delete(me.flows, f.masked)
-	if len(me.flows) == 0 {
+	me.remove(f)
+	if me.n == 0 {
 		c.masks = slices.DeleteFunc(c.masks, func(x *maskEntry) bool { return x == me })
 	}
 	// Swap-remove: dumps have no order to keep (the kernel's is a hash
@@ -288,6 +363,8 @@ func (c *core) removeLocked(f *dpFlow) {
 	if !f.ufid.IsZero() {
 		delete(c.byUFID, f.ufid)
 	}
+	f.me = nil
+	c.freeFlows = append(c.freeFlows, f)
 }
 
 // put follows ovs_flow_cmd_new and ovs_flow_cmd_set of kernel 6.1.
@@ -331,7 +408,9 @@ func (c *core) putLocked(fl *datapath.Flow, flags datapath.PutFlags) (datapath.F
 		f = c.lookupLocked(&fl.Key, false)
 	}
 	if f == nil {
-		nf := &dpFlow{ufid: fl.UFID, key: fl.Key, mask: m, actions: slices.Clone(fl.Actions)}
+		nf := c.newFlowLocked()
+		nf.ufid, nf.key, nf.mask = fl.UFID, fl.Key, m
+		nf.actions = append(nf.actions, fl.Actions...)
 		nf.masked = fl.Key.Apply(&m)
 		c.insertLocked(nf)
 		return datapath.FlowStats{}, nil
@@ -460,7 +539,13 @@ func (c *core) handlerByPIDLocked(pid uint32) *handler {
 // upcallLocked queues an upcall to h, counting it lost when h is nil or
 // full.
 func (c *core) upcallLocked(cmd datapath.UpcallCmd, k *flow.Key, frame, userdata []byte, h *handler) {
-	if h == nil || !h.enqueue(pending{cmd: cmd, key: *k, packet: slices.Clone(frame), userdata: slices.Clone(userdata)}) {
+	if h == nil {
+		c.stats.Lost++
+		return
+	}
+	p := newPending(cmd, k, frame, userdata)
+	if !h.enqueue(p) {
+		p.release()
 		c.stats.Lost++
 	}
 }

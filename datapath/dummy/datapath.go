@@ -18,6 +18,8 @@ type Datapath struct {
 	handlers []*handler
 	features datapath.Features
 	once     sync.Once
+	hsOnce   sync.Once
+	hs       []datapath.Handler
 	// nextPID picks the one handler of each new port under per-vport
 	// dispatch, round robin, as the kernel datapath does.
 	nextPID atomic.Uint32
@@ -158,7 +160,18 @@ func (d *Datapath) DumpFlows(terse bool, fn func(f *datapath.Flow) error) error 
 	c := d.c
 	c.mu.Lock()
 	snap := make([]datapath.Flow, len(c.flows))
+	// The flows' actions are copied into one block, not one each: a dump
+	// of 100k flows must not make 100k pieces of garbage.
+	n := 0
+	for _, fl := range c.flows {
+		n += len(fl.actions)
+	}
+	arena := make([]byte, n)
+	off := 0
 	for i, fl := range c.flows {
+		// fillFlow appends the actions to this room, in place.
+		snap[i].Actions = arena[off : off : off+len(fl.actions)]
+		off += len(fl.actions)
 		c.fillFlow(fl, &snap[i], terse)
 	}
 	c.mu.Unlock()
@@ -235,13 +248,16 @@ func (d *Datapath) Operate(ops []datapath.Op) error {
 	return nil
 }
 
-// Handlers returns the upcall handlers.
+// Handlers returns the upcall handlers. The slice is the datapath's own,
+// made once: callers poll it (Udpif.Stats sums their losses).
 func (d *Datapath) Handlers() []datapath.Handler {
-	hs := make([]datapath.Handler, len(d.handlers))
-	for i, h := range d.handlers {
-		hs[i] = h
-	}
-	return hs
+	d.hsOnce.Do(func() {
+		d.hs = make([]datapath.Handler, len(d.handlers))
+		for i, h := range d.handlers {
+			d.hs[i] = h
+		}
+	})
+	return d.hs
 }
 
 // Close closes the handlers; upcalls that would go to them are lost until

@@ -133,6 +133,12 @@ func (c *core) outputLocked(no uint32, pkt []byte) {
 		pt.v.Stats.TxDropped++
 		return
 	}
+	// A device whose queue is full drops the packet: check before
+	// copying it, so that a device nobody reads costs no garbage.
+	if len(pt.dev.rx) == cap(pt.dev.rx) {
+		pt.v.Stats.TxDropped++
+		return
+	}
 	select {
 	case pt.dev.rx <- slices.Clone(pkt):
 		pt.v.Stats.TxPackets++

@@ -2,6 +2,7 @@ package dummy
 
 import (
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,12 +20,52 @@ const familyID = 0x7ff0
 // when a kernel handler socket's receive buffer is full.
 const HandlerQueueLen = 4096
 
-// pending is a queued upcall.
+// pending is a queued upcall. packet and userdata are copies, in buf when
+// they fit one (released once stored), else in memory of their own.
 type pending struct {
 	cmd      datapath.UpcallCmd
 	key      flow.Key
 	packet   []byte
 	userdata []byte
+	buf      *copyBuf
+}
+
+// copyBufLen is the size of a pooled upcall copy: a full-size Ethernet
+// frame with its userdata. Bigger ones (jumbo frames, GSO) are copied
+// into memory of their own.
+const copyBufLen = 2048
+
+// copyBuf holds one queued upcall's packet and userdata. They are pooled:
+// the kernel copies an upcall into its socket's buffer without allocating
+// per packet, and so must the dummy, or BenchmarkUpcallMiss measures the
+// dummy's garbage instead of the switch.
+type copyBuf [copyBufLen]byte
+
+var copyBufs = sync.Pool{New: func() any { return new(copyBuf) }}
+
+// newPending copies frame and userdata into a pending upcall.
+func newPending(cmd datapath.UpcallCmd, k *flow.Key, frame, userdata []byte) pending {
+	p := pending{cmd: cmd, key: *k}
+	if len(frame)+len(userdata) > copyBufLen {
+		p.packet, p.userdata = slices.Clone(frame), slices.Clone(userdata)
+		return p
+	}
+	p.buf = copyBufs.Get().(*copyBuf)
+	n := copy(p.buf[:], frame)
+	p.packet = p.buf[:n:n]
+	if userdata != nil {
+		m := copy(p.buf[n:], userdata)
+		p.userdata = p.buf[n : n+m : n+m]
+	}
+	return p
+}
+
+// release returns p's copy to the pool; p's slices are dead after.
+func (p *pending) release() {
+	if p.buf != nil {
+		copyBufs.Put(p.buf)
+		p.buf, p.packet, p.userdata = nil, nil, nil
+	}
 }
 
 // handler is an upcall queue. Recv encodes each upcall as the kernel's
@@ -76,7 +117,9 @@ func (h *handler) Recv(ups []datapath.Upcall, bufs [][]byte) (int, error) {
 		}
 		got := 0
 		for {
-			if h.store(&ups[got], bufs[got], &p) {
+			ok := h.store(&ups[got], bufs[got], &p)
+			p.release() // store copied it into bufs[got]
+			if ok {
 				got++
 			}
 			if got == n {
