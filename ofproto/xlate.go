@@ -376,8 +376,24 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 
 func (c *xctx) doAction(a *openflow.Action) {
 	switch a.Type {
-	case openflow.ActOutput, openflow.ActEnqueue:
+	case openflow.ActOutput:
 		c.output(a.Port, a.MaxLen)
+	case openflow.ActEnqueue:
+		// The queue as skb priority for this output only, as OVS's
+		// xlate_enqueue_action; an enqueue to the input port does
+		// nothing.
+		p, ok := queuePriority(a.Queue)
+		if !ok {
+			c.output(a.Port, a.MaxLen)
+			break
+		}
+		if a.Port != openflow.PortInPort && a.Port == c.flow.InPort {
+			break
+		}
+		saved := c.flow.Priority
+		c.flow.Priority = p
+		c.output(a.Port, a.MaxLen)
+		c.flow.Priority = saved
 	case openflow.ActSetField:
 		a.ApplySetField(&c.flow)
 	case openflow.ActRegLoad:
@@ -434,9 +450,12 @@ func (c *xctx) doAction(a *openflow.Action) {
 	case openflow.ActCheckPktLarger:
 		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
-		// A queue selects an egress QoS queue; with no QoS configured
-		// (the switch has none) ovs-vswitchd emits nothing for it
-		// either, as for enqueue's queue.
+		// The queue becomes the packet's skb priority, which the
+		// port's linux-htb QoS maps to class 1:N+1 (qos.go in
+		// vswitchd); outputs after this carry it, as in OVS.
+		if p, ok := queuePriority(a.Queue); ok {
+			c.flow.Priority = p
+		}
 	default:
 		// Flow mods and packet-outs with actions we do not translate
 		// (MPLS, vendor actions) are refused (checkSupported);
@@ -709,6 +728,16 @@ func (c *xctx) normal() {
 	}
 }
 
+// queuePriority is the skb priority of OpenFlow queue q on the kernel
+// datapath, as ovs-vswitchd's dpif_netlink_queue_to_priority: tc class
+// 1:q+1, for queues below 0xf000.
+func queuePriority(q uint32) (uint32, bool) {
+	if q >= 0xf000 {
+		return 0, false
+	}
+	return 1<<16 | (q + 1), true
+}
+
 // trunkAll is the VLAN configuration of no port: a packet-out from the
 // controller or LOCAL with no port behind it carries any VLAN.
 var trunkAll PortVLAN
@@ -796,6 +825,13 @@ func (c *xctx) commit() {
 	if f.Mark != b.Mark {
 		acts = datapath.AppendSet(acts, datapath.KeyAttrSkbMark, f)
 		b.Mark = f.Mark
+	}
+	if f.Priority != b.Priority {
+		// set_queue's or enqueue's skb priority, as OVS's
+		// commit_set_priority_action: the input's priority is matched.
+		wc.Priority = ^uint32(0)
+		acts = datapath.AppendSet(acts, datapath.KeyAttrPriority, f)
+		b.Priority = f.Priority
 	}
 	switch f.EthType {
 	case flow.EthTypeIPv4:

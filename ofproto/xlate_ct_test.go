@@ -328,3 +328,38 @@ func TestRecircForget(t *testing.T) {
 		t.Errorf("another bridge's id %d went", theirs)
 	}
 }
+
+// TestXlateQueues: set_queue and enqueue select a linux-htb class by skb
+// priority (1:queue+1), as ovs-vswitchd's xlate: set_queue for the
+// outputs after it, enqueue for its own output only; the priority the
+// packet came with is matched.
+func TestXlateQueues(t *testing.T) {
+	setQueue := func(q uint32) openflow.Action { return openflow.Action{Type: openflow.ActSetQueue, Queue: q} }
+	enqueue := func(port, q uint32) openflow.Action {
+		return openflow.Action{Type: openflow.ActEnqueue, Port: port, Queue: q}
+	}
+	for _, tc := range []struct {
+		name string
+		acts []openflow.Action
+		want string
+	}{
+		{"set_queue", []openflow.Action{setQueue(1), openflow.Output(2, 0)}, "set(skb_priority(0x10002)),12"},
+		{"enqueue", []openflow.Action{enqueue(2, 3), openflow.Output(3, 0)},
+			"set(skb_priority(0x10004)),12,set(skb_priority(0)),13"},
+		{"queue beyond the kernel's", []openflow.Action{setQueue(0xf000), openflow.Output(2, 0)}, "12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := testBridge(t)
+			mustAdd(t, x, 0, func(*flow.Key, *flow.Mask) {}, 1, apply(tc.acts...))
+			k := pkt(11)
+			var out Out
+			x.Translate(&k, t0, true, &out)
+			if got := datapath.FormatActions(out.Actions); got != tc.want {
+				t.Errorf("actions %q, want %q", got, tc.want)
+			}
+			if strings.Contains(tc.want, "priority") != (out.WC.Priority == ^uint32(0)) {
+				t.Errorf("priority mask %#x", out.WC.Priority)
+			}
+		})
+	}
+}

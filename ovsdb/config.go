@@ -182,6 +182,12 @@ type Desired struct {
 	// CTZoneTimeouts are the system datapath's zones with a timeout
 	// policy: zone -> CT_Timeout_Policy timeouts (seconds).
 	CTZoneTimeouts map[uint16]map[string]uint32
+	// QoS is each interface's egress QoS (by interface name), for the
+	// ports of one interface that have a QoS row.
+	QoS map[string]QoSConfig
+	// Policing is each interface's ingress policing (by name), for those
+	// with a rate.
+	Policing map[string]Policing
 	// Problems are configuration mistakes that are not about one
 	// interface (those go to PortConfig.Err): a bad other_config value, a
 	// dangling reference, a port on two bridges. The caller logs them.
@@ -198,6 +204,8 @@ type Rows struct {
 	Datapaths   map[string]*Datapath
 	CTZones     map[string]*CTZone
 	CTTimeouts  map[string]*CTTimeoutPolicy
+	QoS         map[string]*QoS
+	Queues      map[string]*Queue
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -212,6 +220,8 @@ func Build(r *Rows) Desired {
 	d.NextCfg = r.Root.NextCfg
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
 	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
+	d.QoS = buildQoS(r, &d.Problems)
+	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
 	for _, bu := range r.Root.Bridges {

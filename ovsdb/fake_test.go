@@ -18,6 +18,7 @@ type fakeSwitch struct {
 	failAdd map[string]error      // bridge name -> AddBridge error
 	vlans   map[string]VLANConfig // "bridge/port" -> what SetPortVLAN applied
 	ctZones map[uint16]map[string]uint32
+	qos     map[string]QoSConfig
 }
 
 type fakeBridge struct {
@@ -168,6 +169,15 @@ func (f *fakeSwitch) SetCTZoneTimeouts(z map[uint16]map[string]uint32) error {
 	f.calls = append(f.calls, fmt.Sprintf("ctzones %d", len(z)))
 	return nil
 }
+
+func (f *fakeSwitch) SetQoS(q map[string]QoSConfig) map[string]error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.qos = q
+	return nil
+}
+
+func (f *fakeSwitch) SetPolicing(p map[string]Policing) map[string]error { return nil }
 
 // snapshot returns bridge -> sorted "name:ofport" list.
 func (f *fakeSwitch) state() map[string][]string {

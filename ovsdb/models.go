@@ -28,6 +28,8 @@ const (
 	TableDatapath   = "Datapath"
 	TableCTZone     = "CT_Zone"
 	TableCTTimeout  = "CT_Timeout_Policy"
+	TableQoS        = "QoS"
+	TableQueue      = "Queue"
 )
 
 // OpenvSwitch is the root row of the database (there is exactly one).
@@ -64,6 +66,8 @@ type Port struct {
 	Tag      *int    `ovsdb:"tag"`
 	Trunks   []int   `ovsdb:"trunks"`
 	VLANMode *string `ovsdb:"vlan_mode"`
+	// QoS is the port's QoS row (egress queues), if any.
+	QoS *string `ovsdb:"qos"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,
@@ -80,6 +84,9 @@ type Interface struct {
 	AdminState    *string           `ovsdb:"admin_state"`
 	LinkState     *string           `ovsdb:"link_state"`
 	Error         *string           `ovsdb:"error"`
+	// Ingress policing: kbit/s and kbit (0: off).
+	IngressPolicingRate  int `ovsdb:"ingress_policing_rate"`
+	IngressPolicingBurst int `ovsdb:"ingress_policing_burst"`
 }
 
 // Controller is a row of the Controller table.
@@ -89,6 +96,21 @@ type Controller struct {
 	InactivityProbe *int   `ovsdb:"inactivity_probe"` // milliseconds
 	MaxBackoff      *int   `ovsdb:"max_backoff"`      // milliseconds
 	IsConnected     bool   `ovsdb:"is_connected"`
+}
+
+// QoS is a row of the QoS table: a port's egress queueing discipline.
+type QoS struct {
+	UUID        string            `ovsdb:"_uuid"`
+	Type        string            `ovsdb:"type"` // linux-htb, linux-hfsc, ...
+	OtherConfig map[string]string `ovsdb:"other_config"`
+	Queues      map[int]string    `ovsdb:"queues"` // queue id -> Queue UUID
+}
+
+// Queue is a row of the Queue table.
+type Queue struct {
+	UUID        string            `ovsdb:"_uuid"`
+	OtherConfig map[string]string `ovsdb:"other_config"`
+	DSCP        *int              `ovsdb:"dscp"`
 }
 
 // Datapath is a row of the Datapath table: per datapath type, its
@@ -123,5 +145,7 @@ func ClientModel() (model.ClientDBModel, error) {
 		TableDatapath:   &Datapath{},
 		TableCTZone:     &CTZone{},
 		TableCTTimeout:  &CTTimeoutPolicy{},
+		TableQoS:        &QoS{},
+		TableQueue:      &Queue{},
 	})
 }

@@ -98,6 +98,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TableDatapath:   modelColumns(&Datapath{}),
 		TableCTZone:     modelColumns(&CTZone{}),
 		TableCTTimeout:  modelColumns(&CTTimeoutPolicy{}),
+		TableQoS:        modelColumns(&QoS{}),
+		TableQueue:      modelColumns(&Queue{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -157,7 +159,8 @@ func modelColumns(m model.Model) []string {
 func snapshot(c *dbClient) *Rows {
 	r := &Rows{Bridges: map[string]*Bridge{}, Ports: map[string]*Port{},
 		Interfaces: map[string]*Interface{}, Controllers: map[string]*Controller{},
-		Datapaths: map[string]*Datapath{}, CTZones: map[string]*CTZone{}, CTTimeouts: map[string]*CTTimeoutPolicy{}}
+		Datapaths: map[string]*Datapath{}, CTZones: map[string]*CTZone{}, CTTimeouts: map[string]*CTTimeoutPolicy{},
+		QoS: map[string]*QoS{}, Queues: map[string]*Queue{}}
 	tc := c.Cache()
 	if t := tc.Table(TableOpenSwitch); t != nil {
 		for _, row := range t.Rows() {
@@ -197,6 +200,8 @@ func snapshot(c *dbClient) *Rows {
 	copyRows(tc.Table(TableDatapath), r.Datapaths)
 	copyRows(tc.Table(TableCTZone), r.CTZones)
 	copyRows(tc.Table(TableCTTimeout), r.CTTimeouts)
+	copyRows(tc.Table(TableQoS), r.QoS)
+	copyRows(tc.Table(TableQueue), r.Queues)
 	return r
 }
 

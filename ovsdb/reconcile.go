@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"syscall"
 )
@@ -45,6 +47,13 @@ type Switch interface {
 	// SetCTZoneTimeouts gives the datapath's conntrack zones these
 	// timeout policies (zone -> timeouts), replacing the last ones.
 	SetCTZoneTimeouts(zones map[uint16]map[string]uint32) error
+	// SetQoS gives the interfaces (by name) their egress QoS, replacing
+	// the last set: an interface left out has its QoS removed. It reports
+	// an error per interface it could not configure.
+	SetQoS(qos map[string]QoSConfig) map[string]error
+	// SetPolicing gives the interfaces (by name) their ingress policing,
+	// replacing the last set, as SetQoS.
+	SetPolicing(p map[string]Policing) map[string]error
 }
 
 // PortState is a running port as the switch reports it.
@@ -90,6 +99,11 @@ type Reconciler struct {
 	// tells an empty set applied from none yet.
 	ctZones    map[uint16]map[string]uint32
 	ctZonesSet bool
+	// qos is the QoS last applied without error.
+	qos         map[string]QoSConfig
+	qosSet      bool
+	policing    map[string]Policing
+	policingSet bool
 	// Logf receives one line per change (at slog.LevelInfo) and per
 	// problem (LevelWarn for configuration refused, LevelError for an
 	// operation that failed); nil discards. A problem is logged when it
@@ -173,6 +187,8 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	}
 	ifaces = map[string]ifaceStatus{}
 	dpids = map[string]uint64{}
+	defer r.applyPolicing(d)
+	defer r.applyQoS(d)
 	for i := range d.Bridges {
 		bc := &d.Bridges[i]
 		berr := r.applyBridge(bc)
@@ -195,6 +211,31 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		}
 	}
 	return ifaces, dpids
+}
+
+// applyQoS applies the interfaces' QoS when it changed (or failed last
+// time: a device may appear later), after the ports are in.
+func (r *Reconciler) applyQoS(d *Desired) {
+	if r.qosSet && equalQoS(d.QoS, r.qos) {
+		return
+	}
+	errs := r.sw.SetQoS(d.QoS)
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		r.problemf(slog.LevelWarn, "interface %s: QoS: %v", name, errs[name])
+	}
+	r.qos, r.qosSet = d.QoS, len(errs) == 0
+}
+
+// applyPolicing is applyQoS for ingress policing.
+func (r *Reconciler) applyPolicing(d *Desired) {
+	if r.policingSet && maps.Equal(d.Policing, r.policing) {
+		return
+	}
+	errs := r.sw.SetPolicing(d.Policing)
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		r.problemf(slog.LevelWarn, "interface %s: ingress policing: %v", name, errs[name])
+	}
+	r.policing, r.policingSet = d.Policing, len(errs) == 0
 }
 
 // applyBridge creates the bridge or applies changed settings.

@@ -115,6 +115,9 @@ func (d *Daemon) RunOVSDB(ctx context.Context, remote string) error {
 type ovsdbSwitch struct {
 	d      *Daemon
 	global ovsdb.Global
+	// qos and policing are what is applied to each interface (qos.go).
+	qos      map[string]ovsdb.QoSConfig
+	policing map[string]ovsdb.Policing
 }
 
 func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }
