@@ -12,39 +12,41 @@ type ActionType uint8
 
 // Action types. The comment names the Action fields each one uses.
 const (
-	ActNone           ActionType = iota
-	ActOutput                    // Port, MaxLen (bytes to send for PortController)
-	ActEnqueue                   // Port, Queue (OpenFlow 1.0 enqueue)
-	ActSetVLANVID                // VLANVID: 1.0 set_vlan_vid, which adds a tag when there is none
-	ActSetVLANPCP                // VLANPCP: 1.0 set_vlan_pcp, likewise
-	ActStripVLAN                 // 1.0 strip_vlan, 1.3 pop_vlan
-	ActSetField                  // Field, Value: 1.3 set_field; 1.0 set_dl_*/set_nw_*/set_tp_*
-	ActPushVLAN                  // EthType (0x8100 or 0x88a8)
-	ActPushMPLS                  // EthType (0x8847 or 0x8848)
-	ActPopMPLS                   // EthType of the payload
-	ActSetQueue                  // Queue
-	ActGroup                     // Group
-	ActSetNwTTL                  // TTL
-	ActDecNwTTL                  //
-	ActSetMPLSTTL                // TTL
-	ActDecMPLSTTL                //
-	ActCopyTTLOut                //
-	ActCopyTTLIn                 //
-	ActResubmit                  // Port (PortInPort: keep in_port), Table (TableAll: the current table)
-	ActRegLoad                   // Field, Ofs, NBits, Load: NXAST_REG_LOAD
-	ActRegMove                   // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
-	ActVendor                    // Vendor, Data: a vendor/experimenter action this codec does not model
-	ActCT                        // Ct: NXAST_CT
-	ActCTClear                   // NXAST_CT_CLEAR
-	ActNAT                       // NAT: NXAST_NAT, only nested in a ct action
-	ActMeter                     // Queue: the meter id (OpenFlow 1.5's meter action)
-	ActClone                     // Nested: NXAST_CLONE (action_clone.go)
-	ActOutputTrunc               // Port, TruncLen: NXAST_OUTPUT_TRUNC, output(port=..,max_len=..)
-	ActCheckPktLarger            // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
-	ActSetMPLSLabel              // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
-	ActSetMPLSTC                 // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
-	ActEncap                     // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
-	ActDecap                     // Load: the new packet type: NXAST_DECAP
+	ActNone       ActionType = iota
+	ActOutput                // Port, MaxLen (bytes to send for PortController)
+	ActEnqueue               // Port, Queue (OpenFlow 1.0 enqueue)
+	ActSetVLANVID            // VLANVID: 1.0 set_vlan_vid, which adds a tag when there is none
+	ActSetVLANPCP            // VLANPCP: 1.0 set_vlan_pcp, likewise
+	ActStripVLAN             // 1.0 strip_vlan, 1.3 pop_vlan
+	ActSetField              // Field, Value: 1.3 set_field; 1.0 set_dl_*/set_nw_*/set_tp_*
+	ActPushVLAN              // EthType (0x8100 or 0x88a8)
+	ActPushMPLS              // EthType (0x8847 or 0x8848)
+	ActPopMPLS               // EthType of the payload
+	ActSetQueue              // Queue
+	ActGroup                 // Group
+	ActSetNwTTL              // TTL
+	ActDecNwTTL              //
+	ActSetMPLSTTL            // TTL
+	ActDecMPLSTTL            //
+	ActCopyTTLOut            //
+	ActCopyTTLIn             //
+	ActResubmit              // Port (PortInPort: keep in_port), Table (TableAll: the current table)
+	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
+	ActRegMove               // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
+	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
+	ActCT                    // Ct: NXAST_CT
+	ActCTClear               // NXAST_CT_CLEAR
+	ActNAT                   // NAT: NXAST_NAT, only nested in a ct action
+	ActMeter                 // Queue: the meter id (OpenFlow 1.5's meter action)
+
+	// Nicira actions of action_clone.go and action_mpls.go.
+	ActClone          // Nested: NXAST_CLONE
+	ActOutputTrunc    // Port, TruncLen: NXAST_OUTPUT_TRUNC, output(port=..,max_len=..)
+	ActCheckPktLarger // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
+	ActSetMPLSLabel   // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
+	ActSetMPLSTC      // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
+	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
+	ActDecap          // Load: the new packet type: NXAST_DECAP
 )
 
 var actionNames = [...]string{
