@@ -106,6 +106,9 @@ type backerSet struct {
 	// patches finds a patch port by name (Interface names are unique
 	// across bridges), for a peer to continue in.
 	patches map[string]patchEnd
+	// tunnels finds the tunnel ports on a shared tunnel vport, by its
+	// datapath port number (tunnel.go).
+	tunnels map[uint32][]tunnelEnd
 	// retired keeps the versions of removed bridges (and one more per
 	// removal), so versions never go back.
 	retiredTables, retiredMAC uint64
@@ -136,7 +139,17 @@ func (bk *Backer) Stop() { bk.Udpif.Stop() }
 func (bk *Backer) Bridges() []*Bridge { return append([]*Bridge(nil), bk.set.Load().bridges...) }
 
 // Owner returns the bridge datapath port portNo belongs to, or nil.
-func (bk *Backer) Owner(portNo uint32) *Bridge { return bk.set.Load().owner[portNo] }
+// A shared tunnel vport belongs to the first bridge with a tunnel port on it.
+func (bk *Backer) Owner(portNo uint32) *Bridge {
+	s := bk.set.Load()
+	if b := s.owner[portNo]; b != nil {
+		return b
+	}
+	if t := s.tunnels[portNo]; len(t) > 0 {
+		return t[0].b
+	}
+	return nil
+}
 
 func (bk *Backer) eachX(fn func(*Xlator)) {
 	for _, b := range bk.set.Load().bridges {
@@ -152,6 +165,13 @@ func (bk *Backer) Translate(key *flow.Key, now time.Time, learn bool, out *Out) 
 	tv, mv := s.versions()
 	if b := s.owner[key.InPort]; b != nil {
 		b.X.Translate(key, now, learn, out)
+	} else if te := s.tunnelReceiver(key); te != nil {
+		te.b.X.Translate(key, now, learn, out) // finds te.p again: xlate_tunnel.go
+	} else if s.tunnels[key.InPort] != nil {
+		out.reset()
+		tunnelReceiveMask(key, &out.WC)
+		out.WC.InPort, out.WC.RecircID, out.WC.EthType = ^uint32(0), ^uint32(0), 0xffff
+		out.Dropped = "no tunnel port matches the packet's tunnel metadata"
 	} else {
 		out.reset()
 		out.WC.InPort, out.WC.RecircID, out.WC.EthType = ^uint32(0), ^uint32(0), 0xffff
@@ -211,6 +231,13 @@ func (bk *Backer) publish(bridges []*Bridge, retireTables, retireMAC uint64) {
 		for _, p := range b.Ports.Snapshot().List() {
 			if p.Type == PortTypePatch {
 				s.patches[p.Name] = patchEnd{b: b, p: p}
+				continue
+			}
+			if p.tunnel != nil {
+				if s.tunnels == nil {
+					s.tunnels = map[uint32][]tunnelEnd{}
+				}
+				s.tunnels[p.DPPort] = append(s.tunnels[p.DPPort], tunnelEnd{b: b, p: p})
 				continue
 			}
 			s.owner[p.DPPort] = b
@@ -313,6 +340,13 @@ func (bk *Backer) RemoveBridge(b *Bridge, deletePorts bool) error {
 	}
 	var errs []error
 	for _, p := range b.Ports.Snapshot().List() {
+		if p.tunnel != nil {
+			// The shared vport goes with its last tunnel port.
+			if err := bk.releaseTunnelVport(p.DPPort); err != nil {
+				errs = append(errs, fmt.Errorf("delete tunnel vport of port %s: %w", p.Name, err))
+			}
+			continue
+		}
 		if p.Type == PortTypePatch {
 			continue
 		}
@@ -338,7 +372,7 @@ func (bk *Backer) FlushBridge(b *Bridge) error {
 	}
 	mine := map[uint32]bool{}
 	for _, p := range b.Ports.Snapshot().List() {
-		if p.Type != PortTypePatch {
+		if p.ownsVport() {
 			mine[p.DPPort] = true
 		}
 	}

@@ -221,6 +221,8 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopSFlow()
+	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()
 		return
@@ -316,7 +318,7 @@ func (b *Bridge) DeletePort(name string) error {
 	bk := b.Backer
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
-	if p.Type != PortTypePatch {
+	if p.ownsVport() {
 		// A vport whose network device was deleted (ip link del) is
 		// already gone from the kernel's datapath (ENODEV): the port
 		// still leaves the bridge, without an error, as it does from
@@ -327,6 +329,12 @@ func (b *Bridge) DeletePort(name string) error {
 	}
 	b.Ports.Remove(p.OFPort)
 	bk.portsChanged()
+	if p.tunnel != nil {
+		if err := bk.releaseTunnelVport(p.DPPort); err != nil {
+			b.Tables.Invalidate()
+			return fmt.Errorf("delete port %s: its tunnel vport: %w", name, err)
+		}
+	}
 	b.MAC.FlushPort(p.OFPort)
 	b.Tables.Invalidate() // flows that flooded or output to it must change
 	if b.OnPortEvent != nil {

@@ -37,6 +37,12 @@ type Port struct {
 	// patch counts a patch port's packets (nil for other ports); copies
 	// of the Port share it.
 	patch *patchStats
+	// tunnel is a tunnel port's configuration (nil for other ports;
+	// tunnel.go). Its DPPort is the vport its datapath's tunnels of the
+	// type share.
+	tunnel *tunnelPort
+	// Bond is the bond the port is a member of (bond.go), nil for none.
+	Bond *Bond
 }
 
 // PortTypePatch is the type of a patch port.
@@ -57,6 +63,11 @@ type PortSet struct {
 	// trunk of all VLANs: without one, NORMAL forwards every frame with
 	// the headers it came with, and skips the per-port VLAN work.
 	vlans bool
+	// bonds are the states of the bridge's bonds (bond.go), nil when
+	// there is none.
+	bonds map[*Bond]*bondState
+	// mirrors are the bridge's mirrors (mirror.go), nil when none.
+	mirrors *mirrorSet
 }
 
 // ByOF returns the port with OpenFlow number p, or nil.
@@ -78,6 +89,16 @@ func (s *PortSet) FloodOrder() []*Port { return s.floodOrder }
 type Ports struct {
 	mu  sync.Mutex
 	cur atomic.Pointer[PortSet]
+	// mirrorCfg is the mirrors each new PortSet compiles (mirror.go),
+	// under mu.
+	mirrorCfg []MirrorConfig
+}
+
+// store publishes a PortSet of list with the mirrors. The caller holds mu.
+func (p *Ports) store(list []*Port) {
+	s := buildPortSet(list)
+	s.mirrors = compileMirrors(p.mirrorCfg, s.list)
+	p.cur.Store(s)
 }
 
 // NewPorts returns an empty port table.
@@ -106,16 +127,17 @@ func buildPortSet(list []*Port) *PortSet {
 	}
 	for _, pt := range list {
 		s.byOF[pt.OFPort] = pt
-		if pt.Type != PortTypePatch {
+		if pt.ownsVport() {
 			s.byDP[pt.DPPort] = pt
 		}
-		if pt.Type != PortTypePatch && !pt.NoFlood && !pt.Down {
+		if pt.ownsVport() && !pt.NoFlood && !pt.Down {
 			s.flood = append(s.flood, pt.DPPort)
 		}
 		if pt.VLAN.Mode != VLANTrunk || pt.VLAN.Trunks != nil {
 			s.vlans = true
 		}
 	}
+	s.bonds = buildBondStates(list)
 	return s
 }
 
@@ -134,7 +156,7 @@ func (p *Ports) Add(pt Port) error {
 		if q.OFPort == pt.OFPort {
 			continue
 		}
-		if q.DPPort == pt.DPPort && q.Type != PortTypePatch && pt.Type != PortTypePatch {
+		if q.DPPort == pt.DPPort && q.ownsVport() && pt.ownsVport() {
 			return fmt.Errorf("port %s: datapath port %d is already %s", pt.Name, pt.DPPort, q.Name)
 		}
 		if q.Name == pt.Name {
@@ -144,7 +166,7 @@ func (p *Ports) Add(pt Port) error {
 	}
 	np := pt
 	list = append(list, &np)
-	p.cur.Store(buildPortSet(list))
+	p.store(list)
 	return nil
 }
 
@@ -164,7 +186,7 @@ func (p *Ports) Remove(ofport uint32) *Port {
 		list = append(list, q)
 	}
 	if gone != nil {
-		p.cur.Store(buildPortSet(list))
+		p.store(list)
 	}
 	return gone
 }

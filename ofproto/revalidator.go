@@ -195,6 +195,7 @@ func (u *Udpif) revalidate() {
 
 	var dels, mods []datapath.Op
 	var out Out
+	netflows := u.netflows.Load() > 0
 	now := start
 	u.dp.DumpFlows(terse, func(f *datapath.Flow) error {
 		k := u.ukeys.Lookup(&f.UFID)
@@ -210,6 +211,9 @@ func (u *Udpif) revalidate() {
 			dp, db := f.Stats.Packets-k.packets, f.Stats.Bytes-k.bytes
 			for _, r := range k.rules {
 				r.Value.Credit(dp, db, now)
+			}
+			if netflows {
+				u.netflowCredit(k, dp, db, f.Stats.TCPFlags, now) // netflow_bridge.go
 			}
 			k.activeAt = now.UnixNano()
 		}
@@ -247,6 +251,9 @@ func (u *Udpif) revalidate() {
 	}
 
 	u.operateChunks(dels, func(op *datapath.Op) {
+		if netflows {
+			u.netflowClear(&op.Flow.UFID)
+		}
 		u.ukeys.Remove(&op.Flow.UFID)
 		if op.Err == nil {
 			u.c.deleted.Add(1)

@@ -24,6 +24,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldTCPSrc, openflow.FieldTCPDst, openflow.FieldUDPSrc, openflow.FieldUDPDst,
 		openflow.FieldSCTPSrc, openflow.FieldSCTPDst, openflow.FieldTpSrc, openflow.FieldTpDst,
 		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
+		openflow.FieldTunIPv4Src, openflow.FieldTunIPv4Dst, openflow.FieldTunIPv6Src, openflow.FieldTunIPv6Dst, // tunnel ports: xlate_tunnel.go
+		openflow.FieldTunFlags,
 		openflow.FieldInPort, openflow.FieldNXMInPort,
 		openflow.FieldMPLSLabel, openflow.FieldMPLSTC:
 		return true

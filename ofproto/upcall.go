@@ -152,6 +152,10 @@ type Udpif struct {
 	running                   bool
 	runningTables, runningMAC uint64
 
+	// netflows counts the bridges running NetFlow: the revalidator
+	// credits NetFlow flows only when there are any.
+	netflows atomic.Int32
+
 	// recircSweptAt is when the revalidator last freed unused
 	// recirculation ids (recirc.go).
 	recircSweptAt atomic.Int64
@@ -474,6 +478,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		up := &ups[i]
 		if up.Cmd == datapath.UpcallAction {
 			u.c.actions.Add(1)
+			if len(up.Userdata) > 0 && up.Userdata[0] == UserdataSFlow {
+				u.sflowUpcall(up) // xlate_sample.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}
@@ -485,6 +493,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		// not: the datapath flow's own counters start after this packet.
 		for r := 0; r < out.NRules; r++ {
 			out.Rules[r].Value.Credit(1, uint64(len(up.Packet)), now)
+		}
+		if out.netflow {
+			u.netflowMiss(up, out, now) // netflow_bridge.go
 		}
 
 		// Translation always puts in_port in the mask, so it is never

@@ -97,6 +97,10 @@ type Xlator struct {
 	ID     uint16
 	bridge *Bridge
 	backer *Backer
+	// sflow is the bridge's sFlow sampling, nil without (xlate_sample.go);
+	// netflow its NetFlow (netflow_bridge.go).
+	sflow   atomic.Pointer[sflowState]
+	netflow atomic.Pointer[netflowState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -135,6 +139,8 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
+	netflow bool
 }
 
 func (o *Out) reset() {
@@ -145,6 +151,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
+	o.netflow = false
 	o.ctrl.reset()
 }
 
@@ -171,6 +178,8 @@ type xctx struct {
 	exit             bool
 	packetOut        bool       // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState  // controller(pause) (xlate_controller.go)
+	mirrored         uint32     // mirrors the packet went to (xlate_mirror.go)
+	mirrorVID        uint16     // the arriving VID, 0x8000 set once known (xlate_mirror.go)
 	scratch          [16]byte   // regLoad's field value
 	wasMPLS          bool       // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
 	encap            encapState // packet types (xlate_encap.go)
@@ -207,14 +216,22 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	c.inPort = c.ports.ByDP(key.InPort)
 	if c.inPort == nil {
+		c.inPort = c.tunnelInPort(key) // xlate_tunnel.go
+	}
+	if c.inPort == nil {
 		out.Dropped = "unknown input port"
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {
 			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
 		}
+		if c.ports.mirrors != nil {
+			c.mirrorIngress() // xlate_mirror.go
+		}
+		sflowAt = c.sflowBegin()
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -224,6 +241,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if c.ctrl.pausing {
 		c.finishPause()
+	}
+	if sflowAt >= 0 {
+		c.sflowFix(sflowAt)
+	}
+	if x.netflow.Load() != nil {
+		c.netflowMask(key)
 	}
 }
 
@@ -616,6 +639,13 @@ func (c *xctx) emitOutput(pt *Port) {
 		c.patchOutput(pt)
 		return
 	}
+	if c.ports.mirrors != nil {
+		c.mirrorEgress(pt) // xlate_mirror.go
+	}
+	if pt.tunnel != nil {
+		c.tunnelOutput(pt) // xlate_tunnel.go
+		return
+	}
 	c.commit()
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }
@@ -674,21 +704,24 @@ func (c *xctx) normal() {
 	if !ok {
 		return // not a VLAN the input port carries
 	}
+	if c.inPort != nil && (c.inPort.Bond != nil && !c.bondAdmit(vlan) || c.mirrorOut(c.inPort)) {
+		return // xlate_bond.go, xlate_mirror.go
+	}
 	mac := c.x.MAC
 	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
-		if mac.Learn(vlan, c.flow.EthSrc, c.inPort.OFPort, c.now) {
+		if mac.Learn(vlan, c.flow.EthSrc, c.learnPort(), c.now) {
 			c.out.Learned = true
 		}
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && pt != c.inPort && pt.VLAN.includes(vlan) {
+			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) && !c.mirrorOut(pt) {
 				c.normalOutput(pt, vlan, tag)
 			}
 			return
 		}
 	}
-	if !c.ports.vlans {
+	if !c.ports.vlans && c.ports.bonds == nil && c.ports.mirrors == nil {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
 		c.floodPorts(c.ports.FloodOrder(), true)
@@ -708,7 +741,8 @@ func (c *xctx) normal() {
 			break
 		}
 		for _, pt := range c.ports.FloodOrder() {
-			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || pt.NoFlood || !pt.VLAN.includes(vlan) {
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includes(vlan) ||
+				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
 			h := c.normalHeader(pt, vlan, tag)
@@ -760,6 +794,11 @@ func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
 // normalOutput outputs the frame to pt with the VLAN headers the port
 // wants, leaving the frame as it was for the next output.
 func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+	if pt.Bond != nil {
+		if pt = c.bondOutput(pt, vlan); pt == nil {
+			return
+		}
+	}
 	if !c.ports.vlans {
 		c.emitOutput(pt)
 		return

@@ -33,6 +33,16 @@ type BridgeConfig struct {
 	MACTableSize int
 	MACAging     time.Duration
 	Ports        []PortConfig // by name
+	// Bonds are the Ports with several Interfaces (bond.go), by name.
+	Bonds []BondConfig
+	// Mirrors are the bridge's Mirror rows (mirror.go), by name.
+	Mirrors []MirrorConfig
+	// SFlow is the bridge's sFlow, nil without (sample.go). The
+	// reconciler applies it apart from the other settings, without
+	// rebuilding the bridge.
+	SFlow *SFlowConfig
+	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
+	NetFlow *NetFlowConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -53,6 +63,12 @@ type PortConfig struct {
 	// Peer is a patch port's options:peer, the patch port of another
 	// bridge that it is joined to.
 	Peer string
+	// Options are a tunnel interface's options (vxlan, geneve, gre,
+	// ip6gre), which the switch checks when it adds the port; Tunnel is
+	// their canonical text (sorted key=value pairs), by which a change
+	// is seen.
+	Options map[string]string
+	Tunnel  string
 	// OFPortRequest is ofport_request, 0 when unset.
 	OFPortRequest uint32
 	// OFPortHint is the ofport the database holds from an earlier run
@@ -64,6 +80,9 @@ type PortConfig struct {
 	Local bool
 	// VLAN is the Port's tag, trunks and vlan_mode, checked.
 	VLAN VLANConfig
+	// Bond is the name of the bond (the Port) the interface is a member
+	// of, "" for a Port of one Interface.
+	Bond string
 	// Err, when set, says why the row cannot be configured; the switch is
 	// not asked to add the port, and Err goes to Interface.error.
 	Err string
@@ -206,6 +225,11 @@ type Rows struct {
 	CTTimeouts  map[string]*CTTimeoutPolicy
 	QoS         map[string]*QoS
 	Queues      map[string]*Queue
+	Mirrors     map[string]*Mirror // nil: none
+	// Sampling rows (sample.go); nil maps are empty.
+	SFlows   map[string]*SFlow
+	NetFlows map[string]*NetFlow
+	FSCS     map[string]*FlowSampleCollectorSet
 }
 
 // Build turns the rows into the desired configuration. It never fails:
@@ -224,6 +248,7 @@ func Build(r *Rows) Desired {
 	d.Policing = buildPolicing(r)
 	portOwner := map[string]string{}  // port name -> bridge
 	ifaceOwner := map[string]string{} // interface name -> bridge/port
+	sflowSubID := 0
 	for _, bu := range r.Root.Bridges {
 		br := r.Bridges[bu]
 		if br == nil {
@@ -244,6 +269,7 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {
 			bc.MACAging = time.Duration(s) * time.Second
@@ -275,6 +301,10 @@ func Build(r *Rows) Desired {
 				continue
 			}
 			portOwner[p.Name] = br.Name
+			bond, bondErr := bondOf(p, r.Interfaces, &d.Problems)
+			if bond != nil && bondErr == "" {
+				bc.Bonds = append(bc.Bonds, *bond)
+			}
 			for i, iu := range p.Interfaces {
 				in := r.Interfaces[iu]
 				if in == nil {
@@ -285,6 +315,9 @@ func Build(r *Rows) Desired {
 				pc.Type, pc.Err = ifaceType(in.Type)
 				if pc.Type == "patch" {
 					pc.Peer, pc.Err = patchPeer(in.Name, in.Options)
+				}
+				if isTunnelType(pc.Type) {
+					pc.Options, pc.Tunnel = in.Options, tunnelOptionsText(in.Options)
 				}
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
@@ -301,10 +334,12 @@ func Build(r *Rows) Desired {
 				case pc.Err != "":
 				case vlanErr != "":
 					pc.Err = vlanErr
-				case len(p.Interfaces) > 1:
-					pc.Err = fmt.Sprintf("port %s has %d interfaces: bonds are not supported by govswitchd", p.Name, len(p.Interfaces))
+				case bondErr != "":
+					pc.Err = bondErr
 				case in.Name == "" || len(in.Name) > 15:
 					pc.Err = fmt.Sprintf("could not open network device %q (a device name is 1 to 15 characters)", in.Name)
+				case bond != nil:
+					pc.Bond = p.Name
 				case in.Name != p.Name:
 					pc.Err = fmt.Sprintf("interface %s of port %s: govswitchd needs a port and its interface to have one name", in.Name, p.Name)
 				case in.Name == br.Name:
@@ -321,6 +356,8 @@ func Build(r *Rows) Desired {
 			}
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
+		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
+		bc.Mirrors = buildMirrors(br, r, &d.Problems) // mirror.go
 		d.Bridges = append(d.Bridges, bc)
 	}
 	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })
@@ -338,7 +375,10 @@ func ifaceType(t string) (typ, errMsg string) {
 	case "patch":
 		return "patch", ""
 	}
-	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal and patch are)", t)
+	if isTunnelType(t) {
+		return t, ""
+	}
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal, patch, vxlan, geneve, gre and ip6gre are)", t)
 }
 
 // patchPeer checks a patch interface's options as ovs-vswitchd's patch

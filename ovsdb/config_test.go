@@ -82,10 +82,10 @@ func TestBuild(t *testing.T) {
 			name: "unsupported interface type",
 			rows: func() *Rows {
 				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
-					map[string][]*Interface{"vx0": {iface("vx0", "vxlan")}})
+					map[string][]*Interface{"vx0": {iface("vx0", "bareudp")}})
 			},
 			check: func(t *testing.T, d Desired) {
-				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"vxlan" is not supported`) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"bareudp" is not supported`) {
 					t.Errorf("Err %q", e)
 				}
 			},
@@ -97,10 +97,70 @@ func TestBuild(t *testing.T) {
 					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
 			},
 			check: func(t *testing.T, d Desired) {
+				br := d.Bridges[0]
+				for _, p := range br.Ports {
+					if p.Err != "" || p.Bond != "bond0" {
+						t.Errorf("port %s Err %q Bond %q, want a member of bond0", p.Name, p.Err, p.Bond)
+					}
+				}
+				if len(br.Bonds) != 1 || br.Bonds[0].Name != "bond0" || br.Bonds[0].Mode != "active-backup" ||
+					strings.Join(br.Bonds[0].Members, ",") != "a,b" {
+					t.Errorf("bonds %+v", br.Bonds)
+				}
+			},
+		},
+		{
+			name: "bond balance-tcp refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
+				m := "balance-tcp"
+				r.Ports["p-bond0"].BondMode = &m
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
 				for _, p := range d.Bridges[0].Ports {
-					if !strings.Contains(p.Err, "bonds are not supported") {
+					if !strings.Contains(p.Err, "balance-tcp is not supported") {
 						t.Errorf("port %s Err %q", p.Name, p.Err)
 					}
+				}
+				if len(d.Bridges[0].Bonds) != 0 {
+					t.Errorf("refused bond in Bonds: %+v", d.Bridges[0].Bonds)
+				}
+			},
+		},
+		{
+			name: "bond lacp refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
+				l := "active"
+				r.Ports["p-bond0"].LACP = &l
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				for _, p := range d.Bridges[0].Ports {
+					if !strings.Contains(p.Err, "lacp=active is not supported") {
+						t.Errorf("port %s Err %q", p.Name, p.Err)
+					}
+				}
+			},
+		},
+		{
+			name: "bond balance-slb warns of no rebalancing",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
+				m := "balance-slb"
+				r.Ports["p-bond0"].BondMode = &m
+				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-hash-basis": "7", "bond-primary": "b"}
+				return r
+			},
+			problem: "balance-slb without rebalancing",
+			check: func(t *testing.T, d Desired) {
+				b := d.Bridges[0].Bonds
+				if len(b) != 1 || b[0].Mode != "balance-slb" || b[0].HashBasis != 7 || b[0].Primary != "b" {
+					t.Errorf("bonds %+v", b)
 				}
 			},
 		},

@@ -30,6 +30,7 @@ const (
 	TableCTTimeout  = "CT_Timeout_Policy"
 	TableQoS        = "QoS"
 	TableQueue      = "Queue"
+	TableMirror     = "Mirror"
 )
 
 // OpenvSwitch is the root row of the database (there is exactly one).
@@ -54,6 +55,11 @@ type Bridge struct {
 	OtherConfig map[string]string `ovsdb:"other_config"`
 	DatapathID  *string           `ovsdb:"datapath_id"` // written by the switch: 16 hex digits
 	DatapathTyp string            `ovsdb:"datapath_type"`
+	Mirrors     []string          `ovsdb:"mirrors"` // Mirror UUIDs (mirror.go)
+	// Sampling and export rows (sample.go).
+	SFlow   *string `ovsdb:"sflow"`
+	NetFlow *string `ovsdb:"netflow"`
+	IPFIX   *string `ovsdb:"ipfix"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -68,6 +74,11 @@ type Port struct {
 	VLANMode *string `ovsdb:"vlan_mode"`
 	// QoS is the port's QoS row (egress queues), if any.
 	QoS *string `ovsdb:"qos"`
+	// Bond settings, for a Port with several Interfaces (bond.go).
+	BondMode      *string `ovsdb:"bond_mode"`
+	LACP          *string `ovsdb:"lacp"`
+	BondUpdelay   int     `ovsdb:"bond_updelay"`
+	BondDowndelay int     `ovsdb:"bond_downdelay"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,
@@ -142,10 +153,15 @@ func ClientModel() (model.ClientDBModel, error) {
 		TablePort:       &Port{},
 		TableInterface:  &Interface{},
 		TableController: &Controller{},
+		TableSFlow:      &SFlow{},
+		TableNetFlow:    &NetFlow{},
+		TableIPFIX:      &IPFIX{},
+		TableFSCS:       &FlowSampleCollectorSet{},
 		TableDatapath:   &Datapath{},
 		TableCTZone:     &CTZone{},
 		TableCTTimeout:  &CTTimeoutPolicy{},
 		TableQoS:        &QoS{},
 		TableQueue:      &Queue{},
+		TableMirror:     &Mirror{},
 	})
 }

@@ -95,11 +95,16 @@ func (m *Monitor) Run(ctx context.Context) error {
 		TablePort:       modelColumns(&Port{}),
 		TableInterface:  modelColumns(&Interface{}),
 		TableController: modelColumns(&Controller{}),
+		TableSFlow:      modelColumns(&SFlow{}),
+		TableNetFlow:    modelColumns(&NetFlow{}),
+		TableIPFIX:      modelColumns(&IPFIX{}),
+		TableFSCS:       modelColumns(&FlowSampleCollectorSet{}),
 		TableDatapath:   modelColumns(&Datapath{}),
 		TableCTZone:     modelColumns(&CTZone{}),
 		TableCTTimeout:  modelColumns(&CTTimeoutPolicy{}),
 		TableQoS:        modelColumns(&QoS{}),
 		TableQueue:      modelColumns(&Queue{}),
+		TableMirror:     modelColumns(&Mirror{}),
 	}
 	cctx, cancel := context.WithTimeout(ctx, txnTimeout)
 	c, err := connect(cctx, remote, m.TLS, cols, poke)
@@ -197,11 +202,13 @@ func snapshot(c *dbClient) *Rows {
 			}
 		}
 	}
+	snapshotSampling(tc, r)
 	copyRows(tc.Table(TableDatapath), r.Datapaths)
 	copyRows(tc.Table(TableCTZone), r.CTZones)
 	copyRows(tc.Table(TableCTTimeout), r.CTTimeouts)
 	copyRows(tc.Table(TableQoS), r.QoS)
 	copyRows(tc.Table(TableQueue), r.Queues)
+	snapshotMirrors(tc.Table(TableMirror), r) // mirror.go
 	return r
 }
 

@@ -62,6 +62,7 @@ type PortState struct {
 	Type   string // "system", "internal" or "patch"
 	OFPort uint32 // 65534 (OFPP_LOCAL) for the bridge's own port
 	Peer   string // a patch port's peer
+	Tunnel string // a tunnel port's options, as PortConfig.Tunnel
 	// Device state, from the network device of that name; Known is false
 	// when there is no such device to ask (e.g. on the in-memory
 	// datapath), and then the rest are zero.
@@ -87,6 +88,13 @@ type ifaceStatus struct {
 // applied is what the reconciler last did to one bridge.
 type applied struct {
 	cfg BridgeConfig
+	// sflow is the sFlow the bridge runs, known when sflowOK (a rebuilt
+	// bridge runs none).
+	sflow   *SFlowConfig
+	sflowOK bool
+	// netflow likewise.
+	netflow   *NetFlowConfig
+	netflowOK bool
 }
 
 // Reconciler drives a Switch towards a Desired configuration. It is not
@@ -133,14 +141,15 @@ func (r *Reconciler) errorf(format string, args ...any) {
 
 // problemf logs a problem at level (slog.LevelWarn for configuration
 // refused, LevelError for a bridge or port that failed to come up),
-// unless the previous pass logged it too.
+// unless the previous pass or this one logged it already.
 func (r *Reconciler) problemf(level slog.Level, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if r.seenNext == nil {
 		r.seenNext = map[string]bool{}
 	}
+	again := r.seenNext[msg] // said already this pass (a bond's members share their bond's error)
 	r.seenNext[msg] = true
-	if !r.seen[msg] && r.Logf != nil {
+	if !r.seen[msg] && !again && r.Logf != nil {
 		r.Logf(level, "%s", msg)
 	}
 }
@@ -209,6 +218,10 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
 		}
+		if a := r.running[bc.Name]; a != nil {
+			r.applySFlow(a, bc)
+			r.applyNetFlow(a, bc)
+		}
 	}
 	return ifaces, dpids
 }
@@ -252,6 +265,8 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 	if settingsEqual(&a.cfg, bc) {
 		return nil
 	}
+	// The rebuilt bridge runs no sFlow or NetFlow yet.
+	a.sflow, a.sflowOK, a.netflow, a.netflowOK = nil, false, nil, false
 	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
 		// The old settings may be half gone: try again next time.
 		a.cfg = BridgeConfig{}
@@ -265,6 +280,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 func settingsOnly(bc *BridgeConfig) BridgeConfig {
 	c := *bc
 	c.Ports = nil
+	c.SFlow, c.NetFlow = nil, nil // applied apart (applySFlow, applyNetFlow)
 	c.Protocols = append([]uint8(nil), bc.Protocols...)
 	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
 	return c
@@ -298,7 +314,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			continue // the bridge's own port lives as long as the bridge
 		}
 		pc := wanted[ps.Name]
-		if pc != nil && pc.Type == ps.Type && pc.Peer == ps.Peer && (pc.OFPortRequest == 0 || pc.OFPortRequest == ps.OFPort) {
+		if pc != nil && pc.Type == ps.Type && pc.Peer == ps.Peer && pc.Tunnel == ps.Tunnel && (pc.OFPortRequest == 0 || pc.OFPortRequest == ps.OFPort) {
 			continue
 		}
 		if err := r.sw.DeletePort(bc.Name, ps.Name); err != nil {
@@ -363,6 +379,8 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			r.logf("bridge %s: port %s: VLAN %s", bc.Name, pc.Name, pc.VLAN)
 		}
 	}
+	r.applyBonds(bc, out) // bond.go
+	r.applyMirrors(bc)    // mirror.go
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if _, done := out[pc.IfaceUUID]; done {

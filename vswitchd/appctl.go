@@ -22,6 +22,7 @@ func (d *Daemon) registerCommands() {
 	s := d.ctl
 	s.Register("exit", "[--cleanup]", 0, 1, d.exitCmd)
 	d.registerMoreCommands()
+	d.registerBondCommands() // appctl_bond.go
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [--names | --no-names] [DP]", 0, 4, d.dpctlDumpFlows)
@@ -88,7 +89,7 @@ func (d *Daemon) dpifShow([]string) (string, error) {
 				fmt.Fprintf(&sb, "    %s %s/none: (patch: peer=%s)\n", p.Name, ofp, p.Peer)
 				continue
 			}
-			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type)
+			fmt.Fprintf(&sb, "    %s %s/%d: (%s)\n", p.Name, ofp, p.DPPort, p.Type+tunnelShowConfig(p)) // tunnel.go
 		}
 	}
 	return sb.String(), nil
@@ -119,6 +120,9 @@ func (d *Daemon) dpctlShow(args []string) (string, error) {
 			if vp.Type == datapath.VportInternal {
 				typ = " (internal)"
 			}
+			if k := bk.TunnelVportKind(vp.PortNo); k != "" {
+				typ = " (" + k + ": packet_type=ptap)" // as ovs-dpctl shows a tunnel device: tunnel.go
+			}
 			fmt.Fprintf(&sb, "  port %d: %s%s\n", vp.PortNo, vp.Name, typ)
 			if len(args) > 0 && args[0] == "-s" {
 				s := vp.Stats
@@ -146,7 +150,7 @@ func (d *Daemon) dpctlDumpFlows(args []string) (string, error) {
 			if o.verbose {
 				fmt.Fprintf(&sb, "%s, ", f.UFID)
 			}
-			sb.WriteString(namePorts(flow.Format(&f.Key, &f.Mask), names))
+			sb.WriteString(namePorts(flow.Format(&f.Key, dumpedTunnelMask(&f.Key, &f.Mask)), names)) // tunnel.go
 			fmt.Fprintf(&sb, ", packets:%d, bytes:%d, used:%s, actions:%s\n",
 				f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), nameActionPorts(datapath.FormatActions(f.Actions), names))
 			return nil

@@ -70,7 +70,7 @@ func (d *Daemon) dpifDumpFlows(args []string) (string, error) {
 		if verbose && !f.UFID.IsZero() {
 			sb.WriteString(f.UFID.String() + " ")
 		}
-		sb.WriteString(namePorts(flow.Format(&f.Key, &f.Mask), dpNames))
+		sb.WriteString(namePorts(flow.Format(&f.Key, dumpedTunnelMask(&f.Key, &f.Mask)), dpNames)) // tunnel.go
 		fmt.Fprintf(&sb, ", packets:%d, bytes:%d, used:%s, actions:%s\n",
 			f.Stats.Packets, f.Stats.Bytes, usedString(f.Stats.Used), nameActionPorts(datapath.FormatActions(f.Actions), dpNames))
 		return nil

@@ -260,9 +260,12 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	if err != nil {
 		return err
 	}
-	if p.Type == ofproto.PortTypePatch {
+	switch {
+	case p.Type == ofproto.PortTypePatch:
 		_, err = b.AddPatchPort(p.Name, p.Peer, ofport, v)
-	} else {
+	case ofproto.IsTunnelType(p.Type):
+		err = addTunnelPort(b, p, ofport, v) // tunnel.go
+	default:
 		_, err = b.AddPortVLAN(p.Name, p.Type, ofport, v)
 	}
 	if err != nil {
@@ -355,11 +358,11 @@ func (s *ovsdbSwitch) Ports(bridge string) ([]ovsdb.PortState, error) {
 	list := b.Ports.Snapshot().List()
 	out := make([]ovsdb.PortState, 0, len(list))
 	for _, p := range list {
-		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort, Peer: p.Peer}
+		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort, Peer: p.Peer, Tunnel: tunnelOptionsText(p)}
 		if p.OFPort == openflow.PortLocal {
 			ps.OFPort = ofppLocal
 		}
-		if !inMemory && !p.IsPatch() {
+		if !inMemory && !p.IsPatch() && !p.IsTunnel() {
 			if ifc, err := net.InterfaceByName(p.Name); err == nil {
 				ps.Known = true
 				ps.IfIndex = ifc.Index

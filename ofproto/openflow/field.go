@@ -61,8 +61,11 @@ const (
 	FieldARPSHA
 	FieldARPTHA
 	FieldTunnelID   // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
+	FieldTunFlags   // NXM_NX_TUN_FLAGS (field_tun.go); in OVS's order of TLVs
 	FieldTunIPv4Src // NXM_NX_TUN_IPV4_SRC
 	FieldTunIPv4Dst // NXM_NX_TUN_IPV4_DST
+	FieldTunIPv6Src // NXM_NX_TUN_IPV6_SRC (field_tun.go)
+	FieldTunIPv6Dst // NXM_NX_TUN_IPV6_DST
 	FieldReg0       // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
@@ -247,6 +250,7 @@ func init() {
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Src[:] })
 	defBytes(FieldTunIPv4Dst, "tun_dst", nx1(32), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Dst[:] })
+	defTunnelFields(nx1) // field_tun.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,

@@ -72,6 +72,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 			mv := d.get(m.Mask.Key())
 			full, zero = mv == d.get(d.cover.Key()), mv == 0
 		}
+		full = full && f != FieldTunFlags // 16 bits on the wire, one of them public: field_tun.go
 		if zero || !prereqOK(d.pre, &m.Key, &m.Mask) {
 			continue
 		}

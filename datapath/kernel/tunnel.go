@@ -1,0 +1,119 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/vishvananda/netlink"
+)
+
+// tunnelMTU is the MTU ovs-vswitchd gives the tunnel devices it creates:
+// as large as the device allows, so that the datapath, not the device,
+// decides what fits.
+const tunnelMTU = 65000
+
+// AddTunnelVport returns the shared vport of tunnels of kind on dstPort,
+// as ovs-vswitchd 3.1 makes it on Linux (lib/dpif-netlink-rtnl.c): a
+// network device of the kind's lightweight-tunnel type in collect-metadata
+// mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap), made
+// over rtnetlink and attached as a netdev vport. Where the kernel refuses
+// the device (a module missing, a kernel without metadata mode), the legacy
+// tunnel vport type (OVS_VPORT_TYPE_VXLAN, GENEVE, GRE, with the UDP port
+// in OVS_TUNNEL_ATTR_DST_PORT) is tried, as ovs-vswitchd falls back to it;
+// ip6gre has no legacy type. A vport of that name the datapath already has
+// (an earlier run's) is returned as it is. It needs CAP_NET_ADMIN.
+func (d *Datapath) AddTunnelVport(kind string, dstPort uint16) (datapath.Vport, error) {
+	if dstPort == 0 {
+		dstPort = datapath.TunnelDefaultPort(kind)
+	}
+	name := datapath.TunnelVportName(kind, dstPort)
+	if vp, err := d.Vport(name); err == nil {
+		return vp, nil
+	}
+	rtErr := d.makeTunnelDevice(kind, name, dstPort)
+	if rtErr == nil {
+		vp, err := d.AddVport(datapath.VportSpec{Name: name, Type: datapath.VportNetdev})
+		if err == nil {
+			return vp, nil
+		}
+		if l, lerr := netlink.LinkByName(name); lerr == nil {
+			netlink.LinkDel(l)
+		}
+		rtErr = err
+	}
+	legacy := datapath.TunnelLegacyType(kind)
+	if legacy == 0 {
+		return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: %w", name, rtErr)
+	}
+	vp, err := d.AddVport(datapath.VportSpec{Name: name, Type: legacy, DstPort: dstPort})
+	if err != nil {
+		return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: over rtnetlink: %v; as a %s vport: %w", name, rtErr, legacy, err)
+	}
+	return vp, nil
+}
+
+// makeTunnelDevice creates (or finds, when one of the right kind is left
+// over) the collect-metadata device name of kind and sets it up.
+func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = name
+	attrs.MTU = tunnelMTU
+	var link netlink.Link
+	switch kind {
+	case datapath.TunnelVXLAN:
+		link = &netlink.Vxlan{LinkAttrs: attrs, FlowBased: true, Port: int(dstPort), UDP6ZeroCSumRx: true}
+	case datapath.TunnelGeneve:
+		link = &netlink.Geneve{LinkAttrs: attrs, FlowBased: true, Dport: dstPort}
+	case datapath.TunnelGRE:
+		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv4zero}
+	case datapath.TunnelIP6GRE:
+		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv6zero}
+	default:
+		return fmt.Errorf("tunnel kind %q: %w", kind, datapath.ErrNotSupported)
+	}
+	if old, err := netlink.LinkByName(name); err == nil {
+		if old.Type() != link.Type() {
+			return fmt.Errorf("device %s exists and is a %s, not a %s", name, old.Type(), link.Type())
+		}
+		link = old
+	} else if err := netlink.LinkAdd(link); err != nil {
+		// Some kernels refuse the large MTU at creation: the device's
+		// default serves.
+		attrs.MTU = 0
+		link2 := link
+		switch l := link2.(type) {
+		case *netlink.Vxlan:
+			l.LinkAttrs = attrs
+		case *netlink.Geneve:
+			l.LinkAttrs = attrs
+		case *netlink.Gretap:
+			l.LinkAttrs = attrs
+		}
+		if err2 := netlink.LinkAdd(link2); err2 != nil {
+			return fmt.Errorf("create %s device %s: %w", link.Type(), name, errors.Join(err, err2))
+		}
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		netlink.LinkDel(link)
+		return fmt.Errorf("set %s up: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteTunnelVport deletes the vport and, for a netdev vport, the device
+// AddTunnelVport made for it (the kernel deletes a legacy vport's own).
+func (d *Datapath) DeleteTunnelVport(vp datapath.Vport) error {
+	err := d.DeleteVport(vp.PortNo)
+	if vp.Type == datapath.VportNetdev {
+		if l, lerr := netlink.LinkByName(vp.Name); lerr == nil {
+			if derr := netlink.LinkDel(l); derr != nil {
+				err = errors.Join(err, fmt.Errorf("delete device %s: %w", vp.Name, derr))
+			}
+		}
+	}
+	return err
+}
+
+var _ datapath.TunnelVporter = (*Datapath)(nil)

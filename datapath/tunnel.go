@@ -1,0 +1,70 @@
+package datapath
+
+import "fmt"
+
+// TunnelKinds are the tunnel types a datapath's shared tunnel vports carry,
+// as Interface.type names them.
+const (
+	TunnelVXLAN  = "vxlan"
+	TunnelGeneve = "geneve"
+	TunnelGRE    = "gre"
+	TunnelIP6GRE = "ip6gre"
+)
+
+// TunnelVporter is a datapath that makes the shared tunnel vports itself,
+// as ovs-vswitchd does on Linux: a lightweight-tunnel network device in
+// collect-metadata mode created over rtnetlink and attached as a netdev
+// vport, or the legacy tunnel vport type where that fails. A datapath that
+// is not one (the in-memory datapath) gets the legacy vport types through
+// AddVport.
+type TunnelVporter interface {
+	// AddTunnelVport returns the vport for tunnels of kind (TunnelVXLAN,
+	// ...) on UDP port dstPort (0: the kind's default; ignored for GRE),
+	// named as TunnelVportName says: the one the datapath already has,
+	// or a new one.
+	AddTunnelVport(kind string, dstPort uint16) (Vport, error)
+	// DeleteTunnelVport deletes a vport AddTunnelVport returned, and the
+	// network device made for it.
+	DeleteTunnelVport(vp Vport) error
+}
+
+// TunnelDefaultPort is the IANA UDP port of a UDP tunnel kind, 0 for GRE.
+func TunnelDefaultPort(kind string) uint16 {
+	switch kind {
+	case TunnelVXLAN:
+		return 4789
+	case TunnelGeneve:
+		return 6081
+	}
+	return 0
+}
+
+// TunnelVportName is the name ovs-vswitchd gives the shared vport of
+// tunnels of kind on dstPort: vxlan_sys_4789, genev_sys_6081, gre_sys,
+// ip6gre_sys.
+func TunnelVportName(kind string, dstPort uint16) string {
+	if dstPort == 0 {
+		dstPort = TunnelDefaultPort(kind)
+	}
+	switch kind {
+	case TunnelVXLAN:
+		return fmt.Sprintf("vxlan_sys_%d", dstPort)
+	case TunnelGeneve:
+		return fmt.Sprintf("genev_sys_%d", dstPort)
+	}
+	return kind + "_sys"
+}
+
+// TunnelLegacyType is the compat vport type of a tunnel kind, or 0 where
+// the kernel has none (ip6gre).
+func TunnelLegacyType(kind string) VportType {
+	switch kind {
+	case TunnelVXLAN:
+		return VportVXLAN
+	case TunnelGeneve:
+		return VportGeneve
+	case TunnelGRE:
+		return VportGRE
+	}
+	return 0
+}

@@ -1,0 +1,418 @@
+package ofproto
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Bonds, as ovs-vswitchd's bond.c has them for a Port with several
+// Interfaces: every member is an OpenFlow port of its own (an output to it
+// goes to that device only), and NORMAL treats the members together as one
+// bundle: it learns addresses on the bond, floods to it once, and sends
+// each flow to one member; what arrives on a member that should not carry
+// it is dropped. A member is enabled while its device has carrier and is
+// administratively up (bond-detect-mode carrier; there is no updelay or
+// downdelay). LACP and balance-tcp are not implemented: the database layer
+// refuses them.
+
+// BondMode is a bond's bond_mode.
+type BondMode uint8
+
+const (
+	// BondActiveBackup sends everything on one member, the active one,
+	// and accepts only what arrives there.
+	BondActiveBackup BondMode = iota
+	// BondBalanceSLB spreads flows over the enabled members by a hash of
+	// the source MAC and VLAN; broadcast and multicast are accepted on the
+	// active member only, and a frame whose source was learned on another
+	// port is dropped (it is our own flood come back on another member).
+	BondBalanceSLB
+)
+
+// String returns the mode as bond_mode spells it.
+func (m BondMode) String() string {
+	if m == BondBalanceSLB {
+		return "balance-slb"
+	}
+	return "active-backup"
+}
+
+// ParseBondMode parses a bond_mode value this switch implements.
+func ParseBondMode(s string) (BondMode, error) {
+	switch s {
+	case "", "active-backup":
+		return BondActiveBackup, nil
+	case "balance-slb":
+		return BondBalanceSLB, nil
+	}
+	return 0, fmt.Errorf("bond_mode %q is not supported by govswitchd (active-backup and balance-slb are)", s)
+}
+
+// BondConfig is one bond as the configuration asks for it.
+type BondConfig struct {
+	Name    string // the Port's name
+	Mode    BondMode
+	Members []string // device names of member ports of the bridge
+	// Primary is other_config:bond-primary, the member active-backup
+	// prefers while it is enabled ("" none).
+	Primary string
+	// HashBasis is other_config:bond-hash-basis.
+	HashBasis uint32
+	// AllMembersActive is other_config:all-members-active: balance-slb
+	// accepts broadcast and multicast on every member, not only on the
+	// active one.
+	AllMembersActive bool
+	// Log, if set, is told of members enabled and disabled and of the
+	// active member changing, in ovs-vswitchd's words (module bond). It
+	// is no part of the configuration's identity.
+	Log *slog.Logger
+}
+
+func (c *BondConfig) equal(d *BondConfig) bool {
+	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis ||
+		c.AllMembersActive != d.AllMembersActive || len(c.Members) != len(d.Members) {
+		return false
+	}
+	for i := range c.Members {
+		if c.Members[i] != d.Members[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// bondBuckets is the number of SLB hash buckets, as OVS's BOND_BUCKETS.
+const bondBuckets = 256
+
+// Bond is one bond of a bridge. Its configuration never changes (a change
+// makes a new Bond); the choice of active member and of each SLB bucket's
+// member is sticky across port changes and lives here, under mu. What
+// translation reads is the bondState of the current PortSet.
+type Bond struct {
+	Config BondConfig
+
+	mu sync.Mutex
+	// active is the name of the active member ("" none yet): kept while it
+	// stays enabled, as OVS keeps its last active member.
+	active string
+	// buckets are the member names of the SLB buckets ("" unassigned).
+	buckets [bondBuckets]string
+	// next is the round-robin position for assigning buckets.
+	next int
+	// was is each member's enabled state at the last choice, for the log.
+	was map[string]bool
+	// nmembers is how many members the buckets were spread over: when
+	// members join, the buckets are spread afresh (there is no
+	// rebalancing to even them out later).
+	nmembers int
+}
+
+// bondState is a bond as one PortSet sees it: immutable.
+type bondState struct {
+	bond    *Bond
+	members []*Port // by name
+	enabled []bool  // members[i] is enabled
+	active  *Port   // nil when no member is enabled
+	// rep is the member that stands for the bond where NORMAL walks the
+	// ports (flooding) and learns: the lowest OpenFlow port number.
+	rep *Port
+	// buckets[h] is the member an SLB flow of hash h goes to.
+	buckets [bondBuckets]*Port
+}
+
+// memberEnabled is the carrier detection: up administratively, with a
+// link.
+func memberEnabled(p *Port) bool { return !p.Down && !p.LinkDown && !p.NoFwd }
+
+// buildBondStates computes every bond's state for a new port list, and
+// updates the sticky choices. The caller holds the Ports' lock.
+func buildBondStates(list []*Port) map[*Bond]*bondState {
+	var m map[*Bond]*bondState
+	for _, pt := range list {
+		if pt.Bond == nil {
+			continue
+		}
+		if m == nil {
+			m = map[*Bond]*bondState{}
+		}
+		st := m[pt.Bond]
+		if st == nil {
+			st = &bondState{bond: pt.Bond}
+			m[pt.Bond] = st
+		}
+		st.members = append(st.members, pt)
+		if st.rep == nil || pt.OFPort < st.rep.OFPort {
+			st.rep = pt
+		}
+	}
+	for _, st := range m {
+		st.bond.choose(st)
+	}
+	return m
+}
+
+// choose picks the active member and the SLB buckets' members of st.
+func (bd *Bond) choose(st *bondState) {
+	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Name < st.members[j].Name })
+	st.enabled = make([]bool, len(st.members))
+	byName := map[string]*Port{}
+	var en []*Port
+	for i, p := range st.members {
+		st.enabled[i] = memberEnabled(p)
+		if st.enabled[i] {
+			byName[p.Name] = p
+			en = append(en, p)
+		}
+	}
+	bd.mu.Lock()
+	defer bd.mu.Unlock()
+	log := bd.Config.Log
+	if bd.was == nil {
+		bd.was = map[string]bool{}
+	}
+	for i, p := range st.members {
+		if was, ok := bd.was[p.Name]; (!ok || was != st.enabled[i]) && log != nil {
+			log.Info(fmt.Sprintf("member %s: %s", p.Name, map[bool]string{true: "enabled", false: "disabled"}[st.enabled[i]]))
+		}
+		bd.was[p.Name] = st.enabled[i]
+	}
+	prev := bd.active
+	defer func() {
+		switch {
+		case log == nil || bd.active == prev:
+		case bd.active == "":
+			log.Info(fmt.Sprintf("bond %s: all members disabled", bd.Config.Name))
+		default:
+			log.Info(fmt.Sprintf("bond %s: active member is now %s", bd.Config.Name, bd.active))
+		}
+	}()
+	// As bond_choose_member: the primary if enabled, else the last
+	// active member if still enabled, else the first enabled member.
+	switch {
+	case bd.Config.Primary != "" && byName[bd.Config.Primary] != nil:
+		bd.active = bd.Config.Primary
+	case byName[bd.active] != nil:
+	case len(en) > 0:
+		bd.active = en[0].Name
+	default:
+		bd.active = ""
+	}
+	st.active = byName[bd.active]
+	if bd.Config.Mode != BondBalanceSLB || len(en) == 0 {
+		return
+	}
+	if bd.nmembers != len(st.members) {
+		bd.nmembers, bd.buckets, bd.next = len(st.members), [bondBuckets]string{}, 0
+	}
+	for h := range bd.buckets {
+		p := byName[bd.buckets[h]]
+		if p == nil {
+			p = en[bd.next%len(en)]
+			bd.next++
+			bd.buckets[h] = p.Name
+		}
+		st.buckets[h] = p
+	}
+}
+
+// outputMember is the member a frame from source MAC src in VLAN vlan
+// leaves the bond by, nil when no member is enabled. It does not allocate.
+func (st *bondState) outputMember(src [6]byte, vlan uint16) *Port {
+	if st.bond.Config.Mode == BondActiveBackup {
+		return st.active
+	}
+	return st.buckets[bondHashMAC(src, vlan, st.bond.Config.HashBasis)%bondBuckets]
+}
+
+// bondHashMAC hashes a source MAC and VLAN for SLB with basis, as OVS's
+// hash_mac (lib/packets.h): the address and VLAN as one 64-bit word,
+// hashed with hash_uint64_basis. Being the same hash, bond/hash agrees
+// with ovs-vswitchd's and a MAC lands in the same bucket number.
+func bondHashMAC(mac [6]byte, vlan uint16, basis uint32) uint32 {
+	w := uint64(vlan)<<48 | uint64(mac[0])<<40 | uint64(mac[1])<<32 | uint64(mac[2])<<24 |
+		uint64(mac[3])<<16 | uint64(mac[4])<<8 | uint64(mac[5])
+	h := mhashAdd(basis, uint32(w))
+	h = mhashAdd(h, uint32(w>>32))
+	return mhashFinish(h ^ 8)
+}
+
+// mhashAdd and mhashFinish are OVS's murmur-based hash steps (lib/hash.h).
+func mhashAdd(h, data uint32) uint32 {
+	data *= 0xcc9e2d51
+	data = data<<15 | data>>17
+	data *= 0x1b873593
+	h ^= data
+	h = h<<13 | h>>19
+	return h*5 + 0xe6546b64
+}
+
+func mhashFinish(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// BondHash is bond/hash: the SLB bucket of a MAC in a VLAN with basis.
+func BondHash(mac [6]byte, vlan uint16, basis uint32) uint8 {
+	return uint8(bondHashMAC(mac, vlan, basis))
+}
+
+// BondStatus is a bond as bond/show reports it.
+type BondStatus struct {
+	Config  BondConfig
+	Members []BondMemberStatus // by name
+	// Active is the active member's name, "" when none; ActiveMAC its
+	// device's address.
+	Active    string
+	ActiveMAC [6]byte
+}
+
+// BondMemberStatus is one member of a BondStatus.
+type BondMemberStatus struct {
+	Name    string
+	OFPort  uint32
+	Enabled bool
+	// MayEnable is the device's carrier, as ofproto-dpif hands bond.c a
+	// port's may_enable (with no LACP to veto it).
+	MayEnable bool
+}
+
+// Bonds returns the bridge's bonds, by name.
+func (b *Bridge) Bonds() []BondStatus {
+	s := b.Ports.Snapshot()
+	out := make([]BondStatus, 0, len(s.bonds))
+	for _, st := range s.bonds {
+		bs := BondStatus{Config: st.bond.Config}
+		for i, p := range st.members {
+			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i], MayEnable: !p.LinkDown})
+		}
+		if st.active != nil {
+			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
+		}
+		out = append(out, bs)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })
+	return out
+}
+
+// SetBonds makes cfgs the bridge's bonds: each member port joins its
+// bond, ports of no bond leave theirs. A bond whose configuration changed
+// starts afresh, and, as ofproto-dpif on a bundle change, the addresses
+// learned on its members are forgotten. Members must be ports of the
+// bridge; a bond naming a missing port is not set up and its error is in
+// the map returned, by bond name (the others still apply). Every
+// translation is made stale.
+func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := map[string]*Bond{}
+	for _, p := range b.Ports.Snapshot().List() {
+		if p.Bond != nil {
+			old[p.Bond.Config.Name] = p.Bond
+		}
+	}
+	want := map[string]*Bond{} // member name -> bond
+	var errs map[string]error
+	for i := range cfgs {
+		c := cfgs[i]
+		c.Members = append([]string(nil), c.Members...)
+		sort.Strings(c.Members)
+		bd := old[c.Name]
+		if bd == nil || !bd.Config.equal(&c) {
+			bd = &Bond{Config: c}
+		}
+		var missing []string
+		for _, m := range c.Members {
+			if b.Ports.byName(m) == nil {
+				missing = append(missing, m)
+			}
+		}
+		if len(missing) > 0 {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[c.Name] = fmt.Errorf("members %s are not ports of bridge %s", strings.Join(missing, ", "), b.Name)
+			continue
+		}
+		for _, m := range c.Members {
+			want[m] = bd
+		}
+	}
+	changed := false
+	for _, p := range b.Ports.Snapshot().List() {
+		bd := want[p.Name]
+		if p.Bond == bd {
+			continue
+		}
+		np := *p
+		np.Bond = bd
+		if err := b.Ports.Add(np); err != nil {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[bd.Config.Name] = err
+			continue
+		}
+		b.MAC.FlushPort(p.OFPort)
+		changed = true
+	}
+	if changed {
+		b.Tables.Invalidate()
+	}
+	return errs
+}
+
+// SetActiveMember makes member the active member of bond (bond/set-
+// active-member). changed is false when it already was. The errors are
+// bond.c's words.
+func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.Ports.Snapshot().bondNamed(bond)
+	if st == nil {
+		return false, fmt.Errorf("no such bond")
+	}
+	i := sort.Search(len(st.members), func(i int) bool { return st.members[i].Name >= member })
+	if i == len(st.members) || st.members[i].Name != member {
+		return false, fmt.Errorf("no such member")
+	}
+	if !st.enabled[i] {
+		return false, fmt.Errorf("cannot make disabled member active")
+	}
+	if st.active == st.members[i] {
+		return false, nil
+	}
+	st.bond.mu.Lock()
+	st.bond.active = member
+	st.bond.mu.Unlock()
+	if log := st.bond.Config.Log; log != nil {
+		log.Info(fmt.Sprintf("bond %s: active member is now %s", bond, member))
+	}
+	b.Ports.republish()
+	b.Tables.Invalidate()
+	return true, nil
+}
+
+// bondNamed is the state of the bond called name, or nil.
+func (s *PortSet) bondNamed(name string) *bondState {
+	for bd, st := range s.bonds {
+		if bd.Config.Name == name {
+			return st
+		}
+	}
+	return nil
+}
+
+// republish rebuilds the current port set, for a change of bond state
+// that is not a port change.
+func (p *Ports) republish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.store(append([]*Port(nil), p.cur.Load().list...))
+}

@@ -1,0 +1,171 @@
+package ofproto
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Port mirroring (the Mirror table), as ofproto-dpif-mirror and the
+// translator's mirror_packet do it: a mirror selects packets by the ports
+// they enter (SrcPorts) or leave by (DstPorts), or all of them, optionally
+// only those of some VLANs, and sends a copy of each to one port
+// (OutputPort) or floods it in a VLAN (OutputVLAN, remote SPAN). A packet
+// goes to each mirror at most once however often it matches. A mirror
+// output port takes no part in NORMAL switching: what arrives on it is
+// dropped, and NORMAL neither floods nor forwards to it.
+
+// maxMirrors is OVS's MAX_MIRRORS: a translation tracks mirrors in a
+// 32-bit mask.
+const maxMirrors = 32
+
+// MirrorConfig is one mirror as the configuration asks for it. Ports are
+// device names (a bond's members for a bond Port).
+type MirrorConfig struct {
+	Name      string
+	SelectAll bool
+	SrcPorts  []string
+	DstPorts  []string
+	// VLANs limits the mirror to packets of these VLANs (nil: all).
+	VLANs []uint16
+	// OutputPort is the port copies go to, or "" when OutputVLAN is set:
+	// then copies are flooded in VLAN OutputVLAN.
+	OutputPort string
+	OutputVLAN uint16
+}
+
+// mirror is a MirrorConfig compiled against one port set.
+type mirror struct {
+	bit      uint32
+	all      bool
+	src, dst map[uint32]bool // OpenFlow ports
+	vlans    *VLANSet        // nil: any VLAN
+	out      *Port           // nil: OutputVLAN
+	outVLAN  uint16
+}
+
+// mirrorSet is the bridge's mirrors for one PortSet.
+type mirrorSet struct {
+	list []mirror
+	// outPorts are the mirror output ports, which NORMAL leaves alone.
+	outPorts map[uint32]bool
+}
+
+// compileMirrors builds the mirrors of cfgs over the ports in list. A
+// mirror naming a missing output port does nothing (as in OVS, where it
+// has no output until the port exists); a missing selected port selects
+// nothing.
+func compileMirrors(cfgs []MirrorConfig, list []*Port) *mirrorSet {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	byName := make(map[string]*Port, len(list))
+	for _, p := range list {
+		byName[p.Name] = p
+	}
+	ms := &mirrorSet{outPorts: map[uint32]bool{}}
+	for i, c := range cfgs {
+		if i >= maxMirrors {
+			break
+		}
+		m := mirror{bit: 1 << i, all: c.SelectAll, src: map[uint32]bool{}, dst: map[uint32]bool{}, outVLAN: c.OutputVLAN}
+		for _, n := range c.SrcPorts {
+			if p := byName[n]; p != nil {
+				m.src[p.OFPort] = true
+			}
+		}
+		for _, n := range c.DstPorts {
+			if p := byName[n]; p != nil {
+				m.dst[p.OFPort] = true
+			}
+		}
+		if len(c.VLANs) > 0 {
+			m.vlans = new(VLANSet)
+			for _, v := range c.VLANs {
+				m.vlans.Add(v & 0xfff)
+			}
+		}
+		if c.OutputPort != "" {
+			m.out = byName[c.OutputPort]
+			if m.out == nil {
+				continue
+			}
+			ms.outPorts[m.out.OFPort] = true
+		}
+		ms.list = append(ms.list, m)
+	}
+	return ms
+}
+
+// CheckMirrors reports what is wrong with cfgs as a whole: more mirrors
+// than OVS allows, a name used twice, a mirror with no output or two.
+func CheckMirrors(cfgs []MirrorConfig) error {
+	if len(cfgs) > maxMirrors {
+		return fmt.Errorf("%d mirrors: at most %d are supported", len(cfgs), maxMirrors)
+	}
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if seen[c.Name] {
+			return fmt.Errorf("mirror %s: name used twice", c.Name)
+		}
+		seen[c.Name] = true
+		if (c.OutputPort == "") == (c.OutputVLAN == 0) {
+			return fmt.Errorf("mirror %s: needs exactly one of output_port and output_vlan", c.Name)
+		}
+	}
+	return nil
+}
+
+// SetMirrors makes cfgs the bridge's mirrors (replacing all) and makes
+// every translation stale.
+func (b *Bridge) SetMirrors(cfgs []MirrorConfig) error {
+	if err := CheckMirrors(cfgs); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cp := make([]MirrorConfig, len(cfgs))
+	copy(cp, cfgs)
+	sort.Slice(cp, func(i, j int) bool { return cp[i].Name < cp[j].Name })
+	b.Ports.setMirrors(cp)
+	b.Tables.Invalidate()
+	return nil
+}
+
+// Mirrors returns the bridge's mirror configuration, by name.
+func (b *Bridge) Mirrors() []MirrorConfig {
+	b.Ports.mu.Lock()
+	defer b.Ports.mu.Unlock()
+	return append([]MirrorConfig(nil), b.Ports.mirrorCfg...)
+}
+
+// String describes a mirror for logs.
+func (c *MirrorConfig) String() string {
+	var parts []string
+	if c.SelectAll {
+		parts = append(parts, "select_all")
+	}
+	if len(c.SrcPorts) > 0 {
+		parts = append(parts, "src="+strings.Join(c.SrcPorts, ","))
+	}
+	if len(c.DstPorts) > 0 {
+		parts = append(parts, "dst="+strings.Join(c.DstPorts, ","))
+	}
+	if len(c.VLANs) > 0 {
+		parts = append(parts, fmt.Sprintf("vlans=%v", c.VLANs))
+	}
+	if c.OutputPort != "" {
+		parts = append(parts, "output_port="+c.OutputPort)
+	} else {
+		parts = append(parts, fmt.Sprintf("output_vlan=%d", c.OutputVLAN))
+	}
+	return c.Name + " (" + strings.Join(parts, " ") + ")"
+}
+
+// setMirrors republishes the port set with cfgs as its mirrors.
+func (p *Ports) setMirrors(cfgs []MirrorConfig) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mirrorCfg = cfgs
+	p.store(append([]*Port(nil), p.cur.Load().list...))
+}

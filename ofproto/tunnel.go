@@ -1,0 +1,356 @@
+package ofproto
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"golang.org/x/sys/unix"
+)
+
+// TunnelConfig is a tunnel port's configuration, Interface.options as
+// ovs-vswitchd's netdev-vport reads them. A field's Flow twin says the
+// option was "flow": the value comes from the packet's tunnel metadata
+// (on receive, any value matches; on send, the flow's tun_* field).
+type TunnelConfig struct {
+	Type string // datapath.TunnelVXLAN, TunnelGeneve, TunnelGRE, TunnelIP6GRE
+
+	Remote     netip.Addr // remote_ip; invalid with RemoteFlow
+	RemoteFlow bool
+	Local      netip.Addr // local_ip; invalid when unset or with LocalFlow
+	LocalFlow  bool
+
+	InKey, OutKey               uint64
+	InKeyFlow, OutKeyFlow       bool
+	InKeyPresent, OutKeyPresent bool
+	DstPort                     uint16 // UDP port of vxlan and geneve (their default when unset)
+	TOS, TTL                    uint8
+	TOSInherit, TTLInherit      bool
+	Csum, DontFragment          bool
+	options                     string // the options, canonical, for change detection
+}
+
+// IsTunnelType reports whether typ is an Interface type ParseTunnelConfig
+// takes.
+func IsTunnelType(typ string) bool {
+	switch typ {
+	case datapath.TunnelVXLAN, datapath.TunnelGeneve, datapath.TunnelGRE, datapath.TunnelIP6GRE:
+		return true
+	}
+	return false
+}
+
+// TunnelOptionsKey is options in a canonical form: two tunnel ports whose
+// keys differ need different configuration.
+func TunnelOptionsKey(opts map[string]string) string {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s=%s,", k, opts[k])
+	}
+	return sb.String()
+}
+
+// ParseTunnelConfig checks the options of an interface name of tunnel type
+// typ as ovs-vswitchd's set_tunnel_config does, with its words in the
+// error, which goes to Interface.error. Options ovs-vswitchd knows but
+// govswitchd does not implement are refused, not ignored.
+func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, error) {
+	c := TunnelConfig{Type: typ, TTL: 64, DontFragment: true, options: TunnelOptionsKey(opts)}
+	if !IsTunnelType(typ) {
+		return c, fmt.Errorf("%s: tunnel type %q is not supported by govswitchd (vxlan, geneve, gre and ip6gre are)", name, typ)
+	}
+	ipv6 := typ == datapath.TunnelIP6GRE
+	udp := typ == datapath.TunnelVXLAN || typ == datapath.TunnelGeneve
+	var keyPresent, keyFlow bool
+	var key uint64
+	for k, v := range opts {
+		var err error
+		switch k {
+		case "remote_ip":
+			if v == "flow" {
+				c.RemoteFlow = true
+			} else if c.Remote, err = netip.ParseAddr(v); err != nil || c.Remote.Is6() != ipv6 && typ == datapath.TunnelIP6GRE {
+				return c, fmt.Errorf("%s: bad %s 'remote_ip'", name, typ)
+			}
+		case "local_ip":
+			if v == "flow" {
+				c.LocalFlow = true
+			} else if c.Local, err = netip.ParseAddr(v); err != nil {
+				return c, fmt.Errorf("%s: bad %s 'local_ip'", name, typ)
+			}
+		case "key", "in_key", "out_key":
+			var val uint64
+			flowKey := v == "flow"
+			if !flowKey {
+				if val, err = strconv.ParseUint(v, 0, 64); err != nil {
+					return c, fmt.Errorf("%s: bad %s '%s' %q (a number or flow)", name, typ, k, v)
+				}
+				if typ == datapath.TunnelGRE || typ == datapath.TunnelIP6GRE {
+					val &= 0xffffffff
+				} else {
+					val &= 0xffffff
+				}
+			}
+			switch k {
+			case "key":
+				keyPresent, keyFlow, key = true, flowKey, val
+			case "in_key":
+				c.InKeyPresent, c.InKeyFlow, c.InKey = true, flowKey, val
+			case "out_key":
+				c.OutKeyPresent, c.OutKeyFlow, c.OutKey = true, flowKey, val
+			}
+		case "dst_port":
+			if !udp {
+				return c, fmt.Errorf("%s: %s type does not support 'dst_port' (govswitchd)", name, typ)
+			}
+			n, err := strconv.ParseUint(v, 10, 16)
+			if err != nil || n == 0 {
+				return c, fmt.Errorf("%s: bad %s 'dst_port' %q", name, typ, v)
+			}
+			c.DstPort = uint16(n)
+		case "tos":
+			if v == "inherit" {
+				c.TOSInherit = true
+			} else if n, err := strconv.ParseUint(v, 0, 8); err == nil && n&3 == 0 {
+				c.TOS = uint8(n)
+			} else {
+				return c, fmt.Errorf("%s: invalid TOS %s", name, v)
+			}
+		case "ttl":
+			if v == "inherit" {
+				c.TTLInherit = true
+			} else if n, err := strconv.ParseUint(v, 0, 8); err == nil {
+				c.TTL = uint8(n)
+			} else {
+				return c, fmt.Errorf("%s: invalid TTL %s", name, v)
+			}
+		case "packet_type":
+			// Ethernet frames in the tunnel, the one mode govswitchd
+			// carries (legacy_l3 and ptap need packet_type matching).
+			if v != "legacy_l2" {
+				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is)", name, typ, v)
+			}
+		case "csum":
+			c.Csum = v == "true"
+		case "df_default":
+			c.DontFragment = v != "false"
+		default:
+			return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
+		}
+	}
+	if !c.Remote.IsValid() && !c.RemoteFlow {
+		return c, fmt.Errorf("%s: %s type requires valid 'remote_ip' argument", name, typ)
+	}
+	if c.Remote.IsValid() && c.Local.IsValid() && c.Remote.Is4() != c.Local.Is4() {
+		return c, fmt.Errorf("%s: 'remote_ip' and 'local_ip' must be of one address family", name)
+	}
+	if keyPresent {
+		if !c.InKeyPresent {
+			c.InKeyPresent, c.InKeyFlow, c.InKey = true, keyFlow, key
+		}
+		if !c.OutKeyPresent {
+			c.OutKeyPresent, c.OutKeyFlow, c.OutKey = true, keyFlow, key
+		}
+	}
+	if udp && c.DstPort == 0 {
+		c.DstPort = datapath.TunnelDefaultPort(typ)
+	}
+	return c, nil
+}
+
+// tunnelPort is what a tunnel port carries besides Port: its
+// configuration. The datapath port (Port.DPPort) is the vport the
+// datapath's tunnels of the type and UDP port share.
+type tunnelPort struct {
+	cfg TunnelConfig
+}
+
+// IsTunnel reports whether p is a tunnel port.
+func (p *Port) IsTunnel() bool { return p.tunnel != nil }
+
+// TunnelConfig returns a tunnel port's configuration (ok false for other
+// ports).
+func (p *Port) TunnelConfig() (TunnelConfig, bool) {
+	if p.tunnel == nil {
+		return TunnelConfig{}, false
+	}
+	return p.tunnel.cfg, true
+}
+
+// TunnelOptions is the canonical form of a tunnel port's options
+// (TunnelOptionsKey), "" for other ports.
+func (p *Port) TunnelOptions() string {
+	if p.tunnel == nil {
+		return ""
+	}
+	return p.tunnel.cfg.options
+}
+
+// ownsVport reports whether p has a datapath port of its own: not a patch
+// port (none) nor a tunnel port (a shared one).
+func (p *Port) ownsVport() bool { return p.Type != PortTypePatch && p.tunnel == nil }
+
+// AddTunnelPort adds tunnel port name with configuration cfg (from
+// ParseTunnelConfig) as OpenFlow port ofport (the next free number when
+// 0). Its datapath port is the vport of cfg's type and UDP port that all
+// tunnels of the datapath share, made with the port's first user and
+// deleted with its last (see datapath.TunnelVporter).
+func (b *Bridge) AddTunnelPort(name string, cfg TunnelConfig, ofport uint32, v PortVLAN) (Port, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Ports.byName(name) != nil {
+		return Port{}, fmt.Errorf("port %s already exists on bridge %s", name, b.Name)
+	}
+	bk := b.Backer
+	bk.mu.Lock()
+	defer bk.mu.Unlock()
+	if err := bk.tunnelClash(name, &cfg); err != nil {
+		return Port{}, err
+	}
+	vp, err := bk.tunnelVport(cfg.Type, cfg.DstPort)
+	if err != nil {
+		return Port{}, fmt.Errorf("%s: %w", name, err)
+	}
+	p := Port{OFPort: ofport, DPPort: vp.PortNo, Name: name, Type: cfg.Type, VLAN: v, HWAddr: patchMAC("tunnel:" + name),
+		tunnel: &tunnelPort{cfg: cfg}}
+	if p.OFPort == 0 {
+		p.OFPort = b.Ports.NextOFPort()
+	}
+	if err := b.Ports.Add(p); err != nil {
+		bk.releaseTunnelVport(vp.PortNo)
+		return Port{}, err
+	}
+	bk.portsChanged()
+	b.Tables.Invalidate()
+	if b.OnPortEvent != nil {
+		b.OnPortEvent(PortEvent{Reason: 0, Port: p})
+	}
+	return p, nil
+}
+
+// tunnelVport returns the shared vport of tunnels of kind on dstPort, made
+// now if the datapath lacks it. The caller holds bk.mu.
+func (bk *Backer) tunnelVport(kind string, dstPort uint16) (datapath.Vport, error) {
+	if tv, ok := bk.DP.(datapath.TunnelVporter); ok {
+		return tv.AddTunnelVport(kind, dstPort)
+	}
+	name := datapath.TunnelVportName(kind, dstPort)
+	if vp, err := bk.DP.Vport(name); err == nil {
+		return vp, nil
+	}
+	lt := datapath.TunnelLegacyType(kind)
+	if lt == 0 {
+		return datapath.Vport{}, fmt.Errorf("tunnel type %s: datapath %s has no vport type for it: %w", kind, bk.DP.Name(), datapath.ErrNotSupported)
+	}
+	return bk.DP.AddVport(datapath.VportSpec{Name: name, Type: lt, DstPort: dstPort})
+}
+
+// releaseTunnelVport deletes shared tunnel vport portNo when no tunnel
+// port of any bridge uses it any more. The caller holds bk.mu and has
+// published the set without the port that let it go.
+func (bk *Backer) releaseTunnelVport(portNo uint32) error {
+	if len(bk.set.Load().tunnels[portNo]) > 0 {
+		return nil
+	}
+	vps, err := bk.DP.Vports()
+	if err != nil {
+		return err
+	}
+	for _, vp := range vps {
+		if vp.PortNo != portNo {
+			continue
+		}
+		if tv, ok := bk.DP.(datapath.TunnelVporter); ok {
+			err = tv.DeleteTunnelVport(vp)
+		} else {
+			err = bk.DP.DeleteVport(portNo)
+		}
+		if errors.Is(err, unix.ENODEV) {
+			err = nil
+		}
+		return err
+	}
+	return nil
+}
+
+// tunnelClash refuses a tunnel port that would receive the same packets as
+// one the datapath already has, as ovs-vswitchd's tnl_port_add refuses a
+// duplicate. The caller holds bk.mu.
+func (bk *Backer) tunnelClash(name string, cfg *TunnelConfig) error {
+	for _, ends := range bk.set.Load().tunnels {
+		for _, e := range ends {
+			o := &e.p.tunnel.cfg
+			if o.Type == cfg.Type && o.DstPort == cfg.DstPort && o.Remote == cfg.Remote && o.RemoteFlow == cfg.RemoteFlow &&
+				o.Local == cfg.Local && o.LocalFlow == cfg.LocalFlow && o.InKey == cfg.InKey && o.InKeyFlow == cfg.InKeyFlow {
+				return fmt.Errorf("%s: attempting to add tunnel port with same config as port '%s'", name, e.p.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// tunnelEnd is a tunnel port and its bridge, in the backer set's tunnels
+// (by datapath port).
+type tunnelEnd = patchEnd
+
+// tunnelReceiver finds the tunnel port a packet from shared tunnel vport
+// key.InPort with tunnel metadata key.Tunnel arrived on, as ovs-vswitchd's
+// tnl_find: an exact match on the key, remote and local addresses before
+// one that takes any ("flow") for them. Nil when none matches: the packet
+// is dropped.
+func (s *backerSet) tunnelReceiver(key *flow.Key) *tunnelEnd {
+	ends := s.tunnels[key.InPort]
+	var best *tunnelEnd
+	bestScore := -1
+	t := &key.Tunnel
+	v6 := t.IPv6Src != [16]byte{} || t.IPv6Dst != [16]byte{}
+	for i := range ends {
+		c := &ends[i].p.tunnel.cfg
+		score := 0
+		switch {
+		case c.InKeyFlow:
+		case c.InKey == t.ID:
+			score += 4
+		default:
+			continue
+		}
+		switch {
+		case c.RemoteFlow:
+		case c.Remote.Is4() && !v6 && c.Remote.As4() == t.IPv4Src, c.Remote.Is6() && v6 && c.Remote.As16() == t.IPv6Src:
+			score += 2
+		default:
+			continue
+		}
+		switch {
+		case c.LocalFlow || !c.Local.IsValid():
+		case c.Local.Is4() && !v6 && c.Local.As4() == t.IPv4Dst, c.Local.Is6() && v6 && c.Local.As16() == t.IPv6Dst:
+			score++
+		default:
+			continue
+		}
+		if score > bestScore {
+			best, bestScore = &ends[i], score
+		}
+	}
+	return best
+}
+
+// TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre) of
+// datapath port portNo when it is a shared tunnel vport with a tunnel port
+// on it, "" otherwise.
+func (bk *Backer) TunnelVportKind(portNo uint32) string {
+	if ends := bk.set.Load().tunnels[portNo]; len(ends) > 0 {
+		return ends[0].p.tunnel.cfg.Type
+	}
+	return ""
+}

@@ -1,0 +1,240 @@
+package ofproto
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/classifier"
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+func TestParseTunnelConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ string
+		opts      map[string]string
+		err       string
+		check     func(t *testing.T, c TunnelConfig)
+	}{
+		{name: "vxlan defaults", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.2"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.DstPort != 4789 || c.TTL != 64 || !c.DontFragment || c.Csum || c.OutKeyPresent || c.InKeyPresent {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "key sets both", typ: "geneve", opts: map[string]string{"remote_ip": "10.0.0.2", "key": "0x10", "dst_port": "6082"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.InKey != 16 || c.OutKey != 16 || !c.InKeyPresent || !c.OutKeyPresent || c.DstPort != 6082 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "flow keys", typ: "gre", opts: map[string]string{"remote_ip": "flow", "in_key": "flow", "out_key": "5", "local_ip": "flow"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.RemoteFlow || !c.InKeyFlow || c.OutKeyFlow || c.OutKey != 5 || !c.LocalFlow {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "ip6gre", typ: "ip6gre", opts: map[string]string{"remote_ip": "fc00::1", "tos": "inherit", "ttl": "inherit", "csum": "true", "df_default": "false"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.Remote.Is6() || !c.TOSInherit || !c.TTLInherit || !c.Csum || c.DontFragment {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "no remote", typ: "vxlan", opts: map[string]string{}, err: "vxlan type requires valid 'remote_ip' argument"},
+		{name: "bad remote", typ: "vxlan", opts: map[string]string{"remote_ip": "nonsense"}, err: "bad vxlan 'remote_ip'"},
+		{name: "ip6gre v4 remote", typ: "ip6gre", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "bad ip6gre 'remote_ip'"},
+		{name: "mixed families", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "local_ip": "fc00::1"}, err: "one address family"},
+		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"}, err: "'exts' is not supported"},
+		{name: "gre dst_port", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "dst_port": "99"}, err: "does not support 'dst_port'"},
+		{name: "bad key", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "key": "x"}, err: "bad gre 'key'"},
+		{name: "bad tos", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "tos": "3"}, err: "invalid TOS"},
+		{name: "packet_type", typ: "ip6gre", opts: map[string]string{"remote_ip": "fc00::1", "packet_type": "legacy_l2"},
+			check: func(t *testing.T, c TunnelConfig) {}},
+		{name: "packet_type ptap", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "packet_type": "ptap"}, err: "packet_type=ptap is not supported"},
+		{name: "erspan", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseTunnelConfig("t0", tc.typ, tc.opts)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+// tunnelBridges puts a vxlan port v0 (key 100 to 10.0.0.2) on br0 and a
+// vxlan port v1 (key=flow, remote_ip=flow) on br1 of one in-memory
+// datapath: both on the one shared vport vxlan_sys_4789.
+func tunnelBridges(t testing.TB) (bk *Backer, br0, br1 *Bridge, v0, v1 Port) {
+	t.Helper()
+	bk, br0, br1, _ = sharedBridges(t, UpcallConfig{})
+	c0, err := ParseTunnelConfig("v0", "vxlan", map[string]string{"remote_ip": "10.0.0.2", "key": "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v0, err = br0.AddTunnelPort("v0", c0, 0, PortVLAN{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := ParseTunnelConfig("v1", "vxlan", map[string]string{"remote_ip": "flow", "key": "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1, err = br1.AddTunnelPort("v1", c1, 0, PortVLAN{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br1.AddTunnelPort("v2", c1, 0, PortVLAN{}); err == nil || !strings.Contains(err.Error(), "same config as port 'v1'") {
+		t.Fatalf("a second port like v1: %v", err)
+	}
+	return bk, br0, br1, v0, v1
+}
+
+// TestTunnelPortsShareVport: tunnel ports of two bridges use one datapath
+// vport, which goes with the last of them.
+func TestTunnelPortsShareVport(t *testing.T) {
+	bk, br0, br1, v0, v1 := tunnelBridges(t)
+	if v0.DPPort != v1.DPPort {
+		t.Fatalf("v0 on datapath port %d, v1 on %d", v0.DPPort, v1.DPPort)
+	}
+	vp, err := bk.DP.Vport("vxlan_sys_4789")
+	if err != nil || vp.PortNo != v0.DPPort || vp.Type != datapath.VportVXLAN {
+		t.Fatalf("vxlan_sys_4789: %+v %v", vp, err)
+	}
+	if bk.Owner(vp.PortNo) == nil {
+		t.Error("the shared vport has no owner: a restart would prune it")
+	}
+	if err := br0.DeletePort("v0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.DP.Vport("vxlan_sys_4789"); err != nil {
+		t.Fatalf("the vport went with v0 while v1 uses it: %v", err)
+	}
+	if err := br1.DeletePort("v1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.DP.Vport("vxlan_sys_4789"); err == nil {
+		t.Fatal("the vport outlived its last tunnel port")
+	}
+}
+
+// TestTunnelXlate: output to a port-based tunnel port sets its tunnel and
+// outputs to the shared vport; a packet from that vport enters the bridge
+// whose port its key and remote address select, with the tunnel fields
+// tnl_wc_init makes exact in the megaflow; a flow-based port takes the
+// destination and key from set_field; neither path allocates.
+func TestTunnelXlate(t *testing.T) {
+	bk, br0, br1, v0, v1 := tunnelBridges(t)
+	p1, p2 := br0.Ports.byName("p1"), br1.Ports.byName("p2")
+	now := time.Now()
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(v0.OFPort, 0))
+	addRule(t, br0, v0.OFPort, 0, openflow.Output(p1.OFPort, 0))
+	var set flow.Key
+	set.Tunnel.IPv4Dst, set.Tunnel.ID = [4]byte{10, 0, 0, 9}, 0x42
+	addRule(t, br1, p2.OFPort, 0, openflow.SetField(openflow.FieldTunIPv4Dst, &set), openflow.SetField(openflow.FieldTunnelID, &set),
+		openflow.Output(v1.OFPort, 0))
+	addRule(t, br1, v1.OFPort, 0x43, openflow.Output(p2.OFPort, 0))
+
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x64,dst=10.0.0.2,ttl=64,tp_dst=4789,flags(df|key))),"+u32s(v0.DPPort); got != want {
+		t.Errorf("output to v0: %s, want %s", got, want)
+	}
+	if out.WC.Tunnel != (flow.Tunnel{}) {
+		t.Errorf("an untunnelled packet's megaflow has tunnel bits %+v", out.WC.Tunnel)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("tunnel output allocates %v times", n)
+	}
+
+	flow.ExtractInto(&key, synFrame(7), &flow.Metadata{InPort: p2.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x42,dst=10.0.0.9,ttl=64,tp_dst=4789,flags(df|key))),"+u32s(v1.DPPort); got != want {
+		t.Errorf("flow-based output: %s, want %s", got, want)
+	}
+
+	// Receive: key 100 from 10.0.0.2 is v0's; key 0x43 from anywhere is v1's.
+	rx := flow.Metadata{InPort: v0.DPPort, Tunnel: flow.Tunnel{ID: 100, IPv4Src: [4]byte{10, 0, 0, 2}, IPv4Dst: [4]byte{10, 0, 0, 1},
+		TTL: 64, TpDst: 4789, Flags: flow.TunnelKey}}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), u32s(p1.DPPort); got != want {
+		t.Errorf("from v0's remote: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	if out.WC.Tunnel.ID != ^uint64(0) || out.WC.Tunnel.IPv4Src != ones4 || out.WC.Tunnel.TTL != 0 || out.WC.Tunnel.TpDst != 0 {
+		t.Errorf("receive megaflow tunnel mask %+v", out.WC.Tunnel)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("tunnel receive allocates %v times", n)
+	}
+	rx.Tunnel.ID, rx.Tunnel.IPv4Src = 0x43, [4]byte{10, 9, 9, 9}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), u32s(p2.DPPort); got != want {
+		t.Errorf("to the flow-based port: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	// A packet on the shared vport that no tunnel port takes is dropped,
+	// by a megaflow that holds the fields the search read.
+	rx.Tunnel.ID, rx.Tunnel.IPv4Src = 100, [4]byte{10, 9, 9, 9}
+	br1.DeletePort("v1")
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if len(out.Actions) != 0 || out.Dropped == "" || out.WC.Tunnel.ID != ^uint64(0) {
+		t.Errorf("key 100 from 10.9.9.9: %s (%q)", datapath.FormatActions(out.Actions), out.Dropped)
+	}
+}
+
+func u32s(v uint32) string { return itoa(v) }
+
+// addRule adds a rule matching in_port (and tun_id when tunID is not 0)
+// with actions acts to b's table 0.
+func addRule(t *testing.T, b *Bridge, inPort uint32, tunID uint64, acts ...openflow.Action) {
+	t.Helper()
+	var m classifier.Match
+	m.Key.InPort, m.Mask.InPort = inPort, ^uint32(0)
+	if tunID != 0 {
+		m.Key.Tunnel.ID, m.Mask.Tunnel.ID = tunID, ^uint64(0)
+	}
+	fm := FlowMod{Command: CmdAdd, Match: m, Priority: 100, OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: acts}}
+	if err := b.Tables.Apply(&fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTunnelXlateFlowIPv6: a flow-based remote takes the flow's IPv6
+// destination when set_field gave it one and no IPv4 one.
+func TestTunnelXlateFlowIPv6(t *testing.T) {
+	bk, br0, _, _, _ := tunnelBridges(t)
+	p3, err := br0.AddPort("p3", "system", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTunnelConfig("v3", "vxlan", map[string]string{"remote_ip": "flow", "local_ip": "flow", "key": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3, err := br0.AddTunnelPort("v3", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set flow.Key
+	set.Tunnel.IPv6Dst = [16]byte{0: 0xfc, 15: 9}
+	addRule(t, br0, p3.OFPort, 0, openflow.SetField(openflow.FieldTunIPv6Dst, &set), openflow.Output(v3.OFPort, 0))
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p3.DPPort})
+	bk.Translate(&key, time.Now(), true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x7,ipv6_dst=fc00::9,ttl=64,tp_dst=4789,flags(df|key))),"+u32s(v3.DPPort); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}

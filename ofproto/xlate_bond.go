@@ -1,0 +1,104 @@
+package ofproto
+
+import (
+	"github.com/govswitch/govswitch/flow"
+)
+
+// NORMAL over bonds (bond.go): the hooks xlate.go's normal calls. None of
+// them allocates, and a bridge without bonds pays one nil check per port.
+
+// bondIn is the state of the bond the input port is a member of, nil when
+// it is in none.
+func (c *xctx) bondIn() *bondState {
+	if c.inPort == nil || c.inPort.Bond == nil {
+		return nil
+	}
+	return c.ports.bonds[c.inPort.Bond]
+}
+
+// bondAdmit reports whether a frame of VLAN vlan that arrived on a bond
+// member is accepted, as bond_check_admissibility and xlate_normal's
+// is_admissible decide it: multicast only on the active member; in
+// active-backup nothing on the others; in balance-slb not a frame whose
+// source address was learned on another port (our own flood, back on
+// another member), unless it is a gratuitous ARP (a host that moved).
+func (c *xctx) bondAdmit(vlan uint16) bool {
+	st := c.bondIn()
+	if st == nil {
+		return true
+	}
+	if c.flow.EthDst[0]&1 != 0 && st.active != c.inPort &&
+		!(st.bond.Config.AllMembersActive && st.bond.Config.Mode == BondBalanceSLB) {
+		return false
+	}
+	switch st.bond.Config.Mode {
+	case BondActiveBackup:
+		return st.active == c.inPort
+	case BondBalanceSLB:
+		mac := c.x.MAC
+		if mac == nil {
+			return true
+		}
+		p, ok := mac.Lookup(vlan, c.flow.EthSrc, c.now)
+		if !ok {
+			return true
+		}
+		if pt := c.ports.ByOF(p); pt != nil && pt.Bond == c.inPort.Bond {
+			return true
+		}
+		return c.gratuitousARP()
+	}
+	return false
+}
+
+// gratuitousARP reports whether the frame is a gratuitous ARP (a broadcast
+// reply, or a broadcast request for the sender's own address), adding what
+// it read to the megaflow.
+func (c *xctx) gratuitousARP() bool {
+	if c.flow.EthType != flow.EthTypeARP || c.flow.EthDst != ones6 {
+		return false
+	}
+	wc := &c.out.WC
+	wc.NwProto = 0xff
+	switch c.flow.NwProto {
+	case 2:
+		return true
+	case 1:
+		wc.IPv4Src, wc.IPv4Dst = [4]byte{0xff, 0xff, 0xff, 0xff}, [4]byte{0xff, 0xff, 0xff, 0xff}
+		return c.flow.IPv4Src == c.flow.IPv4Dst
+	}
+	return false
+}
+
+// learnPort is the OpenFlow port NORMAL learns the source on: the input
+// port, or its bond's representative member.
+func (c *xctx) learnPort() uint32 {
+	if st := c.bondIn(); st != nil {
+		return st.rep.OFPort
+	}
+	return c.inPort.OFPort
+}
+
+// sameBundle reports whether pt is the input port or a member of the
+// input port's bond: NORMAL sends nothing back there.
+func (c *xctx) sameBundle(pt *Port) bool {
+	return pt == c.inPort || pt.Bond != nil && c.inPort != nil && pt.Bond == c.inPort.Bond
+}
+
+// bondFloodSkip reports whether NORMAL's flood leaves out member pt: all
+// members but the bond's representative are left out (the bond takes one
+// copy), and the representative too when the bond has no enabled member.
+func (c *xctx) bondFloodSkip(pt *Port) bool {
+	st := c.ports.bonds[pt.Bond]
+	return st == nil || st.rep != pt || st.active == nil
+}
+
+// bondOutput is the member a frame of VLAN vlan that NORMAL sends to
+// bond member pt leaves by; nil drops it (no member enabled).
+func (c *xctx) bondOutput(pt *Port, vlan uint16) *Port {
+	st := c.ports.bonds[pt.Bond]
+	if st == nil {
+		return nil
+	}
+	return st.outputMember(c.flow.EthSrc, vlan)
+}

@@ -1,0 +1,130 @@
+package ofproto
+
+import (
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+)
+
+// tunnelInPort is the tunnel port of this bridge that a packet from a
+// shared tunnel vport arrived on (nil when it is none of this bridge's),
+// found as ovs-vswitchd's tnl_port_receive finds it; the tunnel fields that
+// choice read join the megaflow.
+func (c *xctx) tunnelInPort(key *flow.Key) *Port {
+	bk := c.x.backer
+	if bk == nil || key.Tunnel == (flow.Tunnel{}) {
+		return nil
+	}
+	te := bk.set.Load().tunnelReceiver(key)
+	if te == nil || te.b.X != c.x {
+		return nil
+	}
+	tunnelReceiveMask(key, &c.out.WC)
+	return c.ports.ByOF(te.p.OFPort)
+}
+
+// tunnelReceiveMask adds to wc the tunnel fields a tunnel port's receive
+// decision reads, those ovs-vswitchd's tnl_wc_init makes exact: the key,
+// the outer addresses of the packet's family, the tos, and the df, csum
+// and key flags. The outer ttl and UDP ports stay wildcarded.
+func tunnelReceiveMask(key *flow.Key, wc *flow.Mask) {
+	t := &key.Tunnel
+	wc.Tunnel.ID = ^uint64(0)
+	if t.IPv6Src != [16]byte{} || t.IPv6Dst != [16]byte{} {
+		wc.Tunnel.IPv6Src, wc.Tunnel.IPv6Dst = ones16, ones16
+	} else {
+		wc.Tunnel.IPv4Src, wc.Tunnel.IPv4Dst = ones4, ones4
+	}
+	wc.Tunnel.Flags |= flow.TunnelDontFragment | flow.TunnelCsum | flow.TunnelKey
+	wc.Tunnel.TOS = 0xff
+}
+
+var (
+	ones4  = [4]byte{0xff, 0xff, 0xff, 0xff}
+	ones16 = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+)
+
+// tunnelOutput is output to tunnel port pt, as ovs-vswitchd's
+// tnl_port_send: the packet's tunnel metadata becomes the port's (or, for
+// options set to "flow", the flow's tun_id, tun_src and tun_dst, which
+// then join the megaflow), committed as set(tunnel(...)) before an output
+// to the vport the datapath's tunnels of the type share. A flow-based
+// destination the flow leaves zero drops the packet, as in OVS. The
+// metadata is the flow's again after the output.
+func (c *xctx) tunnelOutput(pt *Port) {
+	cfg := &pt.tunnel.cfg
+	f := &c.flow
+	// A flow-based field depends on the packet only when it came from a
+	// tunnel (else it is zero or what the actions set): only then does it
+	// join the megaflow, whose key has no tunnel attribute otherwise.
+	var discard flow.Mask
+	wc := &discard
+	if c.inPort != nil && c.inPort.tunnel != nil {
+		wc = &c.out.WC
+	}
+	saved := f.Tunnel
+	t := flow.Tunnel{TTL: cfg.TTL, TOS: cfg.TOS}
+	if cfg.OutKeyFlow {
+		t.ID = f.Tunnel.ID
+		wc.Tunnel.ID = ^uint64(0)
+	} else {
+		t.ID = cfg.OutKey
+	}
+	if cfg.OutKeyPresent {
+		t.Flags |= flow.TunnelKey
+	}
+	// A flow-based destination is the flow's IPv6 one when it has that
+	// and no IPv4 one (set_field:...->tun_ipv6_dst).
+	ipv6 := cfg.Type == datapath.TunnelIP6GRE || cfg.Remote.Is6() ||
+		cfg.RemoteFlow && f.Tunnel.IPv4Dst == [4]byte{} && f.Tunnel.IPv6Dst != [16]byte{}
+	switch {
+	case cfg.RemoteFlow && ipv6:
+		t.IPv6Dst = f.Tunnel.IPv6Dst
+		wc.Tunnel.IPv6Dst = ones16
+	case cfg.RemoteFlow:
+		t.IPv4Dst = f.Tunnel.IPv4Dst
+		wc.Tunnel.IPv4Dst = ones4
+	case ipv6:
+		t.IPv6Dst = cfg.Remote.As16()
+	default:
+		t.IPv4Dst = cfg.Remote.As4()
+	}
+	if t.IPv4Dst == [4]byte{} && t.IPv6Dst == [16]byte{} {
+		return // no destination: nothing to send to
+	}
+	switch {
+	case cfg.LocalFlow && ipv6:
+		t.IPv6Src = f.Tunnel.IPv6Src
+		wc.Tunnel.IPv6Src = ones16
+	case cfg.LocalFlow:
+		t.IPv4Src = f.Tunnel.IPv4Src
+		wc.Tunnel.IPv4Src = ones4
+	case cfg.Local.Is6():
+		t.IPv6Src = cfg.Local.As16()
+	case cfg.Local.Is4():
+		t.IPv4Src = cfg.Local.As4()
+	}
+	ip := f.EthType == flow.EthTypeIPv4 || f.EthType == flow.EthTypeIPv6
+	if cfg.TOSInherit && ip {
+		t.TOS = f.NwTos &^ 3
+		c.out.WC.NwTos |= 0xfc
+	}
+	if cfg.TTLInherit && ip {
+		t.TTL = f.NwTTL
+		c.out.WC.NwTTL = 0xff
+	}
+	if cfg.DontFragment {
+		t.Flags |= flow.TunnelDontFragment
+	}
+	if cfg.Csum {
+		t.Flags |= flow.TunnelCsum
+	}
+	t.TpDst = cfg.DstPort
+	c.commit()
+	if c.base.Tunnel != t {
+		f.Tunnel = t
+		c.out.Actions = datapath.AppendSet(c.out.Actions, datapath.KeyAttrTunnel, f)
+		c.base.Tunnel = t
+	}
+	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
+	f.Tunnel = saved
+}

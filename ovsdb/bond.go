@@ -1,0 +1,149 @@
+package ovsdb
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+)
+
+// BondConfig is a Port with several Interfaces: a bond, checked by Build.
+// Its members are PortConfigs of the bridge like any other (each an
+// OpenFlow port), with Bond set to the bond's name.
+type BondConfig struct {
+	PortUUID string
+	Name     string
+	// Mode is bond_mode: "active-backup" (the default) or "balance-slb".
+	Mode    string
+	Members []string // interface names, sorted
+	// Primary is other_config:bond-primary; HashBasis is
+	// other_config:bond-hash-basis.
+	Primary   string
+	HashBasis uint32
+	// AllMembersActive is other_config:all-members-active.
+	AllMembersActive bool
+}
+
+// parseBond checks a bond Port's columns. errMsg, when set, refuses the
+// bond (it goes to every member's Interface.error); warn is said once and
+// the bond still runs.
+func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
+	b = BondConfig{PortUUID: p.UUID, Name: p.Name, Mode: "active-backup"}
+	b.Members = append([]string(nil), members...)
+	sort.Strings(b.Members)
+	if p.BondMode != nil && *p.BondMode != "" {
+		b.Mode = *p.BondMode
+	}
+	switch b.Mode {
+	case "active-backup", "balance-slb":
+	case "balance-tcp":
+		return b, fmt.Sprintf("port %s: bond_mode balance-tcp is not supported by govswitchd (it needs LACP, which is not implemented): use active-backup or balance-slb", p.Name), ""
+	default:
+		return b, fmt.Sprintf("port %s: unknown bond_mode %q", p.Name, b.Mode), ""
+	}
+	if p.LACP != nil && *p.LACP != "" && *p.LACP != "off" {
+		return b, fmt.Sprintf("port %s: lacp=%s is not supported by govswitchd (LACP is not implemented): set lacp=off", p.Name, *p.LACP), ""
+	}
+	if p.BondUpdelay != 0 || p.BondDowndelay != 0 {
+		return b, fmt.Sprintf("port %s: bond_updelay/bond_downdelay (%d/%d ms) are not supported by govswitchd: members are enabled and disabled as their carrier changes", p.Name, p.BondUpdelay, p.BondDowndelay), ""
+	}
+	oc := p.OtherConfig
+	switch m := oc["bond-detect-mode"]; m {
+	case "", "carrier":
+	case "miimon":
+		// ovs-vswitchd polls MII every bond-miimon-interval ms; govswitchd
+		// follows the kernel's carrier notifications, which see the same
+		// link state at once.
+		if v, ok := oc["bond-miimon-interval"]; ok {
+			if n, err := strconv.Atoi(v); err != nil || n < 0 {
+				return b, fmt.Sprintf("port %s: other_config:bond-miimon-interval=%q: want milliseconds", p.Name, v), ""
+			}
+		}
+	default:
+		return b, fmt.Sprintf("port %s: other_config:bond-detect-mode=%q: want carrier or miimon", p.Name, m), ""
+	}
+	if v, ok := oc["bond-hash-basis"]; ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return b, fmt.Sprintf("port %s: other_config:bond-hash-basis=%q: want a number", p.Name, v), ""
+		}
+		b.HashBasis = uint32(n)
+	}
+	switch v := oc["all-members-active"]; v {
+	case "", "false":
+	case "true":
+		b.AllMembersActive = true
+	default:
+		return b, fmt.Sprintf("port %s: other_config:all-members-active=%q: want true or false", p.Name, v), ""
+	}
+	if v, ok := oc["bond-primary"]; ok {
+		b.Primary = v
+	}
+	for _, k := range []string{"lacp-time", "lacp-fallback-ab", "lacp-system-id", "lacp-system-priority"} {
+		if _, ok := oc[k]; ok {
+			return b, fmt.Sprintf("port %s: other_config:%s is not supported by govswitchd (LACP is not implemented)", p.Name, k), ""
+		}
+	}
+	if b.Mode == "balance-slb" {
+		if v, ok := oc["bond-rebalance-interval"]; !ok || v != "0" {
+			warn = fmt.Sprintf("port %s: balance-slb without rebalancing: govswitchd keeps each source MAC on its member until that member fails (other_config:bond-rebalance-interval is not honoured)", p.Name)
+		}
+	}
+	return b, "", warn
+}
+
+// bondOf returns the bond a Port of several Interfaces asks for (nil for
+// a Port of one), or the error that refuses it. The warning of a bond
+// that runs goes to problems.
+func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondConfig, string) {
+	if len(p.Interfaces) < 2 {
+		return nil, ""
+	}
+	var names []string
+	for _, iu := range p.Interfaces {
+		if in := ifaces[iu]; in != nil {
+			names = append(names, in.Name)
+		}
+	}
+	b, errMsg, warn := parseBond(p, names)
+	if warn != "" {
+		*problems = append(*problems, warn)
+	}
+	return &b, errMsg
+}
+
+// BondSwitch is a Switch that runs bonds. The reconciler gives it every
+// bridge's bonds after the bridge's ports; a Switch without it has every
+// bond member refused.
+type BondSwitch interface {
+	// SetBonds makes bonds the bridge's bonds (each member a running
+	// port of the bridge) and reports, by bond name, those it could not
+	// set up.
+	SetBonds(bridge string, bonds []BondConfig) map[string]error
+}
+
+// applyBonds hands the bridge's bonds to the switch and marks the members
+// of a bond it refused.
+func (r *Reconciler) applyBonds(bc *BridgeConfig, out map[string]ifaceStatus) {
+	bs, ok := r.sw.(BondSwitch)
+	if !ok {
+		for _, pc := range bc.Ports {
+			if pc.Bond != "" {
+				msg := fmt.Sprintf("port %s: bonds are not supported by this switch", pc.Bond)
+				r.problemf(slog.LevelWarn, "bridge %s: %s", bc.Name, msg)
+				out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			}
+		}
+		return
+	}
+	errs := bs.SetBonds(bc.Name, bc.Bonds)
+	for _, pc := range bc.Ports {
+		if err := errs[pc.Bond]; pc.Bond != "" && err != nil {
+			msg := fmt.Sprintf("bond %s: %v", pc.Bond, err)
+			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
+			if _, done := out[pc.IfaceUUID]; !done {
+				out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+			}
+		}
+	}
+}

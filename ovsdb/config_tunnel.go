@@ -1,0 +1,32 @@
+package ovsdb
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// isTunnelType reports whether an Interface type is one of the tunnel
+// types govswitchd runs (its options are checked when the port is added).
+func isTunnelType(t string) bool {
+	switch t {
+	case "vxlan", "geneve", "gre", "ip6gre":
+		return true
+	}
+	return false
+}
+
+// tunnelOptionsText is a tunnel interface's options as sorted key=value
+// pairs, the form in which the switch reports a running tunnel port's.
+func tunnelOptionsText(opts map[string]string) string {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s=%s,", k, opts[k])
+	}
+	return sb.String()
+}
