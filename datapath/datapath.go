@@ -167,6 +167,9 @@ type Features struct {
 	// CtLabel: matches on those conntrack fields. Conntrack: the ct
 	// action. CtNAT: its nat clause. CtClear: the ct_clear action.
 	Recirc, CtState, CtMark, CtLabel, Conntrack, CtNAT, CtClear bool
+	// Trunc, Clone, CheckPktLen, AddMPLS: the trunc, clone,
+	// check_pkt_len and add_mpls actions (probed with the others).
+	Trunc, Clone, CheckPktLen, AddMPLS bool
 	// MaxVLANHeaders is how many VLAN headers the datapath matches in a
 	// flow key (ovs-vswitchd's "VLAN header stack length"): 2 on Linux
 	// 4.10+ (802.1ad), 1 before; at most len(flow.Key{}.VLANs).

@@ -64,11 +64,24 @@ func (c *Conn) handle(raw []byte) error {
 	case *openflow.GetConfigRequest:
 		c.mu.Lock()
 		msl := c.missSendLen
+		flags := openflow.ConfigFragNormal
+		// OFPC_INVALID_TTL_TO_CONTROLLER (before 1.3) is the
+		// invalid_ttl bit of the connection's packet-in mask, as in OVS.
+		if env.Version < openflow.Version13 && c.async.PacketInMask[0]&(1<<ReasonInvalidTTL) != 0 {
+			flags |= configInvalidTTLToController
+		}
 		c.mu.Unlock()
-		return c.queueMsg(&openflow.GetConfigReply{Envelope: env, Flags: openflow.ConfigFragNormal, MissSendLen: msl})
+		return c.queueMsg(&openflow.GetConfigReply{Envelope: env, Flags: flags, MissSendLen: msl})
 	case *openflow.SetConfig:
 		c.mu.Lock()
 		c.missSendLen = m.MissSendLen
+		if env.Version < openflow.Version13 {
+			if m.Flags&configInvalidTTLToController != 0 {
+				c.async.PacketInMask[0] |= 1 << ReasonInvalidTTL
+			} else {
+				c.async.PacketInMask[0] &^= 1 << ReasonInvalidTTL
+			}
+		}
 		c.mu.Unlock()
 		c.setServiceAsync(m.MissSendLen)
 		return nil
@@ -925,3 +938,7 @@ func (c *Conn) logRefusal(what string, err error) {
 	}
 	c.log.Debug(what+" failed", "err", err)
 }
+
+// configInvalidTTLToController is OFPC_INVALID_TTL_TO_CONTROLLER, a
+// switch config flag of OpenFlow 1.0 (an OVS extension) to 1.2.
+const configInvalidTTLToController = 1 << 2

@@ -230,16 +230,22 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 		if err := checkSupported(list); err != nil {
 			return err
 		}
+		// The packet the actions see: push_mpls and pop_mpls change its
+		// ethertype, and so what later actions may set (xlate_mpls.go).
+		mk, mm := m.Key, m.Mask
 		for i := range list {
 			a := &list[i]
+			if err := mplsCheckAction(a, &mk, &mm); err != nil {
+				return err
+			}
 			switch a.Type {
 			case openflow.ActSetField:
-				if !a.Field.PrereqsMet(&m.Key, &m.Mask) {
+				if !a.Field.PrereqsMet(&mk, &mm) {
 					return errorf(ErrMatchInconsistent, "set_field %s: the match does not meet its prerequisites", a.Field)
 				}
 				continue
 			case openflow.ActRegLoad, openflow.ActRegMove, openflow.ActStackPush, openflow.ActStackPop:
-				if !a.Field.PrereqsMet(&m.Key, &m.Mask) || a.Type == openflow.ActRegMove && !a.Src.PrereqsMet(&m.Key, &m.Mask) {
+				if !a.Field.PrereqsMet(&mk, &mm) || a.Type == openflow.ActRegMove && !a.Src.PrereqsMet(&mk, &mm) {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue

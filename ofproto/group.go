@@ -436,6 +436,10 @@ func (ts *Tables) checkActionRefs(list []openflow.Action) error {
 			if ts.Meters.Lookup(a.Queue) == nil {
 				return errorf(ErrInvalidMeter, "meter %d does not exist", a.Queue)
 			}
+		case openflow.ActClone:
+			if err := ts.checkActionRefs(a.Nested); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // Recirculation: a ct(table=T) action sends the packet through the
@@ -29,6 +30,12 @@ type frozenState struct {
 	inPort   uint32 // OpenFlow in_port
 	metadata uint64
 	regs     [16]uint32
+	// instr and act, when instr is set, resume in the middle of a rule:
+	// its apply-actions from act on, then its other instructions (a
+	// recirculation after pop_mpls, xlate_mpls.go). Otherwise the
+	// packet resumes at the lookup in table.
+	instr *openflow.Instructions
+	act   int
 }
 
 type recircEntry struct {

@@ -26,7 +26,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
 		openflow.FieldTunIPv4Src, openflow.FieldTunIPv4Dst, openflow.FieldTunIPv6Src, openflow.FieldTunIPv6Dst, // tunnel ports: xlate_tunnel.go
 		openflow.FieldTunFlags,
-		openflow.FieldInPort, openflow.FieldNXMInPort:
+		openflow.FieldInPort, openflow.FieldNXMInPort,
+		openflow.FieldMPLSLabel, openflow.FieldMPLSTC:
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
@@ -42,7 +43,9 @@ func checkSupported(acts []openflow.Action) error {
 		switch a.Type {
 		case openflow.ActOutput, openflow.ActEnqueue, openflow.ActSetVLANVID, openflow.ActSetVLANPCP,
 			openflow.ActStripVLAN, openflow.ActPushVLAN, openflow.ActResubmit, openflow.ActDecNwTTL,
-			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup, openflow.ActMeter:
+			openflow.ActSetNwTTL, openflow.ActSetQueue, openflow.ActGroup, openflow.ActMeter,
+			openflow.ActPushMPLS, openflow.ActPopMPLS, openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC,
+			openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
 			// A group or meter that does not exist is refused by
 			// Tables.checkRefs (OFPBAC_BAD_OUT_GROUP,
 			// OFPMMFC_INVALID_METER), as ovs-vswitchd refuses it.
@@ -85,6 +88,19 @@ func checkSupported(acts []openflow.Action) error {
 			// checkActions checks it again with the flow's match.
 			if err := checkLearn(a.Learn, nil); err != nil {
 				return err
+			}
+		case openflow.ActClone:
+			if err := checkSupported(a.Nested); err != nil {
+				return err
+			}
+		case openflow.ActOutputTrunc:
+		case openflow.ActEncap, openflow.ActDecap:
+			if !encapSupported(a) {
+				return errorf(ErrUnsupportedNXAction, "%s to packet type %#x is not implemented", a.Type, a.Load)
+			}
+		case openflow.ActCheckPktLarger:
+			if !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "check_pkt_larger into %s is not implemented", a.Field)
 			}
 		case openflow.ActNAT:
 			return errorf(ErrBadSetArgument, "nat outside of a ct action")

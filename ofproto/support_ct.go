@@ -75,6 +75,12 @@ func checkCt(in *openflow.Instructions, m *classifier.Match) error {
 
 func checkCtAction(a *openflow.Action, f *datapath.Features) error {
 	switch a.Type {
+	case openflow.ActClone:
+		for i := range a.Nested {
+			if err := checkCtAction(&a.Nested[i], f); err != nil {
+				return err
+			}
+		}
 	case openflow.ActNAT:
 		return errorf(ErrBadSetArgument, "nat outside of a ct action")
 	case openflow.ActSetField, openflow.ActRegLoad, openflow.ActRegMove:

@@ -25,7 +25,13 @@ func TestCheckSupportedAgreesWithXlate(t *testing.T) {
 				a.Port = openflow.PortInPort
 			}
 			in := openflow.Instructions{Apply: []openflow.Action{a, openflow.Output(2, 0)}}
-			refused := checkActions(&in, &classifier.Match{})
+			var m classifier.Match
+			switch typ {
+			case openflow.ActPopMPLS, openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
+				// Refused for any other packet (OFPBAC_MATCH_INCONSISTENT).
+				m.Key.EthType, m.Mask.EthType = 0x8847, 0xffff
+			}
+			refused := checkActions(&in, &m)
 			k := pkt(11)
 			var out Out
 			x.TranslateActions(&k, 1, in.Apply, t0, &out)
@@ -51,7 +57,7 @@ func TestCheckSupportedFields(t *testing.T) {
 		{openflow.FieldEthDst, true}, {openflow.FieldIPv4Dst, true}, {openflow.FieldTCPDst, true},
 		{openflow.FieldReg0, true}, {openflow.FieldReg15, true}, {openflow.FieldMetadata, true}, {openflow.FieldIPv6Dst, true},
 		{openflow.FieldXReg7, true}, {openflow.FieldXXReg3, true},
-		{openflow.FieldICMPv4Type, false}, {openflow.FieldARPSPA, false}, {openflow.FieldMPLSLabel, false},
+		{openflow.FieldICMPv4Type, false}, {openflow.FieldARPSPA, false}, {openflow.FieldMPLSLabel, true}, {openflow.FieldMPLSBOS, false},
 		{openflow.FieldNDTarget, false}, {openflow.FieldIPv6Label, false},
 	} {
 		for _, typ := range []openflow.ActionType{openflow.ActSetField, openflow.ActRegLoad} {

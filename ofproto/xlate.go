@@ -37,8 +37,9 @@ const (
 	UserdataController = 1
 	UserdataLen        = 16
 
-	ReasonNoMatch uint8 = 0
-	ReasonAction  uint8 = 1
+	ReasonNoMatch    uint8 = 0
+	ReasonAction     uint8 = 1
+	ReasonInvalidTTL uint8 = 2
 )
 
 // ControllerUserdata is a decoded controller userdata.
@@ -190,6 +191,8 @@ type xctx struct {
 	// write: a local array would escape through Field.Value and cost
 	// an allocation per action.
 	scratch [2][16]byte
+	wasMPLS bool       // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
+	encap   encapState // packet types (xlate_encap.go)
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
@@ -303,10 +306,13 @@ func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
 	if in.Meter != 0 {
 		c.meter(in.Meter)
 	}
-	c.doActions(in.Apply)
+	whole := c.doActionsIn(in.Apply, in)
 	if c.ctrl.pausing {
 		c.freezeInstructions(in)
 		return 0, false
+	}
+	if !whole {
+		return 0, false // check_pkt_larger ran the rest (xlate_clone.go)
 	}
 	if in.Clear {
 		c.nActionSet = 0
@@ -370,17 +376,35 @@ func (c *xctx) runActionSet() {
 	}
 }
 
-func (c *xctx) doActions(list []openflow.Action) {
+func (c *xctx) doActions(list []openflow.Action) { c.doActionsIn(list, nil) }
+
+// doActionsIn runs list, the apply-actions of in when in is not nil. It
+// returns false when a check_pkt_larger took over the rest of the list
+// (and of in): xlate_clone.go.
+func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bool {
 	for i := range list {
 		if c.exit {
-			return
+			return true
+		}
+		if c.encap.freezeNext || c.wasMPLS && mplsNeedsRecirc(&list[i]) {
+			c.mplsFreeze(list[i:], in)
+			return false
+		}
+		if list[i].Type == openflow.ActCheckPktLarger {
+			c.checkPktLarger(&list[i], list[i+1:], in)
+			return false
 		}
 		c.doAction(&list[i])
 		if c.ctrl.pausing {
 			c.freezeRest(list[i+1:])
-			return
+			return true
 		}
 	}
+	if c.encap.freezeNext && !c.exit || c.wasMPLS && in != nil && !c.exit && (in.Clear || in.Write != nil || in.WriteMetadata || in.GotoTable) {
+		c.mplsFreeze(list[len(list):], in)
+		return false
+	}
+	return true
 }
 
 func (c *xctx) doAction(a *openflow.Action) {
@@ -456,6 +480,19 @@ func (c *xctx) doAction(a *openflow.Action) {
 		// only from a packet-out, it does nothing (as in OVS).
 	case openflow.ActVendor:
 		c.vendorAction(a)
+	case openflow.ActClone:
+		c.clone(a)
+	case openflow.ActPushMPLS, openflow.ActPopMPLS, openflow.ActSetMPLSLabel, openflow.ActSetMPLSTC,
+		openflow.ActSetMPLSTTL, openflow.ActDecMPLSTTL:
+		c.mplsAction(a)
+	case openflow.ActEncap:
+		c.doEncap(a)
+	case openflow.ActDecap:
+		c.doDecap(a)
+	case openflow.ActOutputTrunc:
+		c.outputTrunc(a)
+	case openflow.ActCheckPktLarger:
+		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
 		// The queue becomes the packet's skb priority, which the
 		// port's linux-htb QoS maps to class 1:N+1 (qos.go in
@@ -531,9 +568,10 @@ func (c *xctx) decTTL() {
 		c.out.WC.EthType = 0xffff
 		c.out.WC.NwTTL = 0xff
 		if c.flow.NwTTL <= 1 {
-			// TTL expired: OVS sends it to the controller with reason
-			// invalid_ttl; we drop it.
-			c.out.Actions = c.out.Actions[:0]
+			// TTL expired: as OVS, the packet goes no further but to
+			// the controllers that asked for invalid_ttl packet-ins
+			// (the connection's async config filters the reason).
+			c.controller(ReasonInvalidTTL, c.table, 0xffff, c.cookie)
 			c.out.Dropped = "ttl expired"
 			c.exit = true
 			return
@@ -799,6 +837,12 @@ var ones6 = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 func (c *xctx) commit() {
 	f, b, wc := &c.flow, &c.base, &c.out.WC
 	acts := c.out.Actions
+	if c.encap != (encapState{}) {
+		acts = c.commitEncap(acts) // xlate_encap.go
+	}
+	if f.EthType != b.EthType || f.MPLSLSE != b.MPLSLSE {
+		acts = c.commitMPLS(acts) // xlate_mpls.go
+	}
 
 	// VLAN: the datapath has no "set VLAN", so, as OVS's
 	// commit_vlan_action, keep the innermost tags both have in common, pop

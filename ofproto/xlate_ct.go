@@ -24,6 +24,10 @@ func (c *xctx) resume(key *flow.Key) bool {
 	c.flow.InPort = s.inPort
 	c.flow.Regs = s.regs
 	c.flow.OFMetadata = s.metadata
+	if s.instr != nil {
+		c.resumeFrozen(&s) // after pop_mpls: xlate_mpls.go
+		return true
+	}
 	c.pipeline(s.table)
 	return true
 }

@@ -236,6 +236,10 @@ var dpFeatures = []dpFeature{
 	{name: "ct_mark", title: "CT mark", on: func(f datapath.Features) bool { return f.CtMark }},
 	{name: "ct_label", title: "CT label", on: func(f datapath.Features) bool { return f.CtLabel }},
 	{name: "ct_state_nat", title: "CT state NAT", on: func(f datapath.Features) bool { return f.CtNAT }},
+	{name: "trunc", title: "Truncate action", on: func(f datapath.Features) bool { return f.Trunc }},
+	{name: "clone", title: "Clone action", on: func(f datapath.Features) bool { return f.Clone }},
+	{name: "check_pkt_len", title: "Check pkt length action", on: func(f datapath.Features) bool { return f.CheckPktLen }},
+	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }},
 }
 
 func yesNo(b bool) string {

@@ -208,6 +208,7 @@ func open(name string, cfg datapath.Config, create bool) (dp *Datapath, err erro
 	d.noCtZone = !d.probeCtZone()
 	d.features.CtZone = !d.noCtZone
 	d.probeCt()
+	d.probeActions()
 	d.probeMeters()
 	return d, nil
 }

@@ -44,6 +44,15 @@ const (
 	ActExit                  // NXAST_EXIT: stop translating (outputreg.go)
 	ActStackPush             // Field, Ofs, NBits: NXAST_STACK_PUSH (push)
 	ActStackPop              // Field, Ofs, NBits: NXAST_STACK_POP (pop)
+
+	// Nicira actions of action_clone.go and action_mpls.go.
+	ActClone          // Nested: NXAST_CLONE
+	ActOutputTrunc    // Port, TruncLen: NXAST_OUTPUT_TRUNC, output(port=..,max_len=..)
+	ActCheckPktLarger // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
+	ActSetMPLSLabel   // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
+	ActSetMPLSTC      // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
+	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
+	ActDecap          // Load: the new packet type: NXAST_DECAP
 )
 
 var actionNames = [...]string{
@@ -56,6 +65,8 @@ var actionNames = [...]string{
 	ActCT: "ct", ActCTClear: "ct_clear", ActNAT: "nat", ActMeter: "meter",
 	ActLearn: "learn", ActConj: "conjunction", ActOutputReg: "output_reg", ActExit: "exit",
 	ActStackPush: "push", ActStackPop: "pop",
+	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
+	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc", ActEncap: "encap", ActDecap: "decap",
 }
 
 func (t ActionType) String() string {
@@ -100,6 +111,10 @@ type Action struct {
 	NAT *NATAction
 	// Learn is the body of ActLearn (see learn.go).
 	Learn *LearnAction
+	// Nested is the action list of an ActClone.
+	Nested []Action
+	// TruncLen is an ActOutputTrunc's max_len.
+	TruncLen uint32
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -177,7 +192,7 @@ func (a Action) Equal(b Action) bool {
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
-		a.Learn.equal(b.Learn)
+		a.Learn.equal(b.Learn) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

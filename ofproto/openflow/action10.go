@@ -147,6 +147,16 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			return Action{}, err
 		}
 		return decodeStack(v, sub, act)
+	case NXASTClone, NXASTOutputTrunc, NXASTCheckPktLarger:
+		return decodeExtAction(v, sub, act)
+	case NXASTEncap, NXASTDecap:
+		if a, ok := decodeEncap(v, sub, act); ok {
+			return a, nil
+		}
+	case NXASTPushMPLS, NXASTPopMPLS, NXASTSetMPLSTTL, NXASTDecMPLSTTL, NXASTSetMPLSLabel, NXASTSetMPLSTC:
+		if v == Version10 { // OpenFlow 1.1+ has its own (action_mpls.go)
+			return decodeMPLSAction(v, sub, act)
+		}
 	case NXASTCT:
 		return decodeCT(v, act)
 	case NXASTLearn, NXASTLearn2:
@@ -319,6 +329,12 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendOutputReg(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
+	case ActClone, ActOutputTrunc, ActCheckPktLarger:
+		return appendExtAction(b, a, Version10)
+	case ActEncap, ActDecap:
+		return appendEncap(b, a)
+	case ActPushMPLS, ActPopMPLS, ActSetMPLSTTL, ActDecMPLSTTL, ActSetMPLSLabel, ActSetMPLSTC:
+		return appendMPLSAction10(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.0: %w", a.Type, ErrUnsupported)
 }

@@ -148,6 +148,8 @@ func appendAction11(b []byte, a *Action) ([]byte, error) {
 		return appendSetField11(b, a)
 	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
 		return appendNXAction(b, a)
+	case ActClone:
+		return appendExtAction(b, a, Version11)
 	}
 	// The rest is numbered and laid out as in 1.3.
 	return appendAction13(b, a)

@@ -205,6 +205,12 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendOutputReg(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
+	case ActClone, ActOutputTrunc, ActCheckPktLarger:
+		return appendExtAction(b, a, Version13)
+	case ActEncap, ActDecap:
+		return appendEncap(b, a)
+	case ActSetMPLSLabel, ActSetMPLSTC:
+		return appendMPLSAction13(b, a)
 	}
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }

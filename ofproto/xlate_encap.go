@@ -1,0 +1,186 @@
+package ofproto
+
+import (
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// Translation of encap(mpls), encap(mpls_mc), encap(ethernet) and
+// decap() for MPLS, as ofproto-dpif-xlate.c's xlate_generic_encap_action
+// and xlate_generic_decap_action with the datapath's add_mpls, push_eth
+// and pop_eth:
+//
+//   - encap(mpls) puts a label stack entry in front of the whole frame
+//     (Ethernet over MPLS): the packet has no Ethernet header until an
+//     encap(ethernet), and the datapath's add_mpls (with no L3 tunnel
+//     flag) is emitted at the next commit, so that set_mpls_label and
+//     friends in between land in it;
+//   - encap(ethernet) on such a packet is push_eth, likewise deferred so
+//     that set_field on eth_src/eth_dst land in it;
+//   - decap() of an Ethernet frame is pop_eth (an MPLS frame becomes a
+//     bare MPLS packet); decap(packet_type(ns=0,type=0)) of a bare MPLS
+//     packet with one label is pop_mpls to ETH_P_TEB, and, as in OVS,
+//     the translation then recirculates so that the inner frame is
+//     parsed (mplsFreeze).
+//
+// A bare L3 packet is not otherwise a packet this switch models (the
+// flow key has no packet_type): decap to an IP packet, and encap or decap
+// of anything else, is refused at flow_mod time (checkSupported) or ends
+// the translation in a drop.
+
+// encapState is the packet-type part of a translation.
+type encapState struct {
+	noEth, baseNoEth bool // the flow's packet, and the datapath's, have no Ethernet header
+	addMPLS          bool // an encap(mpls) the next commit emits as add_mpls
+	pushEth          bool // an encap(ethernet) the next commit emits as push_eth
+	freezeNext       bool // a decap that needs the inner packet parsed: recirculate before the next action
+	lseUnknown       bool // a decap popped a label that was not the last: the new top entry is the datapath's
+}
+
+const ethTypeTEB = 0x6558 // transparent Ethernet bridging: pop_mpls to an Ethernet frame
+
+// encapSupported reports whether translation carries out encap/decap a.
+func encapSupported(a *openflow.Action) bool {
+	switch uint32(a.Load) {
+	case openflow.PacketTypeEthernet:
+		return true
+	case openflow.PacketTypeMPLS, openflow.PacketTypeMPLSMC:
+		return true
+	case openflow.PacketTypeNextProto:
+		return a.Type == openflow.ActDecap
+	}
+	return false
+}
+
+func (c *xctx) doEncap(a *openflow.Action) {
+	f, e, wc := &c.flow, &c.encap, &c.out.WC
+	// What was pending belongs to the packet being encapsulated.
+	c.commit()
+	switch pt := uint32(a.Load); pt {
+	case openflow.PacketTypeMPLS, openflow.PacketTypeMPLSMC:
+		wc.VLANs[0].TCI |= flow.VLANPresent
+		ethType := uint16(pt)
+		if isMPLS(f.EthType) && e.noEth && !e.lseUnknown {
+			// Onto a bare MPLS packet: a copy of the top entry, as OVS's
+			// flow_push_mpls.
+			wc.MPLSLSE = ^uint32(0)
+			f.MPLSLSE &^= mplsBoSMask
+			f.EthType = ethType
+			e.addMPLS = true
+			return
+		}
+		if !e.noEth && f.VLANs[0].TCI&flow.VLANPresent != 0 || isMPLS(f.EthType) {
+			c.unsupportedHere("encap(mpls) of a VLAN-tagged or MPLS frame")
+			return
+		}
+		label, tc, ttl := uint32(0), uint32(0), uint32(64)
+		if f.EthType == flow.EthTypeIPv6 {
+			label = 2
+		}
+		if f.EthType == flow.EthTypeIPv4 || f.EthType == flow.EthTypeIPv6 {
+			tc = uint32(f.NwTos&0xfc) >> 2
+			wc.NwTos |= 0xfc
+			wc.NwTTL = 0xff
+			if f.NwTTL != 0 {
+				ttl = uint32(f.NwTTL)
+			}
+		}
+		f.MPLSLSE = label<<12 | tc<<9&mplsTCMask | mplsBoSMask | ttl
+		f.EthType = ethType
+		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
+		e.noEth, e.addMPLS = true, true
+	case openflow.PacketTypeEthernet:
+		if !e.noEth {
+			c.unsupportedHere("encap(ethernet) of an Ethernet frame")
+			return
+		}
+		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
+		e.noEth, e.pushEth = false, true
+	default:
+		c.unsupportedHere("encap of this packet type")
+	}
+}
+
+func (c *xctx) doDecap(a *openflow.Action) {
+	f, e, wc := &c.flow, &c.encap, &c.out.WC
+	c.commit()
+	if !e.noEth {
+		// Pop the Ethernet header: the packet becomes a bare packet of
+		// its ethertype.
+		wc.VLANs[0].TCI |= flow.VLANPresent
+		if f.VLANs[0].TCI&flow.VLANPresent != 0 {
+			c.unsupportedHere("decap of a VLAN-tagged frame")
+			return
+		}
+		// The packet becomes a bare packet of its ethertype (OVS does not
+		// recirculate here either: the L3 header is the one it had).
+		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
+		e.noEth = true
+		return
+	}
+	pt := uint32(a.Load)
+	if !isMPLS(f.EthType) || pt != openflow.PacketTypeEthernet && pt != openflow.PacketTypeMPLS && pt != openflow.PacketTypeMPLSMC {
+		c.unsupportedHere("decap of this packet to this packet type")
+		return
+	}
+	if !e.lseUnknown {
+		wc.MPLSLSE |= mplsBoSMask
+	}
+	bos := f.MPLSLSE&mplsBoSMask != 0
+	if pt != openflow.PacketTypeEthernet {
+		// To MPLS: a label that is not the last goes, and the packet
+		// stays a bare MPLS packet whose new top entry the datapath
+		// knows (OVS does not recirculate for it either).
+		if bos || e.lseUnknown {
+			c.unsupportedHere("decap to MPLS of the last label")
+			return
+		}
+		c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, uint16(pt))
+		f.EthType, f.MPLSLSE = uint16(pt), 0
+		c.base.EthType, c.base.MPLSLSE = uint16(pt), 0
+		e.lseUnknown = true
+		return
+	}
+	if !bos && !e.lseUnknown {
+		c.unsupportedHere("decap to Ethernet of a packet with more than one label")
+		return
+	}
+	// The last label goes: what is under it is an Ethernet frame the
+	// datapath parses after a recirculation.
+	c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, ethTypeTEB)
+	f.EthType, f.MPLSLSE = ethTypeTEB, 0
+	c.base.EthType, c.base.MPLSLSE = ethTypeTEB, 0
+	e.noEth, e.baseNoEth, e.lseUnknown = false, false, false
+	e.freezeNext = true
+}
+
+// commitEncap is commit's first step: the pending encaps, then a pending
+// pop_eth.
+func (c *xctx) commitEncap(acts []byte) []byte {
+	f, b, e := &c.flow, &c.base, &c.encap
+	if e.addMPLS {
+		acts = datapath.AppendAddMPLS(acts, f.MPLSLSE, f.EthType, 0)
+		b.EthType, b.MPLSLSE = f.EthType, f.MPLSLSE
+		b.EthSrc, b.EthDst = [6]byte{}, [6]byte{}
+		e.baseNoEth, e.addMPLS = true, false
+	}
+	if e.pushEth {
+		acts = datapath.AppendPushEth(acts, f.EthSrc, f.EthDst)
+		b.EthSrc, b.EthDst = f.EthSrc, f.EthDst
+		e.baseNoEth, e.pushEth = false, false
+	}
+	if e.noEth && !e.baseNoEth {
+		acts = datapath.AppendPopEth(acts)
+		b.EthSrc, b.EthDst = [6]byte{}, [6]byte{}
+		e.baseNoEth = true
+	}
+	return acts
+}
+
+// unsupportedHere ends the translation in a drop, naming why.
+func (c *xctx) unsupportedHere(why string) {
+	c.out.Actions = c.out.Actions[:0]
+	c.out.Dropped = why + " is not implemented"
+	c.exit = true
+}

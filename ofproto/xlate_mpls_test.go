@@ -1,0 +1,208 @@
+package ofproto
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
+)
+
+// mplsPkt is an MPLS packet with one label (label, TC 0, BoS, TTL 64)
+// from macA to macB on datapath port dp.
+func mplsPkt(dp uint32, label uint32) flow.Key {
+	return flow.Key{InPort: dp, EthSrc: macA, EthDst: macB, EthType: flow.EthTypeMPLS,
+		MPLSLSE: label<<12 | mplsBoSMask | 64}
+}
+
+func TestXlateMPLS(t *testing.T) {
+	tests := []struct {
+		name string
+		k    flow.Key
+		acts []openflow.Action
+		want string
+	}{
+		{"push and label", pkt(11), []openflow.Action{{Type: openflow.ActPushMPLS, EthType: flow.EthTypeMPLS},
+			{Type: openflow.ActSetMPLSLabel, Load: 3}, openflow.Output(2, 0)},
+			"push_mpls(label=3,tc=0,ttl=64,bos=1,eth_type=0x8847),12"},
+		{"set ip then push", pkt(11), []openflow.Action{func() openflow.Action {
+			a := openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldIPv4Dst}
+			copy(a.Value[:], []byte{10, 0, 0, 9})
+			return a
+		}(), {Type: openflow.ActPushMPLS, EthType: flow.EthTypeMPLSM}, {Type: openflow.ActSetMPLSTC, VLANPCP: 5},
+			{Type: openflow.ActDecMPLSTTL}, openflow.Output(2, 0)},
+			"set(ipv4(dst=10.0.0.9)),push_mpls(label=0,tc=5,ttl=63,bos=1,eth_type=0x8848),12"},
+		{"pop and output", mplsPkt(11, 3), []openflow.Action{{Type: openflow.ActPopMPLS, EthType: flow.EthTypeIPv4},
+			openflow.Output(2, 0)},
+			"pop_mpls(eth_type=0x800),12"},
+		{"set label", mplsPkt(11, 3), []openflow.Action{{Type: openflow.ActSetMPLSLabel, Load: 7},
+			{Type: openflow.ActSetMPLSTTL, TTL: 9}, openflow.Output(2, 0)},
+			"set(mpls(label=7,tc=0,ttl=9,bos=1)),12"},
+		{"ttl expired", mplsPkt(11, 3), []openflow.Action{{Type: openflow.ActSetMPLSTTL, TTL: 1},
+			{Type: openflow.ActDecMPLSTTL}, openflow.Output(2, 0)}, "drop"},
+		{"push on a label", mplsPkt(11, 3), []openflow.Action{{Type: openflow.ActPushMPLS, EthType: flow.EthTypeMPLS},
+			{Type: openflow.ActSetMPLSLabel, Load: 4}, openflow.Output(2, 0)},
+			"push_mpls(label=3,tc=0,ttl=64,bos=0,eth_type=0x8847),set(mpls(label=4,tc=0,ttl=64,bos=0)),12"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := testBridge(t)
+			if err := checkSupported(tc.acts); err != nil {
+				t.Fatal(err)
+			}
+			et := tc.k.EthType
+			m := func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = et, 0xffff }
+			mustAdd(t, x, 0, m, 1, apply(tc.acts...))
+			out := translate(x, tc.k)
+			if got := datapath.FormatActions(out.Actions); got != tc.want {
+				t.Errorf("actions %s\n         want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestXlateMPLSRecirc: after a pop to IP, a resubmit needs the IP header
+// the datapath has not parsed: the translation recirculates and the
+// packet, back with the new key, resumes at the resubmit.
+func TestXlateMPLSRecirc(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 3<<12, mplsLabelMask
+	}, 100, apply(openflow.Action{Type: openflow.ActPopMPLS, EthType: flow.EthTypeIPv4}, openflow.Resubmit(openflow.PortInPort, 1)))
+	mustAdd(t, x, 1, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff
+		k.IPv4Dst, m.IPv4Dst = [4]byte{10, 0, 0, 2}, [4]byte{255, 255, 255, 255}
+	}, 10, apply(openflow.Output(2, 0)))
+	out := translate(x, mplsPkt(11, 3))
+	got := datapath.FormatActions(out.Actions)
+	if !strings.HasPrefix(got, "pop_mpls(eth_type=0x800),recirc(") {
+		t.Fatalf("first pass: %s", got)
+	}
+	if out.WC.MPLSLSE != mplsLabelMask|mplsBoSMask {
+		t.Errorf("first pass megaflow MPLS mask %#x", out.WC.MPLSLSE)
+	}
+	var id uint32
+	if err := datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionRecirc {
+			id = a.ID
+		}
+		return nil
+	}); err != nil || id == 0 {
+		t.Fatalf("no recirc id: %v", err)
+	}
+	k := pkt(11)
+	k.RecircID = id
+	if got := datapath.FormatActions(translate(x, k).Actions); got != "12" {
+		t.Errorf("second pass: %s, want 12", got)
+	}
+	// A pop then a goto_table recirculates at the end of the actions.
+	x2 := testBridge(t)
+	mustAdd(t, x2, 0, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff }, 1, openflow.Instructions{
+		Apply: []openflow.Action{{Type: openflow.ActPopMPLS, EthType: flow.EthTypeIPv4}}, GotoTable: true, Table: 1})
+	mustAdd(t, x2, 1, func(*flow.Key, *flow.Mask) {}, 1, apply(openflow.Output(3, 0)))
+	out = translate(x2, mplsPkt(11, 3))
+	if got := datapath.FormatActions(out.Actions); !strings.HasPrefix(got, "pop_mpls(eth_type=0x800),recirc(") {
+		t.Fatalf("goto: first pass %s", got)
+	}
+}
+
+func TestXlateMPLSAllocs(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff }, 1, apply(openflow.Action{Type: openflow.ActPushMPLS, EthType: flow.EthTypeMPLS},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 3}, openflow.Action{Type: openflow.ActDecMPLSTTL}, openflow.Output(2, 0)))
+	k := pkt(11)
+	var out Out
+	x.Translate(&k, t0, false, &out)
+	if n := testing.AllocsPerRun(100, func() { x.Translate(&k, t0, false, &out) }); n != 0 {
+		t.Errorf("%v allocations per translation", n)
+	}
+}
+
+// TestXlateEncapDecapMPLS: OVS test 33's flows. Encap side: add_mpls with
+// the label set after it, then push_eth with the addresses set after
+// it. Decap side: pop_eth, pop_mpls to Ethernet, recirculate, and output
+// in the second pass.
+func TestXlateEncapDecapMPLS(t *testing.T) {
+	x := testBridge(t)
+	dst, src := setEthDst([6]byte{0, 0, 0, 0, 0, 2}), openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}
+	src.Value[5] = 1
+	encap := []openflow.Action{{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		{Type: openflow.ActSetMPLSLabel, Load: 2}, {Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		dst, src, openflow.Output(2, 0)}
+	in := openflow.Instructions{Apply: encap}
+	m := match(func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) })
+	if err := checkActions(&in, &m); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) }, 100, in)
+	decap := []openflow.Action{{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)},
+		{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeEthernet)}, openflow.Output(1, 0)}
+	in = openflow.Instructions{Apply: decap}
+	m = match(func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	})
+	if err := checkActions(&in, &m); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	}, 100, in)
+
+	out := translate(x, pkt(11))
+	want := "add_mpls(label=2,tc=0,ttl=64,bos=1,eth_type=0x8847),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),12"
+	if got := datapath.FormatActions(out.Actions); got != want {
+		t.Errorf("encap: %s\n  want %s", got, want)
+	}
+	out = translate(x, mplsPkt(12, 2))
+	got := datapath.FormatActions(out.Actions)
+	if !strings.HasPrefix(got, "pop_eth,pop_mpls(eth_type=0x6558),recirc(") {
+		t.Fatalf("decap first pass: %s", got)
+	}
+	var id uint32
+	datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionRecirc {
+			id = a.ID
+		}
+		return nil
+	})
+	k := pkt(12)
+	k.RecircID = id
+	if got := datapath.FormatActions(translate(x, k).Actions); got != "11" {
+		t.Errorf("decap second pass: %s, want 11", got)
+	}
+}
+
+// TestXlateEncapDecapTwoLabels: OVS test 35's flows: two encap(mpls),
+// then decap(), a decap to MPLS that pops the outer label, and a decap to
+// Ethernet that pops the inner one and recirculates.
+func TestXlateEncapDecapTwoLabels(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) }, 100, apply(
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 3},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 2},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		openflow.Output(2, 0)))
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	}, 100, apply(openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)},
+		openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeEthernet)},
+		openflow.Output(1, 0)))
+	want := "add_mpls(label=3,tc=0,ttl=64,bos=1,eth_type=0x8847),add_mpls(label=2,tc=0,ttl=64,bos=0,eth_type=0x8847)," +
+		"push_eth(src=00:00:00:00:00:00,dst=00:00:00:00:00:00),12"
+	if got := datapath.FormatActions(translate(x, pkt(11)).Actions); got != want {
+		t.Errorf("encap: %s\n  want %s", got, want)
+	}
+	k := mplsPkt(12, 2)
+	k.MPLSLSE &^= mplsBoSMask
+	if got := datapath.FormatActions(translate(x, k).Actions); !strings.HasPrefix(got, "pop_eth,pop_mpls(eth_type=0x8847),pop_mpls(eth_type=0x6558),recirc(") {
+		t.Errorf("decap: %s", got)
+	}
+}
