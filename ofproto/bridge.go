@@ -388,7 +388,8 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 		return nil
 	}
 	if err := b.DP.Execute(packet, &key, out.Actions); err != nil {
-		return &ExecuteError{DP: b.DP.Name(), Actions: datapath.FormatActions(out.Actions), Packet: flow.Format(&key, nil), Err: err}
+		exact := flow.ExactMask()
+		return &ExecuteError{DP: b.DP.Name(), Actions: datapath.FormatActions(out.Actions), Packet: flow.Format(&key, &exact), Err: err}
 	}
 	return nil
 }
