@@ -107,11 +107,9 @@ type Reconciler struct {
 	// tells an empty set applied from none yet.
 	ctZones    map[uint16]map[string]uint32
 	ctZonesSet bool
-	// qos is the QoS last applied without error.
-	qos         map[string]QoSConfig
-	qosSet      bool
-	policing    map[string]Policing
-	policingSet bool
+	// qos and policing are what was last applied without error.
+	qos      lastApplied[QoSConfig]
+	policing lastApplied[Policing]
 	// Logf receives one line per change (at slog.LevelInfo) and per
 	// problem (LevelWarn for configuration refused, LevelError for an
 	// operation that failed); nil discards. A problem is logged when it
@@ -226,29 +224,38 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	return ifaces, dpids
 }
 
+// lastApplied is one kind of per-interface setting as last applied
+// without error; ok is false until then, and after a failure, so that a
+// device that appears later is tried again.
+type lastApplied[C any] struct {
+	m  map[string]C
+	ok bool
+}
+
+// applyPerInterface hands want to set when it differs from what last
+// applied cleanly, and warns of each interface set could not configure.
+func applyPerInterface[C any](r *Reconciler, last *lastApplied[C], want map[string]C, equal func(a, b C) bool,
+	what string, set func(map[string]C) map[string]error) {
+	if last.ok && maps.EqualFunc(want, last.m, equal) {
+		return
+	}
+	errs := set(want)
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		r.problemf(slog.LevelWarn, "interface %s: %s: %v", name, what, errs[name])
+	}
+	last.m, last.ok = want, len(errs) == 0
+}
+
 // applyQoS applies the interfaces' QoS when it changed (or failed last
 // time: a device may appear later), after the ports are in.
 func (r *Reconciler) applyQoS(d *Desired) {
-	if r.qosSet && equalQoS(d.QoS, r.qos) {
-		return
-	}
-	errs := r.sw.SetQoS(d.QoS)
-	for _, name := range slices.Sorted(maps.Keys(errs)) {
-		r.problemf(slog.LevelWarn, "interface %s: QoS: %v", name, errs[name])
-	}
-	r.qos, r.qosSet = d.QoS, len(errs) == 0
+	applyPerInterface(r, &r.qos, d.QoS, QoSConfig.Equal, "QoS", r.sw.SetQoS)
 }
 
 // applyPolicing is applyQoS for ingress policing.
 func (r *Reconciler) applyPolicing(d *Desired) {
-	if r.policingSet && maps.Equal(d.Policing, r.policing) {
-		return
-	}
-	errs := r.sw.SetPolicing(d.Policing)
-	for _, name := range slices.Sorted(maps.Keys(errs)) {
-		r.problemf(slog.LevelWarn, "interface %s: ingress policing: %v", name, errs[name])
-	}
-	r.policing, r.policingSet = d.Policing, len(errs) == 0
+	applyPerInterface(r, &r.policing, d.Policing, func(a, b Policing) bool { return a == b }, "ingress policing",
+		r.sw.SetPolicing)
 }
 
 // applyBridge creates the bridge or applies changed settings.
