@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -404,13 +403,8 @@ type ExecuteError struct {
 }
 
 func (e *ExecuteError) Error() string {
-	msg := e.Err.Error()
-	var en unix.Errno
-	if errors.As(e.Err, &en) {
-		msg = en.Error()
-		msg = strings.ToUpper(msg[:1]) + msg[1:]
-	}
-	return fmt.Sprintf("system@%s: execute %s failed (%s) on packet %s", e.DP, e.Actions, msg, e.Packet)
+	return fmt.Sprintf("system@%s: execute %s failed (%s) on packet %s", e.DP, e.Actions, datapath.ErrnoText(e.Err),
+		e.Packet)
 }
 
 func (e *ExecuteError) Unwrap() error { return e.Err }
