@@ -292,7 +292,7 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 }
 
 func (c *Conn) features(env openflow.Envelope) error {
-	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
+	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID(), NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
 	if env.Version >= openflow.Version13 {
 		// Group stats, as ovs-vswitchd advertises them (OFPC_GROUP_STATS).

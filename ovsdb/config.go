@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,12 @@ type BridgeConfig struct {
 	SFlow *SFlowConfig
 	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
 	NetFlow *NetFlowConfig
+	// HWAddr is other_config:hwaddr and DatapathID other_config:datapath-id
+	// (nil and 0 when unset or unusable): see bridgeaddr.go. They are
+	// applied apart from the other settings, without rebuilding the
+	// bridge.
+	HWAddr     net.HardwareAddr
+	DatapathID uint64
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -269,6 +276,7 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseBridgeAddress(br.OtherConfig, &bc, &d.Problems)
 		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {

@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"sync"
 	"syscall"
@@ -24,6 +25,8 @@ type fakeSwitch struct {
 type fakeBridge struct {
 	cfg   BridgeConfig
 	ports map[string]PortState
+	mac   net.HardwareAddr // SetBridgeAddress's
+	dpid  uint64
 }
 
 func newFakeSwitch(devices ...string) *fakeSwitch {
@@ -153,7 +156,21 @@ func (f *fakeSwitch) DatapathID(bridge string) (uint64, error) {
 	if f.bridges[bridge] == nil {
 		return 0, syscall.ENOENT
 	}
+	if id := f.bridges[bridge].dpid; id != 0 {
+		return id, nil
+	}
 	return 0x0200_0000_0000 | uint64(len(bridge)), nil
+}
+
+func (f *fakeSwitch) SetBridgeAddress(bridge string, mac net.HardwareAddr, dpid uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bridges[bridge]
+	if b == nil {
+		return syscall.ENOENT
+	}
+	b.mac, b.dpid = mac, dpid
+	return nil
 }
 
 func (f *fakeSwitch) SetGlobal(g Global) {

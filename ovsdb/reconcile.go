@@ -54,6 +54,9 @@ type Switch interface {
 	// SetPolicing gives the interfaces (by name) their ingress policing,
 	// replacing the last set, as SetQoS.
 	SetPolicing(p map[string]Policing) map[string]error
+	// SetBridgeAddress gives the bridge's own port this Ethernet address
+	// and the bridge this OpenFlow datapath id.
+	SetBridgeAddress(bridge string, mac net.HardwareAddr, dpid uint64) error
 }
 
 // PortState is a running port as the switch reports it.
@@ -210,11 +213,12 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 			}
 			continue
 		}
-		if id, err := r.sw.DatapathID(bc.Name); err == nil {
-			dpids[bc.UUID] = id
-		}
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
+		}
+		r.applyBridgeAddress(bc)
+		if id, err := r.sw.DatapathID(bc.Name); err == nil {
+			dpids[bc.UUID] = id
 		}
 		if a := r.running[bc.Name]; a != nil {
 			r.applySFlow(a, bc)
@@ -222,6 +226,19 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		}
 	}
 	return ifaces, dpids
+}
+
+// applyBridgeAddress picks the bridge's address and datapath id from its
+// configuration and its ports as they now are, and applies them.
+func (r *Reconciler) applyBridgeAddress(bc *BridgeConfig) {
+	ports, err := r.sw.Ports(bc.Name)
+	if err != nil {
+		return
+	}
+	mac, dpid := pickBridgeAddress(bc, ports)
+	if err := r.sw.SetBridgeAddress(bc.Name, mac, dpid); err != nil {
+		r.problemf(slog.LevelError, "bridge %s: failed to set bridge Ethernet address: %v", bc.Name, err)
+	}
 }
 
 // lastApplied is one kind of per-interface setting as last applied
