@@ -83,6 +83,10 @@ type Bridge struct {
 
 	// dpid is the OpenFlow datapath id (DatapathID, SetDatapathID).
 	dpid atomic.Uint64
+	// forwardBPDU is other_config:forward-bpdu (SetForwardBPDU).
+	forwardBPDU atomic.Bool
+	// desc is OpenFlow's switch description (SetDescription).
+	desc atomic.Pointer[Description]
 
 	mu sync.Mutex
 	// hostDevices is set when the datapath's ports are this host's
@@ -172,6 +176,47 @@ func (b *Bridge) DatapathID() uint64 { return b.dpid.Load() }
 // database take it from the bridge's address or other_config:datapath-id
 // (ovsdb.pickBridgeAddress). Feature replies sent after it carry it.
 func (b *Bridge) SetDatapathID(id uint64) { b.dpid.Store(id) }
+
+// SetForwardBPDU sets whether NORMAL forwards frames to IEEE's reserved
+// multicast addresses (STP, LACP, pause, 802.1X ...), which it otherwise
+// drops, as ovs-vswitchd's other_config:forward-bpdu. Datapath flows are
+// translated again.
+func (b *Bridge) SetForwardBPDU(on bool) {
+	if b.forwardBPDU.Swap(on) != on {
+		b.Tables.Invalidate()
+	}
+}
+
+// Description is what OFPST_DESC (ovs-ofctl dump-desc) reports.
+type Description struct {
+	Mfr, HW, SW, Serial, DP string
+}
+
+// defaultDescription is the description of a bridge whose configuration
+// sets none of it.
+var defaultDescription = Description{Mfr: DescMfr, HW: DescHW, SW: DescSW, Serial: DescSerial, DP: DescDP}
+
+// Description returns the bridge's switch description.
+func (b *Bridge) Description() Description {
+	if d := b.desc.Load(); d != nil {
+		return *d
+	}
+	return defaultDescription
+}
+
+// SetDescription sets the serial number and datapath description of the
+// switch description, as other_config dp-sn and dp-desc do ("" for the
+// default).
+func (b *Bridge) SetDescription(serial, dp string) {
+	d := defaultDescription
+	if serial != "" {
+		d.Serial = serial
+	}
+	if dp != "" {
+		d.DP = dp
+	}
+	b.desc.Store(&d)
+}
 
 // datapathID derives a stable 48-bit datapath id from the bridge name, a
 // locally administered MAC address: the id of a bridge until its

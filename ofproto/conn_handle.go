@@ -148,8 +148,8 @@ func (c *Conn) handle(raw []byte) error {
 		c.mu.Unlock()
 		return nil
 	case *openflow.DescStatsRequest:
-		return c.queueMsg(&openflow.DescStatsReply{Envelope: env, Mfr: DescMfr, HW: DescHW, SW: DescSW,
-			Serial: DescSerial, DP: DescDP})
+		d := c.m.b.Description()
+		return c.queueMsg(&openflow.DescStatsReply{Envelope: env, Mfr: d.Mfr, HW: d.HW, SW: d.SW, Serial: d.Serial, DP: d.DP})
 	case *openflow.FlowStatsRequest:
 		return c.flowStats(env, m)
 	case *openflow.AggregateStatsRequest:

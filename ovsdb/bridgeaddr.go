@@ -42,6 +42,18 @@ func parseBridgeAddress(oc map[string]string, bc *BridgeConfig, problems *[]stri
 	}
 }
 
+// parseBridgeRuntime reads other_config forward-bpdu, dp-desc and dp-sn.
+func parseBridgeRuntime(oc map[string]string, bc *BridgeConfig, problems *[]string) {
+	switch v := oc["forward-bpdu"]; v {
+	case "", "false":
+	case "true":
+		bc.Runtime.ForwardBPDU = true
+	default:
+		*problems = append(*problems, fmt.Sprintf("bridge %s: other_config:forward-bpdu=%q: want true or false; ignored", bc.Name, v))
+	}
+	bc.Runtime.DPDesc, bc.Runtime.SerialNum = oc["dp-desc"], oc["dp-sn"]
+}
+
 // parseDPID parses a datapath id as ovs-vswitchd's dpid_from_string: 16
 // hex digits, or 0x followed by at most 16; zero is refused.
 func parseDPID(s string) (uint64, bool) {

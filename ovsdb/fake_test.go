@@ -2,7 +2,6 @@ package ovsdb
 
 import (
 	"fmt"
-	"net"
 	"sort"
 	"sync"
 	"syscall"
@@ -25,8 +24,7 @@ type fakeSwitch struct {
 type fakeBridge struct {
 	cfg   BridgeConfig
 	ports map[string]PortState
-	mac   net.HardwareAddr // SetBridgeAddress's
-	dpid  uint64
+	rt    BridgeRuntime // SetBridgeRuntime's
 }
 
 func newFakeSwitch(devices ...string) *fakeSwitch {
@@ -156,20 +154,20 @@ func (f *fakeSwitch) DatapathID(bridge string) (uint64, error) {
 	if f.bridges[bridge] == nil {
 		return 0, syscall.ENOENT
 	}
-	if id := f.bridges[bridge].dpid; id != 0 {
+	if id := f.bridges[bridge].rt.DatapathID; id != 0 {
 		return id, nil
 	}
 	return 0x0200_0000_0000 | uint64(len(bridge)), nil
 }
 
-func (f *fakeSwitch) SetBridgeAddress(bridge string, mac net.HardwareAddr, dpid uint64) error {
+func (f *fakeSwitch) SetBridgeRuntime(bridge string, rt BridgeRuntime) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.bridges[bridge]
 	if b == nil {
 		return syscall.ENOENT
 	}
-	b.mac, b.dpid = mac, dpid
+	b.rt = rt
 	return nil
 }
 
