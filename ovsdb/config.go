@@ -253,6 +253,7 @@ func Build(r *Rows) Desired {
 	}
 	d.NextCfg = r.Root.NextCfg
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
+	warnUnsupportedConfig(r, &d.Problems)
 	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
 	d.QoS = buildQoS(r, &d.Problems)
 	d.Policing = buildPolicing(r)
