@@ -365,8 +365,15 @@ func appendMeta(b []byte, k, v *flow.Key, isMask, tunnel bool, ct ctAttrs) []byt
 // appendCtTuple appends the original-direction tuple t as the kernel
 // writes it for a packet of ethertype et (ovs_ct_put_key): the IPv4 form
 // for IPv4, the IPv6 form for IPv6, nothing for other packets, which the
-// tracker never sees.
+// tracker never sees. A metadata-only key (et zero, an execute's) has
+// the form its addresses say: IPv6 when it has IPv6 addresses.
 func appendCtTuple(b []byte, et uint16, t *flow.CtTuple) []byte {
+	if et == 0 {
+		et = flow.EthTypeIPv4
+		if t.IPv6Src != ([16]byte{}) || t.IPv6Dst != ([16]byte{}) {
+			et = flow.EthTypeIPv6
+		}
+	}
 	var p []byte
 	switch et {
 	case flow.EthTypeIPv4:
@@ -392,12 +399,25 @@ func appendCtTuple(b []byte, et uint16, t *flow.CtTuple) []byte {
 // takeCtTuple decodes the conntrack tuple attribute, if any, of a key of
 // ethertype et into t: the kernel writes the IPv4 form for IPv4 packets
 // and the IPv6 form for IPv6 ones, and a tuple of the other form is
-// malformed. It leaves the attribute in a when the key's ethertype is
-// neither, for leftover to report.
+// malformed. A metadata-only key (et zero) takes either. It leaves the
+// attribute in a when the key's ethertype is another, for leftover to
+// report.
 func takeCtTuple(a *attrSet, et uint16, t *flow.CtTuple) error {
 	typ := KeyAttrCtOrigTupleV4
 	other := KeyAttrCtOrigTupleV6
 	switch et {
+	case 0:
+		// Metadata only: either form (appendCtTuple's choice).
+		if a.has(typ) && a.has(other) {
+			return keyErr("both conntrack tuple forms in one key")
+		}
+		if a.has(other) {
+			typ = other
+		}
+		if a.has(typ) {
+			decodeCtTuple(typ, a.take(typ), t)
+		}
+		return nil
 	case flow.EthTypeIPv4:
 	case flow.EthTypeIPv6:
 		typ, other = other, typ

@@ -605,6 +605,16 @@ func TestCtTupleWire(t *testing.T) {
 		t.Errorf("AppendKey has no IPv6 tuple %x:\n%s", want, hex.Dump(b))
 	}
 
+	// An execute's metadata-only key keeps the tuple, in its family's
+	// form, so that the kernel reports it again in an action upcall.
+	for _, k := range []flow.Key{k4, k6} {
+		mk := MetadataKey(&k)
+		var back flow.Key
+		if err := DecodeKey(AppendKey(nil, &mk), &back); err != nil || back != mk || back.CtOrig != k.CtOrig {
+			t.Errorf("metadata key round trip = %+v, %v; want %+v", back.CtOrig, err, k.CtOrig)
+		}
+	}
+
 	// An IPv6 tuple in an IPv4 key is malformed.
 	bad := AppendKey(nil, &k4)
 	bad = netlinkio.AppendAttr(bad, KeyAttrCtOrigTupleV6, make([]byte, sizeCtTupleV6))

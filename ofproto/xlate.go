@@ -276,6 +276,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
+	c.cookie = ^uint64(0) // no rule: a packet-in from here has no cookie, as ovs-vswitchd's
 	c.doActions(acts)
 	if c.ctrl.pausing {
 		c.finishPause()
