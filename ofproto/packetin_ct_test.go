@@ -71,3 +71,37 @@ func TestPinCtMetadataAllocs(t *testing.T) {
 		t.Errorf("pinCtMetadata: %v allocations, want 0", n)
 	}
 }
+
+// TestCtTupleTrace: a rule matching the conntrack tuple, added by
+// ovs-ofctl, shows in dump-flows as ovs-vswitchd shows it, and
+// ofproto/trace of a recirculated packet of that connection (given in
+// ovs-ofctl's flow syntax) matches it, prints the tuple in its Flow line
+// and puts the matched tuple bits in the megaflow.
+func TestCtTupleTrace(t *testing.T) {
+	needTool(t, "ovs-ofctl")
+	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
+	s.ofctl(t, nil, "add-flow", "priority=10,ct_state=+trk+est,udp,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,actions=output:2")
+	dump := s.ofctl(t, nil, "dump-flows")
+	if want := "priority=10,ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,udp actions=output:2"; !strings.Contains(dump, want) {
+		t.Fatalf("dump-flows lacks %q:\n%s", want, dump)
+	}
+	k, err := openflow.ParseFlowText("in_port=1,ct_state=est|rpl|trk,ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2,ct_nw_proto=17,"+
+		"ct_tp_src=1,ct_tp_dst=2,udp,nw_src=10.1.1.2,nw_dst=10.1.1.1,tp_src=2,tp_dst=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.CtOrig.Proto != 17 || k.CtOrig.TpDst != 2 || k.CtState != flow.CtEstablished|flow.CtReplyDir|flow.CtTracked {
+		t.Fatalf("parsed %+v", k)
+	}
+	k.InPort = s.b.Ports.Snapshot().ByOF(1).DPPort
+	tr := s.b.Trace(&k)
+	for _, want := range []string{
+		"Flow: ct_state=est|rpl|trk,ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2,ct_nw_proto=17,ct_tp_src=1,ct_tp_dst=2,udp,in_port=1,",
+		" 0. ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,udp, priority 10\n",
+		"Megaflow: recirc_id=0,eth,ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,",
+	} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("trace lacks %q:\n%s", want, tr)
+		}
+	}
+}
