@@ -127,7 +127,7 @@ func (e *Executor) run(depth int, md *flow.Key, actions []byte) error {
 			rmd.RecircID = a.ID
 			e.Recirc(rmd, pkt)
 		case ActionCTClear:
-			md.CtState, md.CtZone, md.CtMark, md.CtLabels = 0, 0, 0, [16]byte{}
+			md.CtState, md.CtZone, md.CtMark, md.CtLabels, md.CtOrig = 0, 0, 0, [16]byte{}, flow.CtTuple{}
 		case ActionSample:
 			run := a.Prob == math.MaxUint32
 			if e.Sample != nil {

@@ -109,6 +109,9 @@ const (
 	sizeND       = 28
 	sizeMPLS     = 4
 	sizeLabels   = 16
+	// struct ovs_key_ct_tuple_ipv4 / _ipv6: 13 and 37 bytes and padding.
+	sizeCtTupleV4 = 16
+	sizeCtTupleV6 = 40
 )
 
 // keyAttrLen is the payload size of each OVS_KEY_ATTR_* the kernel knows, -1
@@ -139,8 +142,8 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 	KeyAttrCtZone:         2,
 	KeyAttrCtMark:         4,
 	KeyAttrCtLabels:       sizeLabels,
-	KeyAttrCtOrigTupleV4:  16, // struct ovs_key_ct_tuple_ipv4: 13 bytes and padding
-	KeyAttrCtOrigTupleV6:  40, // struct ovs_key_ct_tuple_ipv6: 37 bytes and padding
+	KeyAttrCtOrigTupleV4:  sizeCtTupleV4,
+	KeyAttrCtOrigTupleV6:  sizeCtTupleV6,
 	KeyAttrNSH:            -1,
 	KeyAttrPacketType:     4,
 	KeyAttrNDExtensions:   -1,
@@ -294,6 +297,7 @@ const (
 	ctZone
 	ctMark
 	ctLabels
+	ctOrig
 )
 
 // ctNonZero returns the conntrack attributes whose values in v are not
@@ -311,6 +315,9 @@ func ctNonZero(v *flow.Key) ctAttrs {
 	}
 	if v.CtLabels != [16]byte{} {
 		c |= ctLabels
+	}
+	if v.CtOrig != (flow.CtTuple{}) {
+		c |= ctOrig
 	}
 	return c
 }
@@ -349,7 +356,99 @@ func appendMeta(b []byte, k, v *flow.Key, isMask, tunnel bool, ct ctAttrs) []byt
 	if ct&ctLabels != 0 {
 		b = netlinkio.AppendAttr(b, KeyAttrCtLabels, v.CtLabels[:])
 	}
+	if ct&ctOrig != 0 {
+		b = appendCtTuple(b, k.EthType, &v.CtOrig)
+	}
 	return b
+}
+
+// appendCtTuple appends the original-direction tuple t as the kernel
+// writes it for a packet of ethertype et (ovs_ct_put_key): the IPv4 form
+// for IPv4, the IPv6 form for IPv6, nothing for other packets, which the
+// tracker never sees. A metadata-only key (et zero, an execute's) has
+// the form its addresses say: IPv6 when it has IPv6 addresses.
+func appendCtTuple(b []byte, et uint16, t *flow.CtTuple) []byte {
+	if et == 0 {
+		et = flow.EthTypeIPv4
+		if t.IPv6Src != ([16]byte{}) || t.IPv6Dst != ([16]byte{}) {
+			et = flow.EthTypeIPv6
+		}
+	}
+	var p []byte
+	switch et {
+	case flow.EthTypeIPv4:
+		b, p = netlinkio.AppendReserve(b, KeyAttrCtOrigTupleV4, sizeCtTupleV4)
+		copy(p[0:4], t.IPv4Src[:])
+		copy(p[4:8], t.IPv4Dst[:])
+		binary.BigEndian.PutUint16(p[8:], t.TpSrc)
+		binary.BigEndian.PutUint16(p[10:], t.TpDst)
+		p[12] = t.Proto
+		p[13], p[14], p[15] = 0, 0, 0
+	case flow.EthTypeIPv6:
+		b, p = netlinkio.AppendReserve(b, KeyAttrCtOrigTupleV6, sizeCtTupleV6)
+		copy(p[0:16], t.IPv6Src[:])
+		copy(p[16:32], t.IPv6Dst[:])
+		binary.BigEndian.PutUint16(p[32:], t.TpSrc)
+		binary.BigEndian.PutUint16(p[34:], t.TpDst)
+		p[36] = t.Proto
+		p[37], p[38], p[39] = 0, 0, 0
+	}
+	return b
+}
+
+// takeCtTuple decodes the conntrack tuple attribute, if any, of a key of
+// ethertype et into t: the kernel writes the IPv4 form for IPv4 packets
+// and the IPv6 form for IPv6 ones, and a tuple of the other form is
+// malformed. A metadata-only key (et zero) takes either. It leaves the
+// attribute in a when the key's ethertype is another, for leftover to
+// report.
+func takeCtTuple(a *attrSet, et uint16, t *flow.CtTuple) error {
+	typ := KeyAttrCtOrigTupleV4
+	other := KeyAttrCtOrigTupleV6
+	switch et {
+	case 0:
+		// Metadata only: either form (appendCtTuple's choice).
+		if a.has(typ) && a.has(other) {
+			return keyErr("both conntrack tuple forms in one key")
+		}
+		if a.has(other) {
+			typ = other
+		}
+		if a.has(typ) {
+			decodeCtTuple(typ, a.take(typ), t)
+		}
+		return nil
+	case flow.EthTypeIPv4:
+	case flow.EthTypeIPv6:
+		typ, other = other, typ
+	default:
+		return nil
+	}
+	if a.has(other) {
+		return keyErr("conntrack tuple attribute %d in a key of ethertype %#04x", other, et)
+	}
+	if a.has(typ) {
+		decodeCtTuple(typ, a.take(typ), t)
+	}
+	return nil
+}
+
+// decodeCtTuple decodes the tuple attribute of type typ (IPv4 or IPv6
+// form, length already checked) into t.
+func decodeCtTuple(typ KeyAttr, d []byte, t *flow.CtTuple) {
+	if typ == KeyAttrCtOrigTupleV4 {
+		copy(t.IPv4Src[:], d[0:4])
+		copy(t.IPv4Dst[:], d[4:8])
+		t.TpSrc = binary.BigEndian.Uint16(d[8:])
+		t.TpDst = binary.BigEndian.Uint16(d[10:])
+		t.Proto = d[12]
+		return
+	}
+	copy(t.IPv6Src[:], d[0:16])
+	copy(t.IPv6Dst[:], d[16:32])
+	t.TpSrc = binary.BigEndian.Uint16(d[32:])
+	t.TpDst = binary.BigEndian.Uint16(d[34:])
+	t.Proto = d[36]
 }
 
 func isZero4(a [4]byte) bool   { return a == [4]byte{} }
@@ -588,6 +687,7 @@ func FitMask(k *flow.Key, m *flow.Mask) {
 	}
 	m.CtState &= ctStateSupported
 	fitTunnel(&k.Tunnel, &m.Tunnel)
+	fitCtTuple(k, m)
 
 	s := shapeOf(k)
 	if s.noHeaders {
@@ -652,6 +752,29 @@ func FitMask(k *flow.Key, m *flow.Mask) {
 	}
 }
 
+// fitCtTuple fits the mask of the original-direction tuple: the kernel
+// holds the addresses of the key's family only (the IPv4 and IPv6 tuples
+// share storage there), none for a key that is neither, and dumps a tuple
+// mask only when it matches the protocol; so the protocol, and the
+// ethertype that chose the family, become exact.
+func fitCtTuple(k *flow.Key, m *flow.Mask) {
+	t := &m.CtOrig
+	if *t == (flow.CtTuple{}) {
+		return
+	}
+	switch k.EthType {
+	case flow.EthTypeIPv4:
+		t.IPv6Src, t.IPv6Dst = [16]byte{}, [16]byte{}
+	case flow.EthTypeIPv6:
+		t.IPv4Src, t.IPv4Dst = [4]byte{}, [4]byte{}
+	default:
+		*t = flow.CtTuple{}
+		return
+	}
+	t.Proto = 0xff
+	m.EthType = 0xffff
+}
+
 // copyMeta copies the stage-0 metadata fields the datapath knows.
 func copyMeta(dst, src *flow.Mask) {
 	dst.Tunnel = src.Tunnel
@@ -664,6 +787,7 @@ func copyMeta(dst, src *flow.Mask) {
 	dst.CtZone = src.CtZone
 	dst.CtMark = src.CtMark
 	dst.CtLabels = src.CtLabels
+	dst.CtOrig = src.CtOrig
 }
 
 // l3Masked reports whether m matches any bit of the key's L3 attribute.
@@ -766,7 +890,7 @@ type attrSet struct {
 
 // Attributes the Key has no fields for. DecodeKey and DecodeMask check
 // their lengths and otherwise ignore them.
-const unrepresented = 1<<KeyAttrCtOrigTupleV4 | 1<<KeyAttrCtOrigTupleV6 | 1<<KeyAttrNSH |
+const unrepresented = 1<<KeyAttrNSH |
 	1<<KeyAttrPacketType | 1<<KeyAttrNDExtensions | 1<<KeyAttrTunnelInfo | 1<<KeyAttrIPv6ExtHeaders
 
 func (a *attrSet) has(t KeyAttr) bool { return a.present&(1<<t) != 0 }
@@ -887,6 +1011,9 @@ func DecodeKey(b []byte, k *flow.Key) error {
 		}
 	}
 	if err := decodeL3L4(&a, k, k, false); err != nil {
+		return err
+	}
+	if err := takeCtTuple(&a, k.EthType, &k.CtOrig); err != nil {
 		return err
 	}
 	return leftover(&a)
@@ -1143,6 +1270,9 @@ func DecodeMask(b []byte, k *flow.Key, m *flow.Mask) error {
 		m.EthType = binary.BigEndian.Uint16(a.take(KeyAttrEthertype))
 	}
 	if err := decodeL3L4(&a, k, v, true); err != nil {
+		return err
+	}
+	if err := takeCtTuple(&a, k.EthType, &m.CtOrig); err != nil {
 		return err
 	}
 	return leftover(&a)

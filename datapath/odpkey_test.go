@@ -83,6 +83,12 @@ func testKeys() []struct {
 	ct.CtState, ct.CtZone, ct.CtMark = flow.CtTracked|flow.CtEstablished|flow.CtReplyDir, 7, 0xdeadbeef
 	ct.CtLabels = [16]byte{0: 1, 15: 0x80}
 	ct.RecircID, ct.DPHash, ct.Priority, ct.Mark = 3, 0x9abc, 6, 0x55
+	ct4 := ipv4(flow.IPProtoUDP, 0, 2, 1)
+	ct4.RecircID, ct4.CtState = 1, flow.CtTracked|flow.CtEstablished|flow.CtReplyDir
+	ct4.CtOrig = flow.CtTuple{IPv4Src: v4b, IPv4Dst: v4a, TpSrc: 1, TpDst: 2, Proto: flow.IPProtoUDP}
+	ct6 := tcp6
+	ct6.RecircID, ct6.CtState, ct6.CtZone = 2, flow.CtTracked|flow.CtNew, 5
+	ct6.CtOrig = flow.CtTuple{IPv6Src: v6a, IPv6Dst: v6b, TpSrc: 443, TpDst: 50000, Proto: flow.IPProtoTCP}
 	return []struct {
 		name string
 		key  flow.Key
@@ -114,6 +120,8 @@ func testKeys() []struct {
 			VLANs: [2]flow.VLAN{{TPID: flow.EthTypeVLAN, TCI: flow.VLANPresent | 5}}}},
 		{"ipv4 tunnel", tunnel4},
 		{"ipv6 tunnel", tunnel6},
+		{"conntrack ipv4 tuple", ct4},
+		{"conntrack ipv6 tuple", ct6},
 		{"conntrack", ct},
 	}
 }
@@ -565,4 +573,100 @@ func TestAppendFlowKeyConntrack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCtTupleWire checks the conntrack tuple attributes against the
+// kernel's struct ovs_key_ct_tuple_ipv4 and _ipv6 (linux/openvswitch.h)
+// and the rules the kernel keeps for them (ovs_ct_put_key): the form of
+// the key's family only, and in a mask only with the protocol matched.
+func TestCtTupleWire(t *testing.T) {
+	k4 := testKeyNamed(t, "conntrack ipv4 tuple")
+	b := AppendKey(nil, &k4)
+	want := hexRows(t, `
+		14 00 1a 00 // nla_len 20, OVS_KEY_ATTR_CT_ORIG_TUPLE_IPV4
+		0a 00 00 02 // ipv4_src
+		0a 00 00 01 // ipv4_dst
+		00 01 00 02 // src_port, dst_port
+		11 00 00 00 // ipv4_proto, padding
+	`)
+	if !bytes.Contains(b, want) {
+		t.Errorf("AppendKey has no IPv4 tuple %x:\n%s", want, hex.Dump(b))
+	}
+	k6 := testKeyNamed(t, "conntrack ipv6 tuple")
+	b = AppendKey(nil, &k6)
+	want = hexRows(t, `
+		2c 00 1b 00 // nla_len 44, OVS_KEY_ATTR_CT_ORIG_TUPLE_IPV6
+		20 01 0d b8 00 00 00 00 00 00 00 00 00 00 00 01 // ipv6_src
+		20 01 0d b8 00 00 00 00 00 00 00 00 00 00 00 02 // ipv6_dst
+		01 bb c3 50 // src_port 443, dst_port 50000
+		06 00 00 00 // ipv6_proto, padding
+	`)
+	if !bytes.Contains(b, want) {
+		t.Errorf("AppendKey has no IPv6 tuple %x:\n%s", want, hex.Dump(b))
+	}
+
+	// An execute's metadata-only key keeps the tuple, in its family's
+	// form, so that the kernel reports it again in an action upcall.
+	for _, k := range []flow.Key{k4, k6} {
+		mk := MetadataKey(&k)
+		var back flow.Key
+		if err := DecodeKey(AppendKey(nil, &mk), &back); err != nil || back != mk || back.CtOrig != k.CtOrig {
+			t.Errorf("metadata key round trip = %+v, %v; want %+v", back.CtOrig, err, k.CtOrig)
+		}
+	}
+
+	// An IPv6 tuple in an IPv4 key is malformed.
+	bad := AppendKey(nil, &k4)
+	bad = netlinkio.AppendAttr(bad, KeyAttrCtOrigTupleV6, make([]byte, sizeCtTupleV6))
+	var got flow.Key
+	if err := DecodeKey(bad, &got); !errors.Is(err, ErrKeyAttr) {
+		t.Errorf("DecodeKey of an IPv6 tuple in an IPv4 key = %v, want ErrKeyAttr", err)
+	}
+
+	// A mask on the source address alone: the protocol and ethertype
+	// become exact, the other family's bits go.
+	var m flow.Mask
+	m.CtOrig.IPv4Src = [4]byte{255, 255, 255, 0}
+	m.CtOrig.IPv6Src = [16]byte{0xff}
+	FitMask(&k4, &m)
+	if m.CtOrig.Proto != 0xff || m.EthType != 0xffff || m.CtOrig.IPv6Src != ([16]byte{}) {
+		t.Errorf("FitMask = %+v", m.CtOrig)
+	}
+	var dm flow.Mask
+	if err := DecodeMask(AppendMask(nil, &k4, &m), &k4, &dm); err != nil || dm.CtOrig != m.CtOrig {
+		t.Errorf("mask round trip = %+v, %v; want %+v", dm.CtOrig, err, m.CtOrig)
+	}
+	// A key without the tuple in its mask still carries it (the kernel
+	// needs it in the key to report it again after an execute).
+	var none flow.Mask
+	if b := AppendFlowKey(nil, &k4, &none); !bytes.Contains(b, []byte{0x14, 0x00, 0x1a, 0x00}) {
+		t.Errorf("AppendFlowKey dropped the tuple")
+	}
+	if b := AppendMask(nil, &k4, &none); bytes.Contains(b, []byte{0x14, 0x00, 0x1a, 0x00}) {
+		t.Errorf("AppendMask wrote a wildcarded tuple")
+	}
+}
+
+func TestCtTupleDecodeAllocs(t *testing.T) {
+	for _, k := range []flow.Key{testKeyNamed(t, "conntrack ipv4 tuple"), testKeyNamed(t, "conntrack ipv6 tuple")} {
+		enc := AppendKey(nil, &k)
+		var dk flow.Key
+		if n := testing.AllocsPerRun(100, func() {
+			if err := DecodeKey(enc, &dk); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("DecodeKey with a tuple: %v allocations, want 0", n)
+		}
+	}
+}
+
+func testKeyNamed(t *testing.T, name string) flow.Key {
+	for _, tc := range testKeys() {
+		if tc.name == name {
+			return tc.key
+		}
+	}
+	t.Fatalf("no test key %q", name)
+	return flow.Key{}
 }

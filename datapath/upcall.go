@@ -132,5 +132,6 @@ func MetadataKey(k *flow.Key) flow.Key {
 		CtZone:   k.CtZone,
 		CtMark:   k.CtMark,
 		CtLabels: k.CtLabels,
+		CtOrig:   k.CtOrig,
 	}
 }

@@ -153,6 +153,7 @@ func ExtractInto(k *Key, pkt []byte, md *Metadata) {
 		k.CtZone = md.CtZone
 		k.CtMark = md.CtMark
 		k.CtLabels = md.CtLabels
+		k.CtOrig = md.CtOrig
 	}
 
 	if len(pkt) >= 6 {

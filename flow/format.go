@@ -103,7 +103,7 @@ func Format(k *Key, m *Mask) string {
 func AppendFormat(b []byte, k *Key, m *Mask) []byte {
 	v := k.Apply(m)
 	f := formatter{b: b, start: len(b)}
-	f.metadata(&v, m)
+	f.metadata(&v, m, k.EthType)
 	if l2Matched(m) {
 		f.attr("eth")
 		f.eth("src", &v.EthSrc, &m.EthSrc)
@@ -328,7 +328,7 @@ const (
 	ctStateShown     = 0xff // the ct_state bits the kernel knows
 )
 
-func (f *formatter) metadata(v *Key, m *Mask) {
+func (f *formatter) metadata(v *Key, m *Mask, ethType uint16) {
 	f.single("recirc_id", uint64(v.RecircID), uint64(m.RecircID), 0xffffffff)
 	f.single("dp_hash", uint64(v.DPHash), uint64(m.DPHash), 0xffffffff)
 	f.single("skb_priority", uint64(v.Priority), uint64(m.Priority), 0xffffffff)
@@ -365,6 +365,34 @@ func (f *formatter) metadata(v *Key, m *Mask) {
 		}
 		f.end()
 	}
+	f.ctTuple(&v.CtOrig, &m.CtOrig, ethType)
+}
+
+// ctTuple prints the original-direction tuple as ovs-dpctl does:
+// ct_tuple4(src=..,dst=..,proto=..,tp_src=..,tp_dst=..) for an IPv4 key,
+// ct_tuple6(src=..,dst=..,proto=..,src_port=..,dst_port=..) for IPv6.
+func (f *formatter) ctTuple(v, m *CtTuple, ethType uint16) {
+	if *m == (CtTuple{}) {
+		return
+	}
+	sport, dport := "tp_src", "tp_dst"
+	switch ethType {
+	case EthTypeIPv4:
+		f.attr("ct_tuple4")
+		f.ipv4("src", &v.IPv4Src, &m.IPv4Src)
+		f.ipv4("dst", &v.IPv4Dst, &m.IPv4Dst)
+	case EthTypeIPv6:
+		f.attr("ct_tuple6")
+		f.ipv6("src", &v.IPv6Src, &m.IPv6Src)
+		f.ipv6("dst", &v.IPv6Dst, &m.IPv6Dst)
+		sport, dport = "src_port", "dst_port"
+	default:
+		return // the datapath carries no tuple for other packets
+	}
+	f.num("proto", uint64(v.Proto), uint64(m.Proto), 0xff, false)
+	f.num(sport, uint64(v.TpSrc), uint64(m.TpSrc), 0xffff, false)
+	f.num(dport, uint64(v.TpDst), uint64(m.TpDst), 0xffff, false)
+	f.end()
 }
 
 func (f *formatter) tunnel(v, m *Tunnel) {
@@ -687,6 +715,15 @@ func stackMask(k *Key) Mask {
 	}
 	if k.CtLabels != ([16]byte{}) {
 		m.CtLabels = allOnes16
+	}
+	if k.CtOrig.Proto != 0 {
+		m.CtOrig = CtTuple{IPv4Src: allOnes4, IPv4Dst: allOnes4, IPv6Src: allOnes16, IPv6Dst: allOnes16,
+			TpSrc: 0xffff, TpDst: 0xffff, Proto: 0xff}
+		if k.EthType == EthTypeIPv4 {
+			m.CtOrig.IPv6Src, m.CtOrig.IPv6Dst = [16]byte{}, [16]byte{}
+		} else {
+			m.CtOrig.IPv4Src, m.CtOrig.IPv4Dst = [4]byte{}, [4]byte{}
+		}
 	}
 
 	m.EthSrc, m.EthDst = allOnes6, allOnes6

@@ -125,6 +125,11 @@ type Key struct {
 	_        [2]byte
 	CtMark   uint32
 	CtLabels [16]byte
+	// CtOrig is the original-direction tuple of the packet's connection
+	// (of the parent connection for a related one), which the datapath
+	// reports after a ct action (OVS_KEY_ATTR_CT_ORIG_TUPLE_IPV4/IPV6);
+	// OpenFlow's ct_nw_src ... ct_tp_dst. The zero CtTuple means none.
+	CtOrig CtTuple
 	// OFMetadata is the OpenFlow 1.3 metadata field and Regs are the Nicira
 	// registers reg0..reg15. The datapath never sees them; they live here so
 	// one classifier matches on everything.
@@ -169,6 +174,20 @@ type Key struct {
 	NDSLL    [6]byte
 	NDTLL    [6]byte
 	_        [4]byte
+}
+
+// CtTuple is a connection's original-direction tuple. IPv4Src and IPv4Dst
+// are set for an IPv4 connection, IPv6Src and IPv6Dst for an IPv6 one (the
+// Key's EthType says which); Proto zero means no tuple.
+type CtTuple struct {
+	IPv4Src [4]byte
+	IPv4Dst [4]byte
+	IPv6Src [16]byte
+	IPv6Dst [16]byte
+	TpSrc   uint16
+	TpDst   uint16
+	Proto   uint8
+	_       [3]byte
 }
 
 // Mask says which bits of a Key matter: a 1 bit is matched, a 0 bit is
@@ -294,6 +313,7 @@ type Metadata struct {
 	CtZone   uint16
 	CtMark   uint32
 	CtLabels [16]byte
+	CtOrig   CtTuple
 }
 
 // metadataKey returns a Key holding md and nothing else.
@@ -309,5 +329,6 @@ func metadataKey(md *Metadata) Key {
 		CtZone:   md.CtZone,
 		CtMark:   md.CtMark,
 		CtLabels: md.CtLabels,
+		CtOrig:   md.CtOrig,
 	}
 }

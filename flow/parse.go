@@ -361,7 +361,41 @@ func (p *parser) attr(level int, name string, off int) error {
 			}
 			return nil
 		}, "target", "sll", "tll")
-	case "ct_tuple4", "ct_tuple6", "nd_ext":
+	case "ct_tuple4":
+		t, mt := &k.CtOrig, &m.CtOrig
+		return p.fields(name, func(f string, foff int) error {
+			switch f {
+			case "src":
+				return p.ipv4Field(foff, &t.IPv4Src, &mt.IPv4Src)
+			case "dst":
+				return p.ipv4Field(foff, &t.IPv4Dst, &mt.IPv4Dst)
+			case "proto":
+				return p.field8(&t.Proto, &mt.Proto)
+			case "tp_src":
+				return p.field16(foff, &t.TpSrc, &mt.TpSrc)
+			default:
+				return p.field16(foff, &t.TpDst, &mt.TpDst)
+			}
+		}, "src", "dst", "proto", "tp_src", "tp_dst")
+	case "ct_tuple6":
+		// ovs-dpctl prints src_port and dst_port and reads tp_src and
+		// tp_dst: both are taken.
+		t, mt := &k.CtOrig, &m.CtOrig
+		return p.fields(name, func(f string, foff int) error {
+			switch f {
+			case "src":
+				return p.ipv6Field(foff, &t.IPv6Src, &mt.IPv6Src)
+			case "dst":
+				return p.ipv6Field(foff, &t.IPv6Dst, &mt.IPv6Dst)
+			case "proto":
+				return p.field8(&t.Proto, &mt.Proto)
+			case "src_port", "tp_src":
+				return p.field16(foff, &t.TpSrc, &mt.TpSrc)
+			default:
+				return p.field16(foff, &t.TpDst, &mt.TpDst)
+			}
+		}, "src", "dst", "proto", "src_port", "dst_port", "tp_src", "tp_dst")
+	case "nd_ext":
 		return p.wildcardOnly(name, off)
 	case "nsh", "packet_type":
 		return p.unsupported(off, name, name+" matches")

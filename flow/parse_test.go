@@ -292,7 +292,7 @@ func TestParseErrors(t *testing.T) {
 		{"third vlan", "eth(),eth_type(0x88a8),vlan(vid=1),encap(eth_type(0x8100),vlan(vid=2),encap(eth_type(0x8100),vlan(vid=3)))", "vlan", true},
 		{"geneve options", "tunnel(tun_id=0x1,geneve({class=0,type=0,len=4,0xa}),flags(key))", "geneve(", true},
 		{"nsh", "nsh(np=1)", "nsh", true},
-		{"matched ct_tuple4", "ct_tuple4(src=10.0.0.1,dst=0.0.0.0/0.0.0.0)", "ct_tuple4(src=10.0.0.1,dst=0.0.0.0/0.0.0.0)", true},
+		{"ct_tuple4 field twice", "ct_tuple4(src=10.0.0.1,src=10.0.0.2)", "src", false},
 		{"second mpls label", "mpls(label=1,tc=0,ttl=64,bos=0,label=2)", "label", true},
 		{"matched generic attribute", "key32(00 01/00 ff)", "key32(00 01/00 ff)", true},
 		{"exact generic attribute", "key32(00 00)", "key32(00 00)", true},

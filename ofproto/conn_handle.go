@@ -884,6 +884,9 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 			TotalLen: uint16(len(pin.Packet)), InPort: p.OFPort, Reason: reason,
 			TableID: pin.Table, Cookie: pin.Cookie, Data: pin.Packet}
 		msg.Match.Key.InPort, msg.Match.Mask.InPort = p.OFPort, ^uint32(0)
+		if pin.Conntracked {
+			pinCtMetadata(&msg.Match, &pin.Key) // packetin_ct.go
+		}
 		b, err := msg.Append(b)
 		msg.Data = nil
 		return b, err

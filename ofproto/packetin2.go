@@ -81,6 +81,9 @@ func (m *ConnManager) encodePacketInExt(c *Conn, pin *PacketIn, p *Port, reason 
 	} else {
 		md.Key.InPort, md.Mask.InPort = p.OFPort, ^uint32(0)
 	}
+	if pin.Conntracked {
+		pinCtMetadata(&md, &pin.Key) // packetin_ct.go
+	}
 	if format != openflow.NXPacketIn2Format {
 		// Userdata and continuations travel in packet-in2 only.
 		msg := openflow.PacketIn{Envelope: env, NXM: format == openflow.NXPacketInNXM, BufferID: openflow.NoBuffer,

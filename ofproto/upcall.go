@@ -60,6 +60,8 @@ type PacketIn struct {
 	Table  uint8
 	Cookie uint64
 	MaxLen uint16
+	// Conntracked: the packet-in reports Key's conntrack fields.
+	Conntracked bool
 	// Ext is what a Nicira controller action adds (controller id,
 	// userdata, continuation); nil for a plain CONTROLLER output.
 	Ext *PacketInExt
@@ -639,5 +641,5 @@ func (hd *handler) packetIn(up *datapath.Upcall) {
 		}
 	}
 	u.x.packetIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
-		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen, Ext: ext})
+		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen, Conntracked: cu.Conntracked, Ext: ext})
 }

@@ -29,7 +29,7 @@ const (
 //	[0]    UserdataController
 //	[1]    reason: ReasonNoMatch or ReasonAction
 //	[2]    table id
-//	[3]    0
+//	[3]    flags: ctrlFlagConntracked (packetin_ct.go)
 //	[4:6]  max_len (big-endian)
 //	[6:8]  the bridge's number on its datapath (Xlator.ID, big-endian)
 //	[8:16] cookie of the rule (big-endian), ^0 for a table miss
@@ -49,6 +49,9 @@ type ControllerUserdata struct {
 	MaxLen uint16
 	Bridge uint16 // Xlator.ID of the bridge whose actions sent it
 	Cookie uint64
+	// Conntracked says the packet-in reports the upcall key's conntrack
+	// fields (packetin_ct.go).
+	Conntracked bool
 }
 
 // ParseControllerUserdata decodes userdata written by xlate's controller
@@ -58,7 +61,7 @@ func ParseControllerUserdata(b []byte) (u ControllerUserdata, ok bool) {
 		return u, false
 	}
 	u = ControllerUserdata{Reason: b[1], Table: b[2], MaxLen: binary.BigEndian.Uint16(b[4:]),
-		Bridge: binary.BigEndian.Uint16(b[6:]), Cookie: binary.BigEndian.Uint64(b[8:])}
+		Bridge: binary.BigEndian.Uint16(b[6:]), Cookie: binary.BigEndian.Uint64(b[8:]), Conntracked: b[3]&ctrlFlagConntracked != 0}
 	if b[0] == UserdataController2 {
 		// [6:8] is the controller id there; the bridge is at [24:26]
 		// (xlate_controller.go).
@@ -281,6 +284,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
+	c.cookie = ^uint64(0) // no rule: a packet-in from here has no cookie, as ovs-vswitchd's
 	c.doActions(acts)
 	if c.ctrl.pausing {
 		c.finishPause()
@@ -697,7 +701,7 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	}
 	c.commit()
 	var ud [UserdataLen]byte
-	ud[0], ud[1], ud[2] = UserdataController, reason, table
+	ud[0], ud[1], ud[2], ud[3] = UserdataController, reason, table, c.ctrlFlags()
 	binary.BigEndian.PutUint16(ud[4:], maxLen)
 	binary.BigEndian.PutUint16(ud[6:], c.x.ID)
 	binary.BigEndian.PutUint64(ud[8:], cookie)

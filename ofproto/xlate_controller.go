@@ -21,7 +21,7 @@ import (
 // NXPINT_METADATA carries it), the action's userdata and, for pause, the
 // continuation. Layout after the 16-byte header:
 //
-//	[3]      flags: ctrlFlagPause
+//	[3]      flags: ctrlFlagPause, ctrlFlagConntracked (packetin_ct.go)
 //	[6:8]    controller id (big-endian)
 //	[16:18]  metadata length
 //	[18:20]  userdata length
@@ -121,7 +121,7 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	}
 	o := &c.out.ctrl
 	b := o.buf[:0]
-	b = append(b, UserdataController2, reason, table, 0)
+	b = append(b, UserdataController2, reason, table, c.ctrlFlags())
 	b = binary.BigEndian.AppendUint16(b, ca.MaxLen)
 	b = binary.BigEndian.AppendUint16(b, ca.ID)
 	b = binary.BigEndian.AppendUint64(b, c.cookie)

@@ -186,7 +186,7 @@ func (c *xctx) ctClear() {
 }
 
 func clearCt(k *flow.Key) {
-	k.CtState, k.CtZone, k.CtMark, k.CtLabels = 0, 0, 0, [16]byte{}
+	k.CtState, k.CtZone, k.CtMark, k.CtLabels, k.CtOrig = 0, 0, 0, [16]byte{}, flow.CtTuple{}
 }
 
 // nat fills in the ct action's nat clause.

@@ -100,6 +100,7 @@ func metadataOf(k *flow.Key) flow.Metadata {
 	return flow.Metadata{
 		InPort: k.InPort, Priority: k.Priority, Mark: k.Mark, RecircID: k.RecircID, DPHash: k.DPHash,
 		Tunnel: k.Tunnel, CtState: k.CtState, CtZone: k.CtZone, CtMark: k.CtMark, CtLabels: k.CtLabels,
+		CtOrig: k.CtOrig,
 	}
 }
 

@@ -9,6 +9,10 @@ import (
 
 // ctCaptureFlowMods decodes the flow mods of a recorded ct capture.
 func ctCaptureFlowMods(t *testing.T, name string) []*FlowMod {
+	return ctCaptureFlowModsN(t, name, 10)
+}
+
+func ctCaptureFlowModsN(t *testing.T, name string, n int) []*FlowMod {
 	t.Helper()
 	var fms []*FlowMod
 	for i, raw := range readCapture(t, name) {
@@ -20,8 +24,8 @@ func ctCaptureFlowMods(t *testing.T, name string) []*FlowMod {
 			fms = append(fms, fm)
 		}
 	}
-	if len(fms) != 10 {
-		t.Fatalf("%s: %d flow mods, want 10", name, len(fms))
+	if len(fms) != n {
+		t.Fatalf("%s: %d flow mods, want %d", name, len(fms), n)
 	}
 	return fms
 }
@@ -83,11 +87,19 @@ func TestCtOvsOfctlDump(t *testing.T) {
 		t.Skip("ovs-ofctl not installed")
 	}
 	parsed := regexp.MustCompile(`FLOW_MOD (?:\(OF1\.3\) )?\(xid=0x[0-9a-f]+\): ADD (?:table:(\d+) )?(.*)$`)
-	for _, v := range []struct{ name, proto string }{{"add-flows-ct", ""}, {"of13-add-flows-ct", "OpenFlow13"}} {
+	for _, v := range []struct {
+		name, proto, file string
+		n                 int
+	}{
+		{"add-flows-ct", "", "ct-flows.txt", 10},
+		{"of13-add-flows-ct", "OpenFlow13", "ct-flows.txt", 10},
+		{"add-flows-ct-tuple", "", "ct-tuple-flows.txt", 4},
+		{"of13-add-flows-ct-tuple", "OpenFlow13", "ct-tuple-flows.txt", 4},
+	} {
 		t.Run(v.name, func(t *testing.T) {
 			s := newFakeSwitch(t)
 			s.mu.Lock()
-			for _, fm := range ctCaptureFlowMods(t, v.name) {
+			for _, fm := range ctCaptureFlowModsN(t, v.name, v.n) {
 				var fs FlowStats
 				fs.TableID, fs.Priority, fs.Match, fs.Instructions = fm.TableID, fm.Priority, fm.Match, fm.Instructions
 				if fs.TableID == 0xff {
@@ -102,7 +114,7 @@ func TestCtOvsOfctlDump(t *testing.T) {
 			}
 			out := s.ofctl(t, append(opts, "dump-flows", "SW")...)
 			s.take(t)
-			ref, err := exec.Command("ovs-ofctl", append(opts, "parse-flows", "testdata/ovs-ofctl/ct-flows.txt")...).Output()
+			ref, err := exec.Command("ovs-ofctl", append(opts, "parse-flows", "testdata/ovs-ofctl/"+v.file)...).Output()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,5 +142,58 @@ func TestCtOvsOfctlDump(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCtTupleMatchText checks the conntrack tuple matches ovs-ofctl
+// encoded (NXM and OXM) against what ovs-ofctl printed for them
+// (parse-flows), field by field: the codec decodes them into Key.CtOrig
+// and prints them back in ovs-ofctl's order, and re-encodes them into the
+// bytes ovs-ofctl sent.
+func TestCtTupleMatchText(t *testing.T) {
+	want := []string{
+		"ct_state=+est+trk,ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.0/24,ct_nw_proto=17,ct_tp_src=1,ct_tp_dst=0x100/0xff00,ip",
+		"ct_state=+new+trk,ct_ipv6_src=2001:db8::1,ct_ipv6_dst=2001:db8::/32,ct_nw_proto=6,ct_tp_dst=80,ipv6",
+		"ct_state=-inv+trk,ct_nw_proto=1",
+		"ct_state=+rpl+trk,ct_mark=0x2,ct_nw_dst=192.168.0.1,tcp",
+	}
+	for _, name := range []string{"add-flows-ct-tuple", "of13-add-flows-ct-tuple"} {
+		t.Run(name, func(t *testing.T) {
+			fms := ctCaptureFlowModsN(t, name, len(want))
+			for i, fm := range fms {
+				got := string(AppendMatchText(nil, &fm.Match.Key, &fm.Match.Mask, MatchText{Priority: DefaultPriority}))
+				if got != want[i] {
+					t.Errorf("flow %d:\n got %s\nwant %s", i, got, want[i])
+				}
+			}
+			if o := fms[0].Match.Key.CtOrig; o.Proto != 17 || o.TpSrc != 1 || o.IPv4Src != [4]byte{10, 1, 1, 1} {
+				t.Errorf("flow 0 tuple %+v", o)
+			}
+		})
+	}
+}
+
+// TestCtTupleNeedsValidConnection: a tuple match without a ct_state that
+// pins down a valid connection is OFPBMC_BAD_PREREQ, as in ovs-vswitchd.
+func TestCtTupleNeedsValidConnection(t *testing.T) {
+	var m Match
+	m.Key.CtOrig.IPv4Src = [4]byte{10, 0, 0, 1}
+	m.Mask.CtOrig.IPv4Src = [4]byte{255, 255, 255, 255}
+	for _, st := range []struct {
+		v, m uint32
+		ok   bool
+	}{
+		{0, 0, false},
+		{0x20, 0x20, false}, // +trk
+		{0x20, 0x30, true},  // +trk-inv
+		{0x22, 0x22, true},  // +trk+est
+		{0x30, 0x30, false}, // +trk+inv
+		{0x01, 0x01, true},  // +new
+		{0x00, 0x01, false}, // -new
+	} {
+		m.Key.CtState, m.Mask.CtState = st.v, st.m
+		if got := FieldCtNwSrc.PrereqsMet(&m.Key, &m.Mask); got != st.ok {
+			t.Errorf("ct_state %#x/%#x: prerequisites met %v, want %v", st.v, st.m, got, st.ok)
+		}
 	}
 }

@@ -83,12 +83,21 @@ const (
 	FieldReg13
 	FieldReg14
 	FieldReg15
-	FieldPktMark  // NXM_NX_PKT_MARK ↔ Key.Mark
-	FieldCtState  // NXM_NX_CT_STATE
-	FieldCtZone   // NXM_NX_CT_ZONE
-	FieldCtMark   // NXM_NX_CT_MARK
-	FieldCtLabel  // NXM_NX_CT_LABEL
-	FieldMetadata // OXM metadata ↔ Key.OFMetadata
+	FieldPktMark // NXM_NX_PKT_MARK ↔ Key.Mark
+	FieldCtState // NXM_NX_CT_STATE
+	FieldCtZone  // NXM_NX_CT_ZONE
+	FieldCtMark  // NXM_NX_CT_MARK
+	FieldCtLabel // NXM_NX_CT_LABEL
+	// The conntrack original-direction tuple (Key.CtOrig), read-only, in
+	// the order ovs-vswitchd encodes them (field_ct.go).
+	FieldCtNwSrc   // NXM_NX_CT_NW_SRC
+	FieldCtIPv6Src // NXM_NX_CT_IPV6_SRC
+	FieldCtNwDst   // NXM_NX_CT_NW_DST
+	FieldCtIPv6Dst // NXM_NX_CT_IPV6_DST
+	FieldCtNwProto // NXM_NX_CT_NW_PROTO
+	FieldCtTpSrc   // NXM_NX_CT_TP_SRC
+	FieldCtTpDst   // NXM_NX_CT_TP_DST
+	FieldMetadata  // OXM metadata ↔ Key.OFMetadata
 	// FieldTpSrc and FieldTpDst have no wire header: they are the
 	// protocol-independent targets of OpenFlow 1.0 set_tp_src/dst.
 	FieldTpSrc
@@ -144,9 +153,11 @@ const (
 	preSCTP
 	preICMPv4
 	preICMPv6
-	preND    // ICMPv6 neighbour solicitation or advertisement
-	preNDSLL // neighbour solicitation
-	preNDTLL // neighbour advertisement
+	preND      // ICMPv6 neighbour solicitation or advertisement
+	preNDSLL   // neighbour solicitation
+	preNDTLL   // neighbour advertisement
+	preCT      // a valid connection: OVS's MFP_CT_VALID (field_ct.go)
+	preCTProto // a valid connection and a ct_nw_proto (field_ct.go)
 )
 
 // Encodings a field is emitted in.
@@ -281,6 +292,7 @@ func init() {
 			k.CtLabels[i] = v[15-i]
 		}
 	}
+	defCtTupleFields(nx1) // field_ct.go
 	for i := 0; i < 16; i++ {
 		i := i
 		defInt(FieldReg0+Field(i), fmt.Sprintf("reg%d", i), nx1(uint8(i)), noHeader, 4, true, both, preNone,
@@ -557,6 +569,10 @@ func prereqOK(p prereq, k *flow.Key, m *flow.Mask) bool {
 		return prereqOK(preICMPv6, k, m) && icmp6(135)
 	case preNDTLL:
 		return prereqOK(preICMPv6, k, m) && icmp6(136)
+	case preCT:
+		return ctValid(k, m)
+	case preCTProto:
+		return ctProtoValid(k, m)
 	}
 	return false
 }

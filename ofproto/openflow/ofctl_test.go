@@ -328,6 +328,8 @@ var ofctlCaptures = []capture{
 	// Conntrack: ct with every option, nat, ct_clear and the ct_* matches.
 	{"add-flows-ct", []string{"add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
 	{"of13-add-flows-ct", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/ct-flows.txt"}},
+	{"add-flows-ct-tuple", []string{"add-flows", "SW", "testdata/ovs-ofctl/ct-tuple-flows.txt"}},
+	{"of13-add-flows-ct-tuple", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/ct-tuple-flows.txt"}},
 	// learn and learn2 with every option and spec kind (learn_test.go).
 	{"add-flows-learn", []string{"add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},
 	{"of13-add-flows-learn", []string{"-O", "OpenFlow13", "add-flows", "SW", "testdata/ovs-ofctl/learn-flows.txt"}},

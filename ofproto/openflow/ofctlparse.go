@@ -210,6 +210,8 @@ func setFlowField(k *flow.Key, name, val string, port func(string) (uint32, bool
 		k.CtZone = uint16(num(16))
 	case "ct_mark":
 		k.CtMark = uint32(num(32))
+	case "ct_state", "ct_nw_src", "ct_nw_dst", "ct_ipv6_src", "ct_ipv6_dst", "ct_nw_proto", "ct_tp_src", "ct_tp_dst":
+		return setCtFlowField(k, name, val) // field_ct.go
 	default:
 		if r, ok := strings.CutPrefix(name, "reg"); ok {
 			i, e := strconv.Atoi(r)

@@ -69,6 +69,7 @@ func AppendMatchText(b []byte, k *flow.Key, m *flow.Mask, o MatchText) []byte {
 			t.b = append(t.b, labelHex(&m.CtLabels)...)
 		}
 	}
+	t.ctTuple(k, m) // field_ct.go
 	skipType, skipProto := false, false
 	if m.EthType != 0 {
 		skipType = true
@@ -297,6 +298,7 @@ func FlowMask(k *flow.Key) flow.Mask {
 			m.CtLabels[i] = 0xff
 		}
 	}
+	flowCtTupleMask(k, &m)
 	for i := range k.Regs {
 		m.Regs[i] = nz32(k.Regs[i])
 	}
