@@ -145,6 +145,11 @@ type Out struct {
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
 	learns   []learnReq
+	// lacp is set when the packet is a LACPDU for this bond's member
+	// lacpPort: the handler gives it to the LACP machine and does not
+	// execute it (lacp_bond.go).
+	lacp     *Bond
+	lacpPort string
 }
 
 func (o *Out) reset() {
@@ -159,6 +164,7 @@ func (o *Out) reset() {
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
+	o.lacp, o.lacpPort = nil, ""
 }
 
 // xctx is the state of one translation.
@@ -233,6 +239,10 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	if isLACPFrame(key, c.inPort) {
+		c.lacpSlowPath(c.inPort) // lacp_bond.go, as OVS's process_special
+		return
+	}
 	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {

@@ -22,6 +22,10 @@ type BondConfig struct {
 	HashBasis uint32
 	// AllMembersActive is other_config:all-members-active.
 	AllMembersActive bool
+	// LACP is the bond's LACP, nil for lacp=off (bond_lacp.go).
+	LACP *LACPConfig
+	// Updelay and Downdelay are bond_updelay and bond_downdelay in ms.
+	Updelay, Downdelay int
 }
 
 // parseBond checks a bond Port's columns. errMsg, when set, refuses the
@@ -35,30 +39,19 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 		b.Mode = *p.BondMode
 	}
 	switch b.Mode {
-	case "active-backup", "balance-slb":
-	case "balance-tcp":
-		return b, fmt.Sprintf("port %s: bond_mode balance-tcp is not supported by govswitchd (it needs LACP, which is not implemented): use active-backup or balance-slb", p.Name), ""
+	case "active-backup", "balance-slb", "balance-tcp":
 	default:
 		return b, fmt.Sprintf("port %s: unknown bond_mode %q", p.Name, b.Mode), ""
 	}
-	if p.LACP != nil && *p.LACP != "" && *p.LACP != "off" {
-		return b, fmt.Sprintf("port %s: lacp=%s is not supported by govswitchd (LACP is not implemented): set lacp=off", p.Name, *p.LACP), ""
-	}
-	if p.BondUpdelay != 0 || p.BondDowndelay != 0 {
-		return b, fmt.Sprintf("port %s: bond_updelay/bond_downdelay (%d/%d ms) are not supported by govswitchd: members are enabled and disabled as their carrier changes", p.Name, p.BondUpdelay, p.BondDowndelay), ""
-	}
+	b.Updelay, b.Downdelay = max(0, p.BondUpdelay), max(0, p.BondDowndelay)
 	oc := p.OtherConfig
 	switch m := oc["bond-detect-mode"]; m {
 	case "", "carrier":
 	case "miimon":
-		// ovs-vswitchd polls MII every bond-miimon-interval ms; govswitchd
-		// follows the kernel's carrier notifications, which see the same
-		// link state at once.
-		if v, ok := oc["bond-miimon-interval"]; ok {
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return b, fmt.Sprintf("port %s: other_config:bond-miimon-interval=%q: want milliseconds", p.Name, v), ""
-			}
-		}
+		// ovs-vswitchd then polls each member's MII link status every
+		// bond-miimon-interval ms instead of following carrier;
+		// govswitchd has no MII polling.
+		return b, fmt.Sprintf("port %s: other_config:bond-detect-mode=miimon is not supported by govswitchd (it has no MII polling; members follow their carrier): use bond-detect-mode=carrier", p.Name), ""
 	default:
 		return b, fmt.Sprintf("port %s: other_config:bond-detect-mode=%q: want carrier or miimon", p.Name, m), ""
 	}
@@ -79,14 +72,18 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 	if v, ok := oc["bond-primary"]; ok {
 		b.Primary = v
 	}
-	for _, k := range []string{"lacp-time", "lacp-fallback-ab", "lacp-system-id", "lacp-system-priority"} {
-		if _, ok := oc[k]; ok {
-			return b, fmt.Sprintf("port %s: other_config:%s is not supported by govswitchd (LACP is not implemented)", p.Name, k), ""
-		}
+	lacp, msg := parseLACP(p)
+	if msg != "" {
+		return b, msg, ""
 	}
-	if b.Mode == "balance-slb" {
+	b.LACP = lacp
+	if b.Mode == "balance-tcp" && lacp == nil {
+		warn = fmt.Sprintf("port %s: balance-tcp without LACP carries no traffic (as in ovs-vswitchd): set lacp=active or lacp=passive", p.Name)
+		return b, "", warn
+	}
+	if b.Mode == "balance-slb" || b.Mode == "balance-tcp" {
 		if v, ok := oc["bond-rebalance-interval"]; !ok || v != "0" {
-			warn = fmt.Sprintf("port %s: balance-slb without rebalancing: govswitchd keeps each source MAC on its member until that member fails (other_config:bond-rebalance-interval is not honoured)", p.Name)
+			warn = fmt.Sprintf("port %s: %s without rebalancing: govswitchd keeps each hash on its member until that member fails (other_config:bond-rebalance-interval is not honoured)", p.Name, b.Mode)
 		}
 	}
 	return b, "", warn
@@ -97,7 +94,7 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 // that runs goes to problems.
 func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondConfig, string) {
 	if len(p.Interfaces) < 2 {
-		return nil, ""
+		return nil, lacpOnePort(p) // bond_lacp.go
 	}
 	var names []string
 	for _, iu := range p.Interfaces {
@@ -106,6 +103,9 @@ func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondCon
 		}
 	}
 	b, errMsg, warn := parseBond(p, names)
+	if errMsg == "" && b.LACP != nil {
+		b.LACP.Members, errMsg = lacpMembers(p, ifaces)
+	}
 	if warn != "" {
 		*problems = append(*problems, warn)
 	}
