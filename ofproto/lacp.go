@@ -112,6 +112,9 @@ type LACP struct {
 	keyMember  *lacpMember
 	negotiated bool
 	update     bool // update_attached must run
+	// published is the fingerprint Run last reported, so a change made
+	// between Runs (a PDU that brings sync) is reported too.
+	published string
 	nextOrder  int
 	log        *slog.Logger
 }
@@ -163,6 +166,17 @@ func (l *LACP) CarrierChanged(name string, up bool, now time.Time) {
 	if m.carrierUp != up {
 		m.carrierUp = up
 		m.carrier++
+	}
+}
+
+// carrierFirst tells the machine member's carrier as first seen: up
+// needs no expiry and is no change (lacp_member_may_enable marks the
+// carrier up the same way).
+func (l *LACP) carrierFirst(name string, up bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.members[name]; m != nil {
+		m.carrierUp = up
 	}
 }
 
@@ -272,7 +286,6 @@ type lacpTx struct {
 func (l *LACP) Run(now time.Time, tx []lacpTx) (_ []lacpTx, changed bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	before := l.fingerprint()
 	for _, m := range l.sorted() {
 		if !now.Before(m.rxAt) {
 			switch m.status {
@@ -304,7 +317,10 @@ func (l *LACP) Run(now time.Time, tx []lacpTx) (_ []lacpTx, changed bool) {
 			m.txAt = now.Add(d)
 		}
 	}
-	return tx, l.fingerprint() != before
+	fp := l.fingerprint()
+	changed = fp != l.published
+	l.published = fp
+	return tx, changed
 }
 
 // NextWake is when Run must next be called (the earliest transmission or

@@ -28,11 +28,12 @@ import (
 // slowPathCookie layout (OVS's struct user_action_cookie, host order):
 //
 //	[0:2]   type: 2, USER_ACTION_COOKIE_SLOW_PATH
-//	[2:4]   ofp_in_port (OpenFlow port of the member)
-//	[4:20]  ofproto uuid: [4:6] carries the bridge's Xlator.ID, the rest 0
-//	[20:22] unused
-//	[24:28] slow_path reason: SLOW_LACP (1<<2)
-//	[28:48] 0
+//	[2:4]   padding
+//	[4:8]   ofp_in_port (ofp_port_t is 32 bits: the member's OpenFlow port)
+//	[8:24]  ofproto uuid: [8:10] carries the bridge's Xlator.ID, the rest 0
+//	[24:26] unused
+//	[28:32] slow_path reason: SLOW_LACP (1<<2)
+//	[32:48] 0
 const (
 	slowPathCookieLen  = 48
 	cookieTypeSlowPath = 2
@@ -42,7 +43,7 @@ const (
 // isLACPSlowPath reports whether userdata is a slow-path cookie for LACP.
 func isLACPSlowPath(ud []byte) bool {
 	return len(ud) == slowPathCookieLen && binary.NativeEndian.Uint16(ud) == cookieTypeSlowPath &&
-		binary.NativeEndian.Uint32(ud[24:])&slowLACP != 0
+		binary.NativeEndian.Uint32(ud[28:])&slowLACP != 0
 }
 
 // lacpSlowPath ends the translation of a slow-protocols frame that
@@ -56,9 +57,9 @@ func (c *xctx) lacpSlowPath(pt *Port) {
 	}
 	var ck [slowPathCookieLen]byte
 	binary.NativeEndian.PutUint16(ck[0:], cookieTypeSlowPath)
-	binary.NativeEndian.PutUint16(ck[2:], uint16(pt.OFPort))
-	binary.BigEndian.PutUint16(ck[4:], c.x.ID)
-	binary.NativeEndian.PutUint32(ck[24:], slowLACP)
+	binary.NativeEndian.PutUint32(ck[4:], pt.OFPort)
+	binary.BigEndian.PutUint16(ck[8:], c.x.ID)
+	binary.NativeEndian.PutUint32(ck[28:], slowLACP)
 	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ck[:])
 }
 
@@ -180,7 +181,8 @@ func (b *Bridge) newBond(c BondConfig) *Bond {
 		if lc.SysPriority == 0 {
 			lc.SysPriority = 65534
 		}
-		bd.Config.LACP = &lc
+		// bd.Config keeps what was asked (SetBonds compares it with the
+		// next configuration); the machine has the defaults filled in.
 		bd.lacp = NewLACP(c.Name, lc, c.LACPLog)
 	}
 	return bd
@@ -416,13 +418,19 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		if st != nil && bd.lacp != nil {
 			for _, p := range st.members {
 				up := !p.LinkDown
-				if was, ok := carrier[p.Name]; !ok || was != up {
-					if _, known := bd.lacp.carrierKnown(p.Name); known {
-						bd.lacp.CarrierChanged(p.Name, up, now)
-						carrier[p.Name] = up
-						changed = true
-					}
+				if _, known := bd.lacp.carrierKnown(p.Name); !known {
+					continue
 				}
+				switch was, ok := carrier[p.Name]; {
+				case !ok:
+					bd.lacp.carrierFirst(p.Name, up)
+				case was != up:
+					bd.lacp.CarrierChanged(p.Name, up, now)
+				default:
+					continue
+				}
+				carrier[p.Name] = up
+				changed = true
 			}
 			var ch bool
 			tx, ch = bd.lacp.Run(now, tx[:0])
