@@ -115,8 +115,8 @@ type LACP struct {
 	// published is the fingerprint Run last reported, so a change made
 	// between Runs (a PDU that brings sync) is reported too.
 	published string
-	nextOrder  int
-	log        *slog.Logger
+	nextOrder int
+	log       *slog.Logger
 }
 
 // NewLACP returns the LACP machine of bond name with cfg. log, if set,

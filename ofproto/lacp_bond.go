@@ -50,6 +50,9 @@ func isLACPSlowPath(ud []byte) bool {
 // arrived on member pt of a LACP bond: the flow sends such frames to
 // userspace, and this packet, if any, goes to the LACP machine (Out.lacp).
 func (c *xctx) lacpSlowPath(pt *Port) {
+	if pt.Bond.lacp == nil {
+		return // a held member (bond_hold.go): dropped, with the mask LACP's flow will have
+	}
 	c.out.lacp, c.out.lacpPort = pt.Bond, pt.Name
 	pid := c.x.ControllerPID.Load()
 	if pid == 0 {
@@ -64,9 +67,10 @@ func (c *xctx) lacpSlowPath(pt *Port) {
 }
 
 // isLACPFrame reports whether the translation of key, arriving on pt, is
-// LACP's: a slow-protocols frame on a member of a bond running LACP.
+// LACP's: a slow-protocols frame on a member of a bond running LACP, or
+// of a bond not set up yet.
 func isLACPFrame(key *flow.Key, pt *Port) bool {
-	return key.EthType == EthTypeSlow && pt.Bond != nil && pt.Bond.lacp != nil
+	return key.EthType == EthTypeSlow && pt.Bond != nil && (pt.Bond.lacp != nil || pt.Bond.Config.Mode == bondDrop)
 }
 
 // lacpReceive hands a packet that translated to LACP's slow path to its
@@ -442,7 +446,7 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 						p = m
 					}
 				}
-				if p == nil {
+				if p == nil || b.DP == nil {
 					continue
 				}
 				frame = appendLACPFrame(frame[:0], p.HWAddr, &tx[i].Actor, &tx[i].Partn)

@@ -62,7 +62,7 @@ var (
 	aDisabled      = regexp.MustCompile(`(?s)member gv\d+a: disabled\n.*member gv\d+b: enabled\n`)
 	bothAttached   = regexp.MustCompile(`(?s)status: active negotiated\n.*member: gv\d+a: current attached\n.*partner state: activity timeout aggregation synchronized collecting distributing\n.*member: gv\d+b: current attached\n.*partner state: activity timeout aggregation synchronized collecting distributing\n`)
 	lacpFlowLine   = regexp.MustCompile(`(?m)^.*eth_type\(0x8809\).*slow_path\(lacp\).*$`)
-	lacpDPStats        = regexp.MustCompile(`packets:\d+, bytes:\d+, used:[^,]+, `)
+	lacpDPStats    = regexp.MustCompile(`packets:\d+, bytes:\d+, used:[^,]+, `)
 	dpPID          = regexp.MustCompile(`pid=\d+`)
 	dpInPort       = regexp.MustCompile(`in_port\(\d+\)`)
 	recircLine     = regexp.MustCompile(`(?m)^bond may use recirculation: .*\n`)
