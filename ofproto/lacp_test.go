@@ -269,7 +269,7 @@ func negotiate(t *testing.T, b *Bridge, bd *Bond) {
 	now := time.Now()
 	for i, n := range []string{"b1", "b2"} {
 		bd.lacp.carrierFirst(n, true)
-		bd.lacp.ProcessPDU(n, partnerPDU(uint16(i+1))[14:], now)
+		bd.lacp.ProcessPDU(n, partnerPDU(uint16(i + 1))[14:], now)
 	}
 	bd.lacp.Run(now, nil)
 	b.Ports.republish()
@@ -424,5 +424,15 @@ func TestBondUpdelay(t *testing.T) {
 	setLink(t, b, "b2", false)
 	if st = b.Bonds()[0]; st.Active != "b2" || !st.Members[1].Enabled {
 		t.Fatalf("b2 up with updelay and no member enabled: %+v", st)
+	}
+}
+
+func TestLACPSlowPathText(t *testing.T) {
+	_, x, _ := lacpBridge(t, BondActiveBackup, false)
+	k := flow.Key{InPort: 11, EthDst: lacpDst, EthType: EthTypeSlow}
+	var out Out
+	x.Translate(&k, t0, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "userspace(pid=99,slow_path(lacp))"; got != want {
+		t.Errorf("actions %s, want %s (as ovs-dpctl prints OVS's)", got, want)
 	}
 }
