@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,6 +85,10 @@ type BondConfig struct {
 	// Updelay and Downdelay are bond_updelay and bond_downdelay: how long
 	// a member's link must stay up (down) before it is enabled (disabled).
 	Updelay, Downdelay time.Duration
+	// RebalanceInterval is other_config:bond-rebalance-interval: how
+	// often balance-slb and balance-tcp move hash buckets from the most
+	// to the least loaded member (bond_rebalance.go); 0 never.
+	RebalanceInterval time.Duration
 	// Log, if set, is told of members enabled and disabled and of the
 	// active member changing, in ovs-vswitchd's words (module bond). It
 	// is no part of the configuration's identity. LACPLog gets the lacp
@@ -136,6 +141,12 @@ type Bond struct {
 	// delay holds, by member name, when a pending enable or disable
 	// takes effect (bond_updelay / bond_downdelay).
 	delay map[string]time.Time
+	// tx is each bucket's transmitted bytes since the last rebalancing
+	// (halved at each), credited by the revalidator; nextRebalance is
+	// when the runner rebalances next (bond_rebalance.go).
+	tx            [bondBuckets]atomic.Uint64
+	nextRebalance time.Time
+	acctID        uint16 // its slot in bondByID, 0 none; set before the bond is published
 }
 
 // bondState is a bond as one PortSet sees it: immutable.
@@ -309,6 +320,10 @@ type BondStatus struct {
 	ActiveMAC [6]byte
 	// LACP is the LACP status.
 	LACP LACPStatus
+	// Balanced says the bond rebalances now; NextRebalance is the time
+	// to the next rebalancing (bond_rebalance.go).
+	Balanced      bool
+	NextRebalance time.Duration
 }
 
 // BondMemberStatus is one member of a BondStatus.
@@ -322,6 +337,9 @@ type BondMemberStatus struct {
 	// DelayLeft is the updelay (when disabled) or downdelay (when
 	// enabled) still to run, 0 when none is pending.
 	DelayLeft time.Duration
+	// Hashes are the member's buckets with a load of 1 kB or more, by
+	// hash, while the bond is balanced.
+	Hashes []BondHashLoad
 }
 
 // Bonds returns the bridge's bonds, by name.
@@ -338,6 +356,7 @@ func (b *Bridge) Bonds() []BondStatus {
 		if st.active != nil {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
 		}
+		st.rebalanceStatus(&bs) // bond_rebalance.go
 		out = append(out, bs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })

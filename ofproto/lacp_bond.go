@@ -176,6 +176,9 @@ func (c *xctx) bondHash5(basis uint32) uint32 {
 // port_configure_lacp for a port of several interfaces.
 func (b *Bridge) newBond(c BondConfig) *Bond {
 	bd := &Bond{Config: c}
+	if bd.rebalances() {
+		bd.acctID = registerBondAcct(bd) // bond_rebalance.go
+	}
 	if c.LACP != nil {
 		lc := *c.LACP
 		if lc.SysID == ([6]byte{}) {
@@ -197,7 +200,7 @@ func (bd *Bond) LACP() *LACP { return bd.lacp }
 
 // lacpEqual compares what SetBonds must start afresh for.
 func (c *BondConfig) lacpEqual(d *BondConfig) bool {
-	if (c.LACP == nil) != (d.LACP == nil) || c.Updelay != d.Updelay || c.Downdelay != d.Downdelay ||
+	if (c.LACP == nil) != (d.LACP == nil) || c.Updelay != d.Updelay || c.Downdelay != d.Downdelay || c.RebalanceInterval != d.RebalanceInterval ||
 		len(c.LACPMembers) != len(d.LACPMembers) {
 		return false
 	}
@@ -358,10 +361,11 @@ func (b *Bridge) startBondRunners(old map[string]*Bond) {
 	for _, bd := range old {
 		if !cur[bd] {
 			bd.stopRunner()
+			releaseBondAcct(bd)
 		}
 	}
 	for bd := range cur {
-		if bd.run == nil && (bd.lacp != nil || bd.Config.Updelay > 0 || bd.Config.Downdelay > 0) {
+		if bd.run == nil && (bd.lacp != nil || bd.Config.Updelay > 0 || bd.Config.Downdelay > 0 || bd.rebalances()) {
 			r := &bondRunner{kick: make(chan struct{}, 1), done: make(chan struct{})}
 			bd.mu.Lock()
 			bd.run = r
@@ -379,6 +383,7 @@ func (b *Bridge) stopBondRunners() {
 	for _, p := range b.Ports.Snapshot().List() {
 		if p.Bond != nil {
 			p.Bond.stopRunner()
+			releaseBondAcct(p.Bond)
 		}
 	}
 }
@@ -457,11 +462,17 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 				}
 			}
 		}
+		if st != nil && bd.rebalanceDue(now) && bd.rebalance(st, now) { // bond_rebalance.go
+			changed = true
+		}
 		if _, due := bd.nextDelay(now); changed || due {
 			b.Ports.republish()
 			b.Tables.Invalidate()
 		}
 		next, _ := bd.nextDelay(now)
+		if t := bd.rebalanceAt(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
 		if bd.lacp != nil {
 			if t := bd.lacp.NextWake(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 				next = t

@@ -436,3 +436,60 @@ func TestLACPSlowPathText(t *testing.T) {
 		t.Errorf("actions %s, want %s (as ovs-dpctl prints OVS's)", got, want)
 	}
 }
+
+func TestBondRebalance(t *testing.T) {
+	b, _ := bondBridge(t, BondBalanceSLB)
+	bd := b.newBond(BondConfig{Name: "bond0", Mode: BondBalanceSLB, Members: []string{"b1", "b2"}, RebalanceInterval: time.Second})
+	t.Cleanup(func() { releaseBondAcct(bd) })
+	if bd.acctID == 0 {
+		t.Fatal("no accounting slot")
+	}
+	for _, n := range []string{"b1", "b2"} {
+		p := b.Ports.byName(n)
+		np := *p
+		np.Bond = bd
+		if err := b.Ports.Add(np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := b.Ports.Snapshot().bonds[bd]
+	// Four buckets of b1 carry 1 MB each, b2 nothing.
+	var onB1 []int
+	for h := 0; h < bondBuckets && len(onB1) < 4; h++ {
+		if bd.buckets[h] == "b1" {
+			onB1 = append(onB1, h)
+			creditBond(bd.acctID, uint8(h), 1<<20)
+		}
+	}
+	now := time.Now()
+	if bd.rebalanceDue(now) {
+		t.Fatal("due before an interval passed")
+	}
+	if !bd.rebalanceDue(now.Add(2 * time.Second)) {
+		t.Fatal("not due after the interval")
+	}
+	if !bd.rebalance(st, now) {
+		t.Fatal("nothing moved with 4 MB on b1 and none on b2")
+	}
+	moved := 0
+	for _, h := range onB1 {
+		if bd.buckets[h] == "b2" {
+			moved++
+		}
+		if got := bd.tx[h].Load(); got != 1<<19 {
+			t.Errorf("bucket %d load %d after decay, want %d", h, got, 1<<19)
+		}
+	}
+	if moved != 2 {
+		t.Errorf("%d of b1's 4 loaded buckets moved to b2, want 2 (an even split)", moved)
+	}
+	b.Ports.republish()
+	bs := b.Bonds()[0]
+	if !bs.Balanced || len(bs.Members[0].Hashes) != 2 || len(bs.Members[1].Hashes) != 2 || bs.Members[0].Hashes[0].KB != 512 {
+		t.Errorf("bond/show state %+v", bs)
+	}
+	// Balanced: a second pass moves nothing.
+	if bd.rebalance(b.Ports.Snapshot().bonds[bd], now) {
+		t.Error("a balanced bond rebalanced again")
+	}
+}

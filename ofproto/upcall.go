@@ -544,6 +544,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
 				k.learns = out.HasLearn
+				k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 			})
 			switch {
 			case full:

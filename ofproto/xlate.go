@@ -150,6 +150,9 @@ type Out struct {
 	// execute it (lacp_bond.go).
 	lacp     *Bond
 	lacpPort string
+	// acct is the balanced bond and bucket the output hashed into
+	// (bond_rebalance.go), nil bond when none.
+	acct bondAcct
 }
 
 func (o *Out) reset() {
@@ -165,6 +168,7 @@ func (o *Out) reset() {
 	o.HasLearn = false
 	o.learns = o.learns[:0]
 	o.lacp, o.lacpPort = nil, ""
+	o.acct = bondAcct{}
 }
 
 // xctx is the state of one translation.

@@ -115,8 +115,13 @@ func (c *xctx) bondOutput(pt *Port, vlan uint16) *Port {
 	if st == nil {
 		return nil
 	}
-	if st.balance() == BondBalanceTCP {
-		return st.buckets[c.bondHash5(st.bond.Config.HashBasis)%bondBuckets] // lacp_bond.go
+	switch st.balance() {
+	case BondBalanceTCP:
+		h := uint8(c.bondHash5(st.bond.Config.HashBasis)) // lacp_bond.go
+		c.out.acct = bondAcct{st.bond, h}
+		return st.buckets[h]
+	case BondBalanceSLB:
+		c.out.acct = bondAcct{st.bond, uint8(bondHashMAC(c.flow.EthSrc, vlan, st.bond.Config.HashBasis))}
 	}
 	return st.outputMember(c.flow.EthSrc, vlan)
 }

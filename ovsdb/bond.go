@@ -26,6 +26,9 @@ type BondConfig struct {
 	LACP *LACPConfig
 	// Updelay and Downdelay are bond_updelay and bond_downdelay in ms.
 	Updelay, Downdelay int
+	// RebalanceInterval is other_config:bond-rebalance-interval in ms
+	// (default 10000, at least 1000; 0 never rebalances).
+	RebalanceInterval int
 }
 
 // parseBond checks a bond Port's columns. errMsg, when set, refuses the
@@ -79,12 +82,22 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 	b.LACP = lacp
 	if b.Mode == "balance-tcp" && lacp == nil {
 		warn = fmt.Sprintf("port %s: balance-tcp without LACP carries no traffic (as in ovs-vswitchd): set lacp=active or lacp=passive", p.Name)
-		return b, "", warn
 	}
-	if b.Mode == "balance-slb" || b.Mode == "balance-tcp" {
-		if v, ok := oc["bond-rebalance-interval"]; !ok || v != "0" {
-			warn = fmt.Sprintf("port %s: %s without rebalancing: govswitchd keeps each hash on its member until that member fails (other_config:bond-rebalance-interval is not honoured)", p.Name, b.Mode)
+	// As smap_get_int: not a number is the default.
+	b.RebalanceInterval = 10000
+	if v, ok := oc["bond-rebalance-interval"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			b.RebalanceInterval = n
 		}
+	}
+	if b.RebalanceInterval > 0 && b.RebalanceInterval < 1000 {
+		b.RebalanceInterval = 1000
+	}
+	if b.RebalanceInterval < 0 {
+		b.RebalanceInterval = 0
+	}
+	if b.Mode == "balance-slb" && lacp == nil {
+		warn = fmt.Sprintf("port %s: balance-slb without learning packets: when a member fails, govswitchd does not send the RARPs ovs-vswitchd sends so that the upstream switch learns the moved addresses", p.Name)
 	}
 	return b, "", warn
 }

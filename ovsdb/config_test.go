@@ -193,10 +193,10 @@ func TestBuild(t *testing.T) {
 				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-hash-basis": "7", "bond-primary": "b"}
 				return r
 			},
-			problem: "balance-slb without rebalancing",
+			problem: "balance-slb without learning packets",
 			check: func(t *testing.T, d Desired) {
 				b := d.Bridges[0].Bonds
-				if len(b) != 1 || b[0].Mode != "balance-slb" || b[0].HashBasis != 7 || b[0].Primary != "b" {
+				if len(b) != 1 || b[0].Mode != "balance-slb" || b[0].HashBasis != 7 || b[0].Primary != "b" || b[0].RebalanceInterval != 10000 {
 					t.Errorf("bonds %+v", b)
 				}
 			},

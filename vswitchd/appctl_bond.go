@@ -149,9 +149,7 @@ func (d *Daemon) bondShow(args []string) (string, error) {
 	return sb.String(), nil
 }
 
-// writeBondShow writes one bond as bond_print_details does. There is no
-// "next rebalance" line and no per-hash load lines: govswitchd does not
-// rebalance SLB bonds (ovsdb warns of it).
+// writeBondShow writes one bond as bond_print_details does.
 func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	c := &bs.Config
 	fmt.Fprintf(sb, "---- %s ----\n", c.Name)
@@ -164,6 +162,9 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	}
 	fmt.Fprintf(sb, "updelay: %d ms\n", c.Updelay.Milliseconds())
 	fmt.Fprintf(sb, "downdelay: %d ms\n", c.Downdelay.Milliseconds())
+	if bs.Balanced {
+		fmt.Fprintf(sb, "next rebalance: %d ms\n", bs.NextRebalance.Milliseconds())
+	}
 	fmt.Fprintf(sb, "lacp_status: %s\n", bs.LACP)
 	fmt.Fprintf(sb, "lacp_fallback_ab: %t\n", c.LACP != nil && c.LACP.FallbackAB)
 	primary := "<none>"
@@ -201,6 +202,9 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 			fmt.Fprintf(sb, "  %s expires in %d ms\n", which, mb.DelayLeft.Milliseconds())
 		}
 		fmt.Fprintf(sb, "  may_enable: %t\n", mb.MayEnable)
+		for _, h := range mb.Hashes {
+			fmt.Fprintf(sb, "  hash %d: %d kB load\n", h.Hash, h.KB)
+		}
 	}
 	sb.WriteString("\n")
 }

@@ -18,6 +18,7 @@ func lacpBondConfig(c *ofproto.BondConfig, bc *ovsdb.BondConfig, log *slog.Logge
 	c.Updelay = time.Duration(bc.Updelay) * time.Millisecond
 	c.Downdelay = time.Duration(bc.Downdelay) * time.Millisecond
 	c.LACPLog = log
+	c.RebalanceInterval = time.Duration(bc.RebalanceInterval) * time.Millisecond
 	if bc.LACP == nil {
 		return
 	}
@@ -31,7 +32,7 @@ func lacpBondConfig(c *ofproto.BondConfig, bc *ovsdb.BondConfig, log *slog.Logge
 
 // lacpSummary is a bond's LACP and delay settings as one string.
 func lacpSummary(c *ofproto.BondConfig) string {
-	s := fmt.Sprintf("%v %v", c.Updelay, c.Downdelay)
+	s := fmt.Sprintf("%v %v %v", c.Updelay, c.Downdelay, c.RebalanceInterval)
 	if c.LACP != nil {
 		s += fmt.Sprintf(" %+v %v", *c.LACP, c.LACPMembers)
 	}
