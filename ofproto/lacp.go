@@ -169,6 +169,17 @@ func (l *LACP) CarrierChanged(name string, up bool, now time.Time) {
 	}
 }
 
+// setSysID changes the system id (the bridge's address changed), as
+// lacp_configure: the attachments are recomputed.
+func (l *LACP) setSysID(id [6]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if id != ([6]byte{}) && id != l.cfg.SysID {
+		l.cfg.SysID = id
+		l.update = true
+	}
+}
+
 // carrierFirst tells the machine member's carrier as first seen: up
 // needs no expiry and is no change (lacp_member_may_enable marks the
 // carrier up the same way).

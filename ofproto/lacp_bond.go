@@ -9,6 +9,7 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // LACP and link timing on a bond (bond.go, lacp.go): the bond's runner
@@ -182,8 +183,7 @@ func (b *Bridge) newBond(c BondConfig) *Bond {
 	if c.LACP != nil {
 		lc := *c.LACP
 		if lc.SysID == ([6]byte{}) {
-			id := b.DatapathID
-			lc.SysID = [6]byte{byte(id >> 40), byte(id >> 32), byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+			lc.SysID = b.lacpSysID()
 		}
 		if lc.SysPriority == 0 {
 			lc.SysPriority = 65534
@@ -193,6 +193,19 @@ func (b *Bridge) newBond(c BondConfig) *Bond {
 		bd.lacp = NewLACP(c.Name, lc, c.LACPLog)
 	}
 	return bd
+}
+
+// lacpSysID is the default LACP system id: the bridge's Ethernet address
+// (its own port's), as bridge.c's port_configure_lacp takes the bridge's
+// ea; before that port is known, the low 48 bits of the datapath id,
+// which are the same address unless other_config:datapath-id says
+// otherwise.
+func (b *Bridge) lacpSysID() [6]byte {
+	if lp := b.Ports.Snapshot().ByOF(openflow.PortLocal); lp != nil && lp.HWAddr != ([6]byte{}) {
+		return lp.HWAddr
+	}
+	id := b.DatapathID()
+	return [6]byte{byte(id >> 40), byte(id >> 32), byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
 }
 
 // LACP returns the bond's LACP machine, nil without LACP.
@@ -425,6 +438,9 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		changed := false
 		st := b.Ports.Snapshot().bonds[bd]
 		if st != nil && bd.lacp != nil {
+			if bd.Config.LACP.SysID == ([6]byte{}) {
+				bd.lacp.setSysID(b.lacpSysID()) // the bridge's address may have changed
+			}
 			for _, p := range st.members {
 				up := !p.LinkDown
 				if _, known := bd.lacp.carrierKnown(p.Name); !known {

@@ -243,7 +243,8 @@ func lacpBridge(t testing.TB, mode BondMode, fallback bool) (*Bridge, *Xlator, *
 	x := &Xlator{Tables: NewTables(), Ports: ports, MAC: maclearn.New(0, 0)}
 	x.ControllerPID.Store(99)
 	mustAdd(t, x, 0, func(*flow.Key, *flow.Mask) {}, 0, apply(openflow.Output(openflow.PortNormal, 0)))
-	b := &Bridge{Name: "br0", Ports: ports, MAC: x.MAC, Tables: x.Tables, X: x, DatapathID: 0x0000020000000099}
+	b := &Bridge{Name: "br0", Ports: ports, MAC: x.MAC, Tables: x.Tables, X: x}
+	b.SetDatapathID(0x0000020000000099)
 	if errs := b.SetBonds([]BondConfig{{Name: "bond0", Mode: mode, Members: []string{"b2", "b1"},
 		LACP: &LACPConfig{Active: true, Fast: true, FallbackAB: fallback}}}); errs != nil {
 		t.Fatal(errs)
