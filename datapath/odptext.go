@@ -72,7 +72,7 @@ func formatAction(sb *strings.Builder, a *Action) {
 	case ActionUserspace:
 		u := &a.Userspace
 		fmt.Fprintf(sb, "userspace(pid=%d", u.PID)
-		if u.Userdata != nil {
+		if u.Userdata != nil && !formatSlowPath(sb, u.Userdata) { // odptext_slowpath.go
 			fmt.Fprintf(sb, ",userdata(%x)", u.Userdata)
 		}
 		if u.WithActions {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Bonds, as ovs-vswitchd's bond.c has them for a Port with several
@@ -13,10 +15,12 @@ import (
 // goes to that device only), and NORMAL treats the members together as one
 // bundle: it learns addresses on the bond, floods to it once, and sends
 // each flow to one member; what arrives on a member that should not carry
-// it is dropped. A member is enabled while its device has carrier and is
-// administratively up (bond-detect-mode carrier; there is no updelay or
-// downdelay). LACP and balance-tcp are not implemented: the database layer
-// refuses them.
+// it is dropped. A member may be enabled while its device has carrier, is
+// administratively up and, on a bond with LACP (lacp.go, lacp_bond.go),
+// while LACP says so; bond_updelay and bond_downdelay hold a change back
+// (bond-detect-mode carrier; miimon is refused by the database layer).
+// balance-tcp hashes the 5-tuple in translation (lacp_bond.go) and needs
+// LACP negotiated, as OVS's.
 
 // BondMode is a bond's bond_mode.
 type BondMode uint8
@@ -30,12 +34,19 @@ const (
 	// active member only, and a frame whose source was learned on another
 	// port is dropped (it is our own flood come back on another member).
 	BondBalanceSLB
+	// BondBalanceTCP spreads flows by a hash of their L3 and L4 headers;
+	// it carries traffic only while LACP is negotiated (or, with
+	// lacp-fallback-ab, as active-backup while it is not).
+	BondBalanceTCP
 )
 
 // String returns the mode as bond_mode spells it.
 func (m BondMode) String() string {
-	if m == BondBalanceSLB {
+	switch m {
+	case BondBalanceSLB:
 		return "balance-slb"
+	case BondBalanceTCP:
+		return "balance-tcp"
 	}
 	return "active-backup"
 }
@@ -47,8 +58,10 @@ func ParseBondMode(s string) (BondMode, error) {
 		return BondActiveBackup, nil
 	case "balance-slb":
 		return BondBalanceSLB, nil
+	case "balance-tcp":
+		return BondBalanceTCP, nil
 	}
-	return 0, fmt.Errorf("bond_mode %q is not supported by govswitchd (active-backup and balance-slb are)", s)
+	return 0, fmt.Errorf("bond_mode %q is not supported by govswitchd (active-backup, balance-slb and balance-tcp are)", s)
 }
 
 // BondConfig is one bond as the configuration asks for it.
@@ -65,15 +78,27 @@ type BondConfig struct {
 	// accepts broadcast and multicast on every member, not only on the
 	// active one.
 	AllMembersActive bool
+	// LACP is the bond's LACP configuration, nil for lacp=off;
+	// LACPMembers the members' settings by name (absent: defaults).
+	LACP        *LACPConfig
+	LACPMembers map[string]LACPMemberConfig
+	// Updelay and Downdelay are bond_updelay and bond_downdelay: how long
+	// a member's link must stay up (down) before it is enabled (disabled).
+	Updelay, Downdelay time.Duration
+	// RebalanceInterval is other_config:bond-rebalance-interval: how
+	// often balance-slb and balance-tcp move hash buckets from the most
+	// to the least loaded member (bond_rebalance.go); 0 never.
+	RebalanceInterval time.Duration
 	// Log, if set, is told of members enabled and disabled and of the
 	// active member changing, in ovs-vswitchd's words (module bond). It
-	// is no part of the configuration's identity.
-	Log *slog.Logger
+	// is no part of the configuration's identity. LACPLog gets the lacp
+	// module's.
+	Log, LACPLog *slog.Logger
 }
 
 func (c *BondConfig) equal(d *BondConfig) bool {
 	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis ||
-		c.AllMembersActive != d.AllMembersActive || len(c.Members) != len(d.Members) {
+		c.AllMembersActive != d.AllMembersActive || len(c.Members) != len(d.Members) || !c.lacpEqual(d) {
 		return false
 	}
 	for i := range c.Members {
@@ -108,6 +133,20 @@ type Bond struct {
 	// members join, the buckets are spread afresh (there is no
 	// rebalancing to even them out later).
 	nmembers int
+
+	// lacp is the bond's LACP machine, nil without LACP; run is its
+	// runner (lacp_bond.go), which also times updelay and downdelay.
+	lacp *LACP
+	run  *bondRunner
+	// delay holds, by member name, when a pending enable or disable
+	// takes effect (bond_updelay / bond_downdelay).
+	delay map[string]time.Time
+	// tx is each bucket's transmitted bytes since the last rebalancing
+	// (halved at each), credited by the revalidator; nextRebalance is
+	// when the runner rebalances next (bond_rebalance.go).
+	tx            [bondBuckets]atomic.Uint64
+	nextRebalance time.Time
+	acctID        uint16 // its slot in bondByID, 0 none; set before the bond is published
 }
 
 // bondState is a bond as one PortSet sees it: immutable.
@@ -121,6 +160,12 @@ type bondState struct {
 	rep *Port
 	// buckets[h] is the member an SLB flow of hash h goes to.
 	buckets [bondBuckets]*Port
+	// lacp is the LACP status the choice was made with.
+	lacp LACPStatus
+	// mayEnable[i] is members[i]'s may_enable (carrier and LACP);
+	// delayLeft[i] the updelay or downdelay still to run, 0 none.
+	mayEnable []bool
+	delayLeft []time.Duration
 }
 
 // memberEnabled is the carrier detection: up administratively, with a
@@ -158,26 +203,20 @@ func buildBondStates(list []*Port) map[*Bond]*bondState {
 func (bd *Bond) choose(st *bondState) {
 	sort.Slice(st.members, func(i, j int) bool { return st.members[i].Name < st.members[j].Name })
 	st.enabled = make([]bool, len(st.members))
-	byName := map[string]*Port{}
-	var en []*Port
-	for i, p := range st.members {
-		st.enabled[i] = memberEnabled(p)
-		if st.enabled[i] {
-			byName[p.Name] = p
-			en = append(en, p)
-		}
-	}
 	bd.mu.Lock()
 	defer bd.mu.Unlock()
 	log := bd.Config.Log
 	if bd.was == nil {
 		bd.was = map[string]bool{}
 	}
+	bd.linkStatus(st, time.Now()) // lacp_bond.go: may_enable, updelay, downdelay
+	byName := map[string]*Port{}
+	var en []*Port
 	for i, p := range st.members {
-		if was, ok := bd.was[p.Name]; (!ok || was != st.enabled[i]) && log != nil {
-			log.Info(fmt.Sprintf("member %s: %s", p.Name, map[bool]string{true: "enabled", false: "disabled"}[st.enabled[i]]))
+		if st.enabled[i] {
+			byName[p.Name] = p
+			en = append(en, p)
 		}
-		bd.was[p.Name] = st.enabled[i]
 	}
 	prev := bd.active
 	defer func() {
@@ -199,9 +238,14 @@ func (bd *Bond) choose(st *bondState) {
 		bd.active = en[0].Name
 	default:
 		bd.active = ""
+		if p := bd.skipUpdelay(st); p != nil { // lacp_bond.go
+			byName[p.Name] = p
+			en = append(en, p)
+			bd.active = p.Name
+		}
 	}
 	st.active = byName[bd.active]
-	if bd.Config.Mode != BondBalanceSLB || len(en) == 0 {
+	if bd.Config.Mode == BondActiveBackup || len(en) == 0 {
 		return
 	}
 	if bd.nmembers != len(st.members) {
@@ -221,10 +265,13 @@ func (bd *Bond) choose(st *bondState) {
 // outputMember is the member a frame from source MAC src in VLAN vlan
 // leaves the bond by, nil when no member is enabled. It does not allocate.
 func (st *bondState) outputMember(src [6]byte, vlan uint16) *Port {
-	if st.bond.Config.Mode == BondActiveBackup {
+	switch st.balance() {
+	case BondActiveBackup:
 		return st.active
+	case BondBalanceSLB:
+		return st.buckets[bondHashMAC(src, vlan, st.bond.Config.HashBasis)%bondBuckets]
 	}
-	return st.buckets[bondHashMAC(src, vlan, st.bond.Config.HashBasis)%bondBuckets]
+	return nil
 }
 
 // bondHashMAC hashes a source MAC and VLAN for SLB with basis, as OVS's
@@ -271,6 +318,12 @@ type BondStatus struct {
 	// device's address.
 	Active    string
 	ActiveMAC [6]byte
+	// LACP is the LACP status.
+	LACP LACPStatus
+	// Balanced says the bond rebalances now; NextRebalance is the time
+	// to the next rebalancing (bond_rebalance.go).
+	Balanced      bool
+	NextRebalance time.Duration
 }
 
 // BondMemberStatus is one member of a BondStatus.
@@ -278,9 +331,15 @@ type BondMemberStatus struct {
 	Name    string
 	OFPort  uint32
 	Enabled bool
-	// MayEnable is the device's carrier, as ofproto-dpif hands bond.c a
-	// port's may_enable (with no LACP to veto it).
+	// MayEnable is the device's carrier and, with LACP, LACP's verdict,
+	// as ofproto-dpif hands bond.c a port's may_enable.
 	MayEnable bool
+	// DelayLeft is the updelay (when disabled) or downdelay (when
+	// enabled) still to run, 0 when none is pending.
+	DelayLeft time.Duration
+	// Hashes are the member's buckets with a load of 1 kB or more, by
+	// hash, while the bond is balanced.
+	Hashes []BondHashLoad
 }
 
 // Bonds returns the bridge's bonds, by name.
@@ -289,12 +348,15 @@ func (b *Bridge) Bonds() []BondStatus {
 	out := make([]BondStatus, 0, len(s.bonds))
 	for _, st := range s.bonds {
 		bs := BondStatus{Config: st.bond.Config}
+		bs.LACP = st.lacp
 		for i, p := range st.members {
-			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i], MayEnable: !p.LinkDown})
+			bs.Members = append(bs.Members, BondMemberStatus{Name: p.Name, OFPort: p.OFPort, Enabled: st.enabled[i],
+				MayEnable: st.mayEnable[i], DelayLeft: st.delayLeft[i]})
 		}
 		if st.active != nil {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
 		}
+		st.rebalanceStatus(&bs) // bond_rebalance.go
 		out = append(out, bs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })
@@ -325,7 +387,7 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
 		sort.Strings(c.Members)
 		bd := old[c.Name]
 		if bd == nil || !bd.Config.equal(&c) {
-			bd = &Bond{Config: c}
+			bd = b.newBond(c) // lacp_bond.go
 		}
 		var missing []string
 		for _, m := range c.Members {
@@ -365,6 +427,7 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
 	if changed {
 		b.Tables.Invalidate()
 	}
+	b.startBondRunners(old) // lacp_bond.go
 	return errs
 }
 

@@ -273,6 +273,7 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopBondRunners() // lacp_bond.go
 	b.stopSFlow()
 	b.stopNetFlow()
 	if b.Backer.private {

@@ -215,6 +215,9 @@ func (u *Udpif) revalidate() {
 			if netflows {
 				u.netflowCredit(k, dp, db, f.Stats.TCPFlags, now) // netflow_bridge.go
 			}
+			if k.bondID != 0 {
+				creditBond(k.bondID, k.bucket, db) // bond_rebalance.go
+			}
 			k.activeAt = now.UnixNano()
 			if k.learns {
 				u.relearn(k, now) // xlate_learn.go
@@ -366,6 +369,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
 	k.learns = out.HasLearn
+	k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}
@@ -398,6 +402,7 @@ func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) boo
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		k.activeAt = now.UnixNano()
 		k.installed = true
+		k.bondID, k.bucket = out.acct.id(), out.acct.bucket
 	})
 	if k == nil {
 		return false

@@ -39,6 +39,11 @@ type ukey struct {
 	activeAt       int64 // unix nanoseconds of the dump that saw the count change
 	installed      bool  // the put succeeded (or the flow was adopted); under the shard lock
 	learns         bool  // the translation ran a learn action: the revalidator re-learns when packets pass
+	// bondID and bucket name the balanced bond the flow's output hashed
+	// into and the bucket, whose load its bytes count to
+	// (bond_rebalance.go); they fit where the bools leave padding.
+	bondID uint16
+	bucket uint8
 }
 
 // A ukey is small because a switch at its flow limit holds tens of

@@ -487,6 +487,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				u.sflowUpcall(up) // xlate_sample.go
 				continue
 			}
+			if isLACPSlowPath(up.Userdata) {
+				u.lacpUpcall(up, now, &hd.outs[i]) // lacp_bond.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}
@@ -501,6 +505,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		}
 		if out.netflow {
 			u.netflowMiss(up, out, now) // netflow_bridge.go
+		}
+		if out.lacp != nil {
+			lacpReceive(out, up.Packet, now) // lacp_bond.go
 		}
 
 		// Translation always puts in_port in the mask, so it is never
@@ -539,6 +546,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
 				k.learns = out.HasLearn
+				k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 			})
 			switch {
 			case full:
@@ -555,7 +563,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				nflows++
 			}
 		}
-		if len(out.Actions) > 0 {
+		if len(out.Actions) > 0 && out.lacp == nil {
 			hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpExecute, Packet: up.Packet,
 				Flow: datapath.Flow{Key: up.Key, Actions: out.Actions}})
 			hd.opUkey = append(hd.opUkey, nil)

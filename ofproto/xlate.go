@@ -148,6 +148,14 @@ type Out struct {
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
 	learns   []learnReq
+	// lacp is set when the packet is a LACPDU for this bond's member
+	// lacpPort: the handler gives it to the LACP machine and does not
+	// execute it (lacp_bond.go).
+	lacp     *Bond
+	lacpPort string
+	// acct is the balanced bond and bucket the output hashed into
+	// (bond_rebalance.go), nil bond when none.
+	acct bondAcct
 }
 
 func (o *Out) reset() {
@@ -162,6 +170,8 @@ func (o *Out) reset() {
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
+	o.lacp, o.lacpPort = nil, ""
+	o.acct = bondAcct{}
 }
 
 // xctx is the state of one translation: xstate, which every translation
@@ -244,6 +254,10 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		return
 	}
 	c.flow.InPort = c.inPort.OFPort
+	if isLACPFrame(key, c.inPort) {
+		c.lacpSlowPath(c.inPort) // lacp_bond.go, as OVS's process_special
+		return
+	}
 	sflowAt := -1
 	if key.RecircID == 0 {
 		if c.inPort.NoRecv {

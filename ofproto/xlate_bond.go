@@ -27,12 +27,27 @@ func (c *xctx) bondAdmit(vlan uint16) bool {
 	if st == nil {
 		return true
 	}
+	// LACP bonds admit what arrives on an enabled member (the partner
+	// knows the bond); a configured but unnegotiated one nothing, unless
+	// it falls back to active-backup (lacp_bond.go).
+	switch st.lacp {
+	case LACPNegotiated:
+		return st.memberEnabledIn(c.inPort)
+	case LACPConfigured:
+		if !st.fallbackAB() {
+			return false
+		}
+	case LACPOff:
+		if st.bond.Config.Mode == BondBalanceTCP {
+			return false
+		}
+	}
 	if c.flow.EthDst[0]&1 != 0 && st.active != c.inPort &&
 		!(st.bond.Config.AllMembersActive && st.bond.Config.Mode == BondBalanceSLB) {
 		return false
 	}
 	switch st.bond.Config.Mode {
-	case BondActiveBackup:
+	case BondActiveBackup, BondBalanceTCP:
 		return st.active == c.inPort
 	case BondBalanceSLB:
 		mac := c.x.MAC
@@ -99,6 +114,14 @@ func (c *xctx) bondOutput(pt *Port, vlan uint16) *Port {
 	st := c.ports.bonds[pt.Bond]
 	if st == nil {
 		return nil
+	}
+	switch st.balance() {
+	case BondBalanceTCP:
+		h := uint8(c.bondHash5(st.bond.Config.HashBasis)) // lacp_bond.go
+		c.out.acct = bondAcct{st.bond, h}
+		return st.buckets[h]
+	case BondBalanceSLB:
+		c.out.acct = bondAcct{st.bond, uint8(bondHashMAC(c.flow.EthSrc, vlan, st.bond.Config.HashBasis))}
 	}
 	return st.outputMember(c.flow.EthSrc, vlan)
 }

@@ -22,6 +22,13 @@ type BondConfig struct {
 	HashBasis uint32
 	// AllMembersActive is other_config:all-members-active.
 	AllMembersActive bool
+	// LACP is the bond's LACP, nil for lacp=off (bond_lacp.go).
+	LACP *LACPConfig
+	// Updelay and Downdelay are bond_updelay and bond_downdelay in ms.
+	Updelay, Downdelay int
+	// RebalanceInterval is other_config:bond-rebalance-interval in ms
+	// (default 10000, at least 1000; 0 never rebalances).
+	RebalanceInterval int
 }
 
 // parseBond checks a bond Port's columns. errMsg, when set, refuses the
@@ -35,30 +42,19 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 		b.Mode = *p.BondMode
 	}
 	switch b.Mode {
-	case "active-backup", "balance-slb":
-	case "balance-tcp":
-		return b, fmt.Sprintf("port %s: bond_mode balance-tcp is not supported by govswitchd (it needs LACP, which is not implemented): use active-backup or balance-slb", p.Name), ""
+	case "active-backup", "balance-slb", "balance-tcp":
 	default:
 		return b, fmt.Sprintf("port %s: unknown bond_mode %q", p.Name, b.Mode), ""
 	}
-	if p.LACP != nil && *p.LACP != "" && *p.LACP != "off" {
-		return b, fmt.Sprintf("port %s: lacp=%s is not supported by govswitchd (LACP is not implemented): set lacp=off", p.Name, *p.LACP), ""
-	}
-	if p.BondUpdelay != 0 || p.BondDowndelay != 0 {
-		return b, fmt.Sprintf("port %s: bond_updelay/bond_downdelay (%d/%d ms) are not supported by govswitchd: members are enabled and disabled as their carrier changes", p.Name, p.BondUpdelay, p.BondDowndelay), ""
-	}
+	b.Updelay, b.Downdelay = max(0, p.BondUpdelay), max(0, p.BondDowndelay)
 	oc := p.OtherConfig
 	switch m := oc["bond-detect-mode"]; m {
 	case "", "carrier":
 	case "miimon":
-		// ovs-vswitchd polls MII every bond-miimon-interval ms; govswitchd
-		// follows the kernel's carrier notifications, which see the same
-		// link state at once.
-		if v, ok := oc["bond-miimon-interval"]; ok {
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return b, fmt.Sprintf("port %s: other_config:bond-miimon-interval=%q: want milliseconds", p.Name, v), ""
-			}
-		}
+		// ovs-vswitchd then polls each member's MII link status every
+		// bond-miimon-interval ms instead of following carrier;
+		// govswitchd has no MII polling.
+		return b, fmt.Sprintf("port %s: other_config:bond-detect-mode=miimon is not supported by govswitchd (it has no MII polling; members follow their carrier): use bond-detect-mode=carrier", p.Name), ""
 	default:
 		return b, fmt.Sprintf("port %s: other_config:bond-detect-mode=%q: want carrier or miimon", p.Name, m), ""
 	}
@@ -79,15 +75,29 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 	if v, ok := oc["bond-primary"]; ok {
 		b.Primary = v
 	}
-	for _, k := range []string{"lacp-time", "lacp-fallback-ab", "lacp-system-id", "lacp-system-priority"} {
-		if _, ok := oc[k]; ok {
-			return b, fmt.Sprintf("port %s: other_config:%s is not supported by govswitchd (LACP is not implemented)", p.Name, k), ""
+	lacp, msg := parseLACP(p)
+	if msg != "" {
+		return b, msg, ""
+	}
+	b.LACP = lacp
+	if b.Mode == "balance-tcp" && lacp == nil {
+		warn = fmt.Sprintf("port %s: balance-tcp without LACP carries no traffic (as in ovs-vswitchd): set lacp=active or lacp=passive", p.Name)
+	}
+	// As smap_get_int: not a number is the default.
+	b.RebalanceInterval = 10000
+	if v, ok := oc["bond-rebalance-interval"]; ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			b.RebalanceInterval = n
 		}
 	}
-	if b.Mode == "balance-slb" {
-		if v, ok := oc["bond-rebalance-interval"]; !ok || v != "0" {
-			warn = fmt.Sprintf("port %s: balance-slb without rebalancing: govswitchd keeps each source MAC on its member until that member fails (other_config:bond-rebalance-interval is not honoured)", p.Name)
-		}
+	if b.RebalanceInterval > 0 && b.RebalanceInterval < 1000 {
+		b.RebalanceInterval = 1000
+	}
+	if b.RebalanceInterval < 0 {
+		b.RebalanceInterval = 0
+	}
+	if b.Mode == "balance-slb" && lacp == nil {
+		warn = fmt.Sprintf("port %s: balance-slb without learning packets: when a member fails, govswitchd does not send the RARPs ovs-vswitchd sends so that the upstream switch learns the moved addresses", p.Name)
 	}
 	return b, "", warn
 }
@@ -97,7 +107,7 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 // that runs goes to problems.
 func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondConfig, string) {
 	if len(p.Interfaces) < 2 {
-		return nil, ""
+		return nil, lacpOnePort(p) // bond_lacp.go
 	}
 	var names []string
 	for _, iu := range p.Interfaces {
@@ -106,6 +116,9 @@ func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondCon
 		}
 	}
 	b, errMsg, warn := parseBond(p, names)
+	if errMsg == "" && b.LACP != nil {
+		b.LACP.Members, errMsg = lacpMembers(p, ifaces)
+	}
 	if warn != "" {
 		*problems = append(*problems, warn)
 	}

@@ -1,6 +1,7 @@
 package ovsdb
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -110,37 +111,73 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
-			name: "bond balance-tcp refused",
+			name: "bond balance-tcp with LACP",
 			rows: func() *Rows {
 				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
 					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
-				m := "balance-tcp"
-				r.Ports["p-bond0"].BondMode = &m
+				m, l := "balance-tcp", "active"
+				r.Ports["p-bond0"].BondMode, r.Ports["p-bond0"].LACP = &m, &l
+				r.Ports["p-bond0"].BondUpdelay, r.Ports["p-bond0"].BondDowndelay = 100, -5
+				r.Ports["p-bond0"].OtherConfig = map[string]string{"lacp-time": "FAST", "lacp-system-id": "aa:bb:cc:dd:ee:ff",
+					"lacp-system-priority": "70000", "lacp-fallback-ab": "true", "bond-rebalance-interval": "0"}
+				for _, in := range r.Interfaces {
+					if in.Name == "b" {
+						in.OtherConfig = map[string]string{"lacp-port-id": "9", "lacp-port-priority": "3", "lacp-aggregation-key": "x"}
+					}
+				}
 				return r
 			},
 			check: func(t *testing.T, d Desired) {
 				for _, p := range d.Bridges[0].Ports {
-					if !strings.Contains(p.Err, "balance-tcp is not supported") {
-						t.Errorf("port %s Err %q", p.Name, p.Err)
+					if p.Err != "" || p.Bond != "bond0" {
+						t.Errorf("port %s Err %q Bond %q", p.Name, p.Err, p.Bond)
 					}
 				}
-				if len(d.Bridges[0].Bonds) != 0 {
-					t.Errorf("refused bond in Bonds: %+v", d.Bridges[0].Bonds)
+				b := d.Bridges[0].Bonds
+				if len(b) != 1 || b[0].LACP == nil {
+					t.Fatalf("bonds %+v", b)
+				}
+				l := b[0].LACP
+				want := LACPConfig{Active: true, Fast: true, SysID: [6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}, FallbackAB: true,
+					Members: map[string]LACPMember{"a": {}, "b": {PortID: 9, PortPriority: 3}}}
+				if fmt.Sprint(*l) != fmt.Sprint(want) || b[0].Updelay != 100 || b[0].Downdelay != 0 {
+					t.Errorf("lacp %+v updelay %d downdelay %d, want %+v 100 0", *l, b[0].Updelay, b[0].Downdelay, want)
 				}
 			},
 		},
 		{
-			name: "bond lacp refused",
+			name: "bond lacp and miimon refused",
 			rows: func() *Rows {
 				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
-					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
-				l := "active"
-				r.Ports["p-bond0"].LACP = &l
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}, "c": {iface("c", "")}})
+				l, bad := "active", "sometimes"
+				r.Ports["p-bond0"].LACP = &bad
+				r.Ports["p-c"].LACP = &l
 				return r
 			},
 			check: func(t *testing.T, d Desired) {
 				for _, p := range d.Bridges[0].Ports {
-					if !strings.Contains(p.Err, "lacp=active is not supported") {
+					want := "unknown LACP mode sometimes"
+					if p.Name == "c" {
+						want = "lacp=active on a port of one interface is not supported"
+					}
+					if !strings.Contains(p.Err, want) {
+						t.Errorf("port %s Err %q, want %q", p.Name, p.Err, want)
+					}
+				}
+			},
+		},
+		{
+			name: "bond miimon refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
+				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-detect-mode": "miimon"}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				for _, p := range d.Bridges[0].Ports {
+					if !strings.Contains(p.Err, "bond-detect-mode=miimon is not supported") {
 						t.Errorf("port %s Err %q", p.Name, p.Err)
 					}
 				}
@@ -156,10 +193,10 @@ func TestBuild(t *testing.T) {
 				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-hash-basis": "7", "bond-primary": "b"}
 				return r
 			},
-			problem: "balance-slb without rebalancing",
+			problem: "balance-slb without learning packets",
 			check: func(t *testing.T, d Desired) {
 				b := d.Bridges[0].Bonds
-				if len(b) != 1 || b[0].Mode != "balance-slb" || b[0].HashBasis != 7 || b[0].Primary != "b" {
+				if len(b) != 1 || b[0].Mode != "balance-slb" || b[0].HashBasis != 7 || b[0].Primary != "b" || b[0].RebalanceInterval != 10000 {
 					t.Errorf("bonds %+v", b)
 				}
 			},

@@ -88,6 +88,7 @@ type Interface struct {
 	Name          string            `ovsdb:"name"`
 	Type          string            `ovsdb:"type"` // "" or system, internal, ...
 	Options       map[string]string `ovsdb:"options"`
+	OtherConfig   map[string]string `ovsdb:"other_config"` // lacp-port-id etc. (bond_lacp.go)
 	OfportRequest *int              `ovsdb:"ofport_request"`
 	Ofport        *int              `ovsdb:"ofport"` // -1 when the interface could not be added
 	Ifindex       *int              `ovsdb:"ifindex"`

@@ -33,8 +33,10 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 			errs[bc.Name] = err
 			continue
 		}
-		cfgs = append(cfgs, ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
-			AllMembersActive: bc.AllMembersActive, Log: s.d.moduleLogger("bond")})
+		c := ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
+			AllMembersActive: bc.AllMembersActive, Log: s.d.moduleLogger("bond")}
+		lacpBondConfig(&c, &bc, s.d.moduleLogger("lacp")) // appctl_lacp.go
+		cfgs = append(cfgs, c)
 	}
 	before := bondSummary(b)
 	for k, v := range b.SetBonds(cfgs) {
@@ -55,7 +57,7 @@ func bondSummary(b *ofproto.Bridge) string {
 	var sb strings.Builder
 	for _, bs := range b.Bonds() {
 		c := bs.Config
-		fmt.Fprintf(&sb, "%s %s %v %s %d %t;", c.Name, c.Mode, c.Members, c.Primary, c.HashBasis, c.AllMembersActive)
+		fmt.Fprintf(&sb, "%s %s %v %s %d %t %s;", c.Name, c.Mode, c.Members, c.Primary, c.HashBasis, c.AllMembersActive, lacpSummary(&c))
 	}
 	return sb.String()
 }
@@ -67,6 +69,7 @@ func (d *Daemon) registerBondCommands() {
 	s.Register("bond/set-active-member", "port member", 2, 2, d.bondSetActive)
 	s.Register("bond/set-active-slave", "", 2, 2, d.bondSetActive)
 	s.Register("bond/hash", "mac [vlan] [basis]", 1, 3, bondHash)
+	d.registerLACPCommands() // appctl_lacp.go
 }
 
 // bondHash is bond/hash: the SLB bucket (0-255) of a MAC, VLAN and basis.
@@ -146,9 +149,7 @@ func (d *Daemon) bondShow(args []string) (string, error) {
 	return sb.String(), nil
 }
 
-// writeBondShow writes one bond as bond_print_details does. There is no
-// "next rebalance" line and no per-hash load lines: govswitchd does not
-// rebalance SLB bonds (ovsdb warns of it).
+// writeBondShow writes one bond as bond_print_details does.
 func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	c := &bs.Config
 	fmt.Fprintf(sb, "---- %s ----\n", c.Name)
@@ -159,10 +160,13 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	if c.Mode == ofproto.BondBalanceSLB {
 		fmt.Fprintf(sb, "all members active: %t\n", c.AllMembersActive)
 	}
-	sb.WriteString("updelay: 0 ms\n")
-	sb.WriteString("downdelay: 0 ms\n")
-	sb.WriteString("lacp_status: off\n")
-	sb.WriteString("lacp_fallback_ab: false\n")
+	fmt.Fprintf(sb, "updelay: %d ms\n", c.Updelay.Milliseconds())
+	fmt.Fprintf(sb, "downdelay: %d ms\n", c.Downdelay.Milliseconds())
+	if bs.Balanced {
+		fmt.Fprintf(sb, "next rebalance: %d ms\n", bs.NextRebalance.Milliseconds())
+	}
+	fmt.Fprintf(sb, "lacp_status: %s\n", bs.LACP)
+	fmt.Fprintf(sb, "lacp_fallback_ab: %t\n", c.LACP != nil && c.LACP.FallbackAB)
 	primary := "<none>"
 	if c.Primary != "" {
 		primary = c.Primary
@@ -190,7 +194,17 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 		if mb.Name == bs.Active {
 			sb.WriteString("  active member\n")
 		}
+		if mb.DelayLeft > 0 {
+			which := "updelay"
+			if mb.Enabled {
+				which = "downdelay"
+			}
+			fmt.Fprintf(sb, "  %s expires in %d ms\n", which, mb.DelayLeft.Milliseconds())
+		}
 		fmt.Fprintf(sb, "  may_enable: %t\n", mb.MayEnable)
+		for _, h := range mb.Hashes {
+			fmt.Fprintf(sb, "  hash %d: %d kB load\n", h.Hash, h.KB)
+		}
 	}
 	sb.WriteString("\n")
 }

@@ -429,14 +429,14 @@ func TestIntegrationBondSLB(t *testing.T) {
 		}
 	}
 
-	// Refused loudly: balance-tcp needs LACP. (ovs-vsctl reports the
-	// Interface errors and may exit non-zero; the error column is what
-	// counts.)
-	out, _ := srvVsctl(15*time.Second, "set", "Port", "bond0", "bond_mode=balance-tcp")
-	t.Logf("bond_mode=balance-tcp: %s", out)
+	// Refused loudly: bond-detect-mode=miimon (govswitchd has no MII
+	// polling). ovs-vsctl reports the Interface errors and may exit
+	// non-zero; the error column is what counts.
+	out, _ := srvVsctl(15*time.Second, "set", "Port", "bond0", "other_config:bond-detect-mode=miimon")
+	t.Logf("bond-detect-mode=miimon: %s", out)
 	for _, p := range b.members {
-		if e := vsctl("get", "Interface", p, "error"); !strings.Contains(e, "balance-tcp is not supported") {
-			t.Errorf("balance-tcp: member %s Interface error %s, want it refused", p, e)
+		if e := vsctl("get", "Interface", p, "error"); !strings.Contains(e, "bond-detect-mode=miimon is not supported") {
+			t.Errorf("miimon: member %s Interface error %s, want it refused", p, e)
 		}
 	}
 }

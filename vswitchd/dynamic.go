@@ -271,6 +271,9 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	if err != nil {
 		return err
 	}
+	if p.Bond != "" {
+		b.HoldForBond(p.Name, p.Bond) // carries nothing until SetBonds (ofproto/bond_hold.go)
+	}
 	s.invalidate(b)
 	return nil
 }
