@@ -232,6 +232,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		out.Dropped = "unknown input port"
 		return
 	}
+	if key.Tunnel.Flags&flow.TunnelUDPIF != 0 {
+		defer c.tunMDMask(key) // tun_metadata.go
+		if !c.tunMDFromDatapath() {
+			return
+		}
+	}
 	c.flow.InPort = c.inPort.OFPort
 	sflowAt := -1
 	if key.RecircID == 0 {

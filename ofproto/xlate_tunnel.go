@@ -119,6 +119,9 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		t.Flags |= flow.TunnelCsum
 	}
 	t.TpDst = cfg.DstPort
+	if cfg.Type == datapath.TunnelGeneve {
+		c.tunMDOutput(&t, wc) // tun_metadata.go
+	}
 	c.commit()
 	if c.base.Tunnel != t {
 		f.Tunnel = t

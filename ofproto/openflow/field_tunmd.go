@@ -306,3 +306,6 @@ func tunMDMaskedLoad(v uint8, f Field, val []byte) (Action, error) {
 	}
 	return Action{Type: ActRegLoad, Field: f, Ofs: uint16(ofs), NBits: uint16(nbits), Load: load}, nil
 }
+
+// NumFields is one past the last Field.
+const NumFields = numFields
