@@ -737,6 +737,8 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 	// Geneve options go to the kernel as the key's TLVs under a mask of
 	// the same length, which the kernel matches exactly.
 	if n := len(kt.GeneveOpts()); n > 0 {
+		// The mask keeps the form bit, so a masked key does too.
+		mt.Flags |= flow.TunnelUDPIF
 		mt.Metadata.Present = 0xff
 		clear(mt.Metadata.Opts[n:])
 	} else {

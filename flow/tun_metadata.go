@@ -144,7 +144,7 @@ func appendHexBytes(dst, b []byte) []byte {
 // prints them in an action, geneve({class=...,type=...,len=...,0x...}),
 // or nothing when t has none.
 func AppendGeneve(dst []byte, t *Tunnel) []byte {
-	var m Tunnel
+	m := Tunnel{Flags: TunnelUDPIF, Metadata: TunMetadata{Present: 0xff}}
 	for i := range m.Metadata.Opts {
 		m.Metadata.Opts[i] = 0xff
 	}

@@ -167,6 +167,7 @@ func (t *TLVTable) tunMDMaskToDatapath(key *flow.Tunnel, wc *flow.Tunnel) {
 	}
 	mapped := wc.Metadata
 	wc.Metadata = flow.TunMetadata{Present: 0xff}
+	wc.Flags |= flow.TunnelUDPIF // a masked key keeps its form
 	var byOpt map[uint32]uint8
 	if p := t.byOpt.Load(); p != nil {
 		byOpt = *p
