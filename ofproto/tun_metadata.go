@@ -291,3 +291,16 @@ func (c *xctx) tunMDOutput(t *flow.Tunnel, wc *flow.Mask) {
 		}
 	}
 }
+
+// resumeTunMetadata gives a resumed packet's key the tun_metadata fields
+// of its packet-in metadata md (OpenFlow form).
+func resumeTunMetadata(key *flow.Key, md *openflow.Match) {
+	p := md.Mask.Tunnel.Metadata.Present & md.Key.Tunnel.Metadata.Present
+	if p == 0 {
+		return
+	}
+	key.Tunnel.Metadata.Present = p
+	for i := range key.Tunnel.Metadata.Opts {
+		key.Tunnel.Metadata.Opts[i] = md.Key.Tunnel.Metadata.Opts[i] & md.Mask.Tunnel.Metadata.Opts[i]
+	}
+}

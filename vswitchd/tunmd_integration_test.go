@@ -44,7 +44,9 @@ func TestIntegrationTunnelGeneveMetadata(t *testing.T) {
 	}
 	// The remote end: a collect-metadata geneve device whose route to h1
 	// carries the option, and static neighbours (no ARP over the tunnel).
-	hr := func(args ...string) string { return run(append([]string{"ip", "netns", "exec", b.hr.Name}, args...)...) }
+	hr := func(args ...string) string {
+		return run(append([]string{"ip", "netns", "exec", b.hr.Name}, args...)...)
+	}
 	hr("ip", "link", "del", "tun0")
 	hr("ip", "link", "add", "tun0", "type", "geneve", "external")
 	hr("ip", "addr", "add", "10.1.1.100/24", "dev", "tun0")
