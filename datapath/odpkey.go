@@ -150,7 +150,7 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 
 // MaxKeyLen bounds the bytes AppendKey or AppendMask appends for any Key:
 // a buffer with this much spare capacity never grows.
-const MaxKeyLen = 384
+const MaxKeyLen = 384 + 4 + flow.TunMetadataSpace // + Geneve options
 
 // ErrKeyAttr is wrapped by every error DecodeKey and DecodeMask return for
 // malformed or contradictory attributes.

@@ -390,7 +390,7 @@ func (f *formatter) tunnel(v, m *Tunnel) {
 	if m.Flags&tunnelFlagsWidth != 0 {
 		f.sep()
 		f.b = append(f.b, "flags("...)
-		f.flags(&tunnelFlags, uint32(v.Flags), uint32(m.Flags), tunnelFlagsWidth)
+		f.flags(&tunnelFlags, uint32(v.Flags&^TunnelUDPIF), uint32(m.Flags&^TunnelUDPIF), tunnelFlagsWidth)
 		f.end()
 	}
 	f.end()

@@ -863,6 +863,9 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		pin := &ev.pin
 		p := m.b.Ports.Snapshot().ByDP(pin.Key.InPort)
 		if p == nil {
+			p = m.b.tunnelPortOf(&pin.Key) // xlate_tunnel.go
+		}
+		if p == nil {
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}
 		reason := pin.Reason

@@ -131,3 +131,17 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 	f.Tunnel = saved
 }
+
+// tunnelPortOf is the tunnel port of b a packet with key (from a shared
+// tunnel vport) arrived on, nil when none: a packet-in names it as its
+// in_port.
+func (b *Bridge) tunnelPortOf(key *flow.Key) *Port {
+	if b.Backer == nil || key.Tunnel == (flow.Tunnel{}) {
+		return nil
+	}
+	te := b.Backer.set.Load().tunnelReceiver(key)
+	if te == nil || te.b != b {
+		return nil
+	}
+	return b.Ports.Snapshot().ByOF(te.p.OFPort)
+}
