@@ -33,7 +33,7 @@ type geneveMDRun struct {
 // agree.
 func TestIntegrationTunnelGeneveMetadata(t *testing.T) {
 	testbed.Require(t)
-	b := newTunnelBed(t, tunnelCase{kind: "geneve"})
+	b := newTunnelBed(t, tunnelCase{kind: "geneve", linkArg: []string{"type", "geneve", "id", "0"}})
 	run := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
