@@ -104,6 +104,11 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		t.IPv4Src = cfg.Local.As4()
 	}
 	ip := f.EthType == flow.EthTypeIPv4 || f.EthType == flow.EthTypeIPv6
+	if ip {
+		// The outer header takes the inner ECN bits, as in OVS
+		// (tnl_port_send matches them).
+		c.out.WC.NwTos |= 3
+	}
 	if cfg.TOSInherit && ip {
 		t.TOS = f.NwTos &^ 3
 		c.out.WC.NwTos |= 0xfc
