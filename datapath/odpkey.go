@@ -153,7 +153,7 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 
 // MaxKeyLen bounds the bytes AppendKey or AppendMask appends for any Key:
 // a buffer with this much spare capacity never grows.
-const MaxKeyLen = 384
+const MaxKeyLen = 384 + 4 + flow.TunMetadataSpace // + Geneve options
 
 // ErrKeyAttr is wrapped by every error DecodeKey and DecodeMask return for
 // malformed or contradictory attributes.
@@ -518,6 +518,14 @@ func appendTunnel(b []byte, typ uint16, kt, vt *flow.Tunnel, isMask bool) []byte
 	if vt.Flags&flow.TunnelOAM != 0 {
 		b = netlinkio.AppendFlag(b, tunAttrOAM)
 	}
+	if opts := kt.GeneveOpts(); opts != nil {
+		// A mask's options are as long as the key's: the kernel
+		// refuses any other length.
+		if isMask {
+			opts = vt.Metadata.Opts[:len(opts)]
+		}
+		b = netlinkio.AppendAttr(b, tunAttrGeneveOpts, opts)
+	}
 	return netlinkio.EndNested(b, start)
 }
 
@@ -850,6 +858,16 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 		return
 	}
 	mt.Flags &= flow.TunnelDontFragment | flow.TunnelCsum | flow.TunnelKey | flow.TunnelOAM
+	// Geneve options go to the kernel as the key's TLVs under a mask of
+	// the same length, which the kernel matches exactly.
+	if n := len(kt.GeneveOpts()); n > 0 {
+		// The mask keeps the form bit, so a masked key does too.
+		mt.Flags |= flow.TunnelUDPIF
+		mt.Metadata.Present = 0xff
+		clear(mt.Metadata.Opts[n:])
+	} else {
+		mt.Metadata = flow.TunMetadata{}
+	}
 	if mt.ID != 0 {
 		mt.Flags |= flow.TunnelKey
 	}
@@ -956,7 +974,8 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // ethernet but no ethertype attribute is an 802.3 frame, flow.EthTypeNone.
 // Attributes of types newer than this package are skipped, and so are the
 // ones Key has no fields for: conntrack original-direction tuples, NSH,
-// tunnel options (Geneve, VXLAN-GBP, ERSPAN), IPv6 extension headers. An
+// tunnel options other than Geneve's (VXLAN-GBP, ERSPAN), IPv6 extension
+// headers; Geneve options longer than flow.TunMetadataSpace are an error. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
 // duplicate, truncated), a fragment type above 2, a VLAN ethertype without
 // its tag, or an attribute that does not apply to the key's protocols (TCP
@@ -1062,7 +1081,7 @@ func decodeMeta(a *attrSet, v *flow.Key, isMask bool) error {
 		copy(v.CtLabels[:], a.take(KeyAttrCtLabels))
 	}
 	if a.has(KeyAttrTunnel) {
-		if err := decodeTunnel(a.take(KeyAttrTunnel), &v.Tunnel); err != nil {
+		if err := decodeTunnelKey(a.take(KeyAttrTunnel), &v.Tunnel, isMask); err != nil {
 			return err
 		}
 	}
@@ -1081,7 +1100,11 @@ var tunAttrLen = [tunAttrMax + 1]int8{
 // decodeTunnel decodes nested OVS_TUNNEL_KEY_ATTR_* attributes into t. The
 // same attributes serve keys and masks: an ID attribute sets
 // flow.TunnelKey, flag attributes set their flags.
-func decodeTunnel(b []byte, t *flow.Tunnel) error {
+func decodeTunnel(b []byte, t *flow.Tunnel) error { return decodeTunnelKey(b, t, false) }
+
+// decodeTunnelKey is decodeTunnel for a key (isMask false) or a mask: a
+// mask's Geneve options have Metadata.Present 0xff (the length is exact).
+func decodeTunnelKey(b []byte, t *flow.Tunnel, isMask bool) error {
 	var seen uint32
 	v4, v6 := false, false
 	it := netlinkio.NewAttrIter(b)
@@ -1128,6 +1151,22 @@ func decodeTunnel(b []byte, t *flow.Tunnel) error {
 			t.TpSrc = binary.BigEndian.Uint16(d)
 		case tunAttrTpDst:
 			t.TpDst = binary.BigEndian.Uint16(d)
+		case tunAttrGeneveOpts:
+			if len(d)%4 != 0 {
+				return keyErr("geneve options of %d bytes, not a multiple of 4", len(d))
+			}
+			if len(d) > flow.TunMetadataSpace {
+				return keyErr("geneve options of %d bytes: govswitchd holds at most %d", len(d), flow.TunMetadataSpace)
+			}
+			if len(d) == 0 {
+				break
+			}
+			copy(t.Metadata.Opts[:], d)
+			t.Metadata.Present = uint64(len(d))
+			if isMask {
+				t.Metadata.Present = 0xff
+			}
+			t.Flags |= flow.TunnelUDPIF
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -465,6 +465,9 @@ func formatTunnelSet(sb *strings.Builder, d []byte) {
 	if t.TpDst != 0 {
 		parts = append(parts, fmt.Sprintf("tp_dst=%d", t.TpDst))
 	}
+	if g := flow.AppendGeneve(nil, &t); len(g) > 0 {
+		parts = append(parts, string(g))
+	}
 	var flags []string
 	for _, f := range tunnelFlagOrder {
 		if t.Flags&f.bit != 0 {

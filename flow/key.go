@@ -23,9 +23,11 @@ type Tunnel struct {
 	IPv6Dst [16]byte
 	TpSrc   uint16 // outer UDP source port
 	TpDst   uint16 // outer UDP destination port
-	Flags   uint16 // TunnelDontFragment | TunnelCsum | TunnelKey | TunnelOAM
+	Flags   uint16 // TunnelDontFragment | TunnelCsum | TunnelKey | TunnelOAM | TunnelUDPIF
 	TOS     uint8
 	TTL     uint8
+	// Metadata is the packet's Geneve options (tun_metadata.go).
+	Metadata TunMetadata
 }
 
 // Tunnel flags, carried in Tunnel.Flags.
@@ -34,6 +36,10 @@ const (
 	TunnelCsum         uint16 = 1 << 1 // outer checksum present
 	TunnelKey          uint16 = 1 << 2 // Tunnel.ID is meaningful
 	TunnelOAM          uint16 = 1 << 3 // OAM frame
+	// TunnelUDPIF says Tunnel.Metadata holds the Geneve options as the
+	// datapath carries them (TLVs) rather than as tun_metadata fields.
+	// It is ours, never a datapath or OpenFlow flag.
+	TunnelUDPIF uint16 = 1 << 4
 )
 
 // VLAN is one 802.1Q or 802.1ad tag.

@@ -111,6 +111,8 @@ type backerSet struct {
 	// tunnels finds the tunnel ports on a shared tunnel vport, by its
 	// datapath port number (tunnel.go).
 	tunnels map[uint32][]tunnelEnd
+	// tunnelMatch finds a tunnel port by what it receives (tunnel.go).
+	tunnelMatch map[tunnelMatchKey]*tunnelEnd
 	// retired keeps the versions of removed bridges (and one more per
 	// removal), so versions never go back.
 	retiredTables, retiredMAC uint64
@@ -245,6 +247,7 @@ func (bk *Backer) publish(bridges []*Bridge, retireTables, retireMAC uint64) {
 			s.owner[p.DPPort] = b
 		}
 	}
+	s.indexTunnels() // tunnel.go
 	bk.set.Store(s)
 }
 

@@ -38,7 +38,7 @@ func tableStats11(v uint8, id int) openflow.TableStats11 {
 	case openflow.Version12:
 		// OXM basic fields 0..35 are 1.2's; the switch matches and sets
 		// those the codec knows.
-		for f := openflow.FieldNone + 1; f.Size() > 0; f++ {
+		for f := openflow.FieldNone + 1; f < openflow.NumFields; f++ {
 			h, ok := f.Header(false)
 			if !ok || h>>16 != uint32(openflow.ClassOpenFlow) {
 				continue

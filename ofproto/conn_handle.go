@@ -818,7 +818,7 @@ func tableFeatures() []openflow.TableFeatures {
 		return b
 	}
 	var fieldHdrs []byte
-	for f := openflow.FieldNone + 1; f.Size() > 0; f++ {
+	for f := openflow.FieldNone + 1; f < openflow.NumFields; f++ {
 		if h, ok := f.Header(false); ok && h>>16 == uint32(openflow.ClassOpenFlow) {
 			fieldHdrs = append(fieldHdrs, byte(h>>24), byte(h>>16), byte(h>>8), byte(h))
 		}
@@ -862,6 +862,9 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 	case asyncPacketIn:
 		pin := &ev.pin
 		p := m.b.Ports.Snapshot().ByDP(pin.Key.InPort)
+		if p == nil {
+			p = m.b.tunnelPortOf(&pin.Key) // xlate_tunnel.go
+		}
 		if p == nil {
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}

@@ -110,7 +110,11 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 	}
 	var out Out
 	now := time.Now()
-	b.X.TranslateResume(&key, inPort, cont, now, &out)
+	// The tables see the tun_metadata fields too; the datapath executes
+	// the packet without them (its key has no tunnel then).
+	xkey := key
+	resumeTunMetadata(&xkey, md) // tun_metadata.go
+	b.X.TranslateResume(&xkey, inPort, cont, now, &out)
 	applyLearns(&out, now)
 	if out.Dropped != "" {
 		return fmt.Errorf("resume: %s", out.Dropped)

@@ -31,7 +31,8 @@ func settable(f openflow.Field) bool {
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
-		f >= openflow.FieldXReg0 && f <= openflow.FieldXXReg3
+		f >= openflow.FieldXReg0 && f <= openflow.FieldXXReg3 ||
+		f.IsTunMetadata() // Geneve output: tun_metadata.go
 }
 
 // checkSupported returns an *Error (ErrUnsupportedAction,

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/govswitch/govswitch/flow"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
@@ -13,21 +16,24 @@ import (
 // NXT_TLV_TABLE_MOD leaves it. ovn-controller maps its option (class
 // 0x0102, type 0x80) on every connection before it installs flows.
 //
-// The table is kept and reported; the fields themselves are not
-// implemented yet: a flow that matches or sets tun_metadata<n> is refused
-// by the flow mod decoder, so no flow ever uses a mapping and a delete is
-// never refused with NXTTMFC_INVALID_TLV_DEL.
+// Where a mapped field's bytes live in a Key is the process's one
+// tun_metadata layout (tun_metadata.go), which every bridge's table
+// shares: a field mapped on two bridges has one length.
 type TLVTable struct {
 	mu   sync.Mutex
 	maps [tlvMaxFields]openflow.TLVMap
 	used [tlvMaxFields]bool
+	// byOpt finds a mapped option's field by (class<<8 | type); it is
+	// replaced, never changed, so translations read it without the lock.
+	byOpt atomic.Pointer[map[uint32]uint8]
 }
 
-// ovs-vswitchd's limits: 64 fields, 256 bytes of option data in all, 124
-// bytes per option.
+// The limits: 64 fields and 124 bytes per option as in ovs-vswitchd; the
+// option data of all fields in all bridges shares flow.TunMetadataSpace
+// bytes (ovs-vswitchd: 256 per bridge).
 const (
-	tlvMaxFields = 64
-	tlvMaxSpace  = 256
+	tlvMaxFields = flow.TunMetadataFields
+	tlvMaxSpace  = flow.TunMetadataSpace
 	tlvMaxOptLen = 124
 )
 
@@ -44,6 +50,13 @@ func (e *tlvFailure) Error() string { return e.msg }
 // over 124), an index already mapped, an option mapped twice, or more
 // than 256 bytes of options in all fail the whole message.
 func (t *TLVTable) Apply(cmd uint16, maps []openflow.TLVMap) error {
+	return t.apply(cmd, maps, nil)
+}
+
+// apply is Apply with inUse, which reports whether a flow matches
+// tun_metadata<n> (nil: none does): deleting such a field's mapping
+// fails with NXTTMFC_INVALID_TLV_DEL.
+func (t *TLVTable) apply(cmd uint16, maps []openflow.TLVMap, inUse func(n int) bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	next, used := t.maps, t.used
@@ -67,15 +80,6 @@ func (t *TLVTable) Apply(cmd uint16, maps []openflow.TLVMap) error {
 			}
 			next[m.Index], used[m.Index] = m, true
 		}
-		space := 0
-		for i := range next {
-			if used[i] {
-				space += int(next[i].Len)
-			}
-		}
-		if space > tlvMaxSpace {
-			return &tlvFailure{openflow.TLVTableFull, fmt.Sprintf("%d bytes of options, at most %d", space, tlvMaxSpace)}
-		}
 	case openflow.TLVTableDelete:
 		for _, m := range maps {
 			if m.Index >= tlvMaxFields {
@@ -88,7 +92,22 @@ func (t *TLVTable) Apply(cmd uint16, maps []openflow.TLVMap) error {
 	default:
 		return &tlvFailure{openflow.TLVTableBadCommand, fmt.Sprintf("TLV table command %d", cmd)}
 	}
+	for i := range used {
+		if t.used[i] && !used[i] && inUse != nil && inUse(i) {
+			return &tlvFailure{openflow.TLVTableInvalidDel, fmt.Sprintf("tun_metadata%d is matched by a flow", i)}
+		}
+	}
+	if err := tunMDLayoutChange(&t.maps, &next, &t.used, &used); err != nil {
+		return err
+	}
 	t.maps, t.used = next, used
+	byOpt := map[uint32]uint8{}
+	for i := range used {
+		if used[i] {
+			byOpt[uint32(next[i].Class)<<8|uint32(next[i].Type)] = uint8(i)
+		}
+	}
+	t.byOpt.Store(&byOpt)
 	return nil
 }
 
@@ -109,7 +128,7 @@ func (c *Conn) tlvTableMod(raw []byte, m *openflow.TLVTableMod) error {
 	if slave, err := c.isSlave(raw); slave {
 		return err
 	}
-	if err := c.m.b.TLVs.Apply(m.Command, m.Maps); err != nil {
+	if err := c.m.b.TLVs.apply(m.Command, m.Maps, c.m.b.tunMDInUse); err != nil {
 		c.log.Debug("TLV table mod failed", "err", err)
 		code := err.(*tlvFailure).code
 		return c.queueMsg(openflow.TLVTableError(c.Version(), code, err.Error()).Reply(raw))

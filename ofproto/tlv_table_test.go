@@ -16,7 +16,7 @@ func TestTLVTableOvsOfctl(t *testing.T) {
 		t.Run(opts[1], func(t *testing.T) {
 			s.ofctl(t, opts, "del-tlv-map")
 			out := squeeze(s.ofctl(t, opts, "dump-tlv-map"))
-			for _, want := range []string{"max option space=256 max fields=64", "allocated option space=0"} {
+			for _, want := range []string{"max option space=64 max fields=64", "allocated option space=0"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("empty dump-tlv-map lacks %q:\n%s", want, out)
 				}

@@ -303,46 +303,99 @@ func (bk *Backer) tunnelClash(name string, cfg *TunnelConfig) error {
 // (by datapath port).
 type tunnelEnd = patchEnd
 
+// tunnelMatchKey is what a tunnel port receives, with the fields it takes
+// any value of ("flow", or no local_ip) zero and flagged: a packet's
+// candidates are its own fields with each subset of them wildcarded.
+type tunnelMatchKey struct {
+	port          uint32
+	id            uint64
+	remote, local [16]byte
+	v6            bool
+	anyID, anyRem bool
+	anyLoc        bool
+}
+
+// indexTunnels fills s.tunnelMatch from s.tunnels. A port whose key
+// another port already holds (tunnelClash refuses them) keeps the first.
+func (s *backerSet) indexTunnels() {
+	if len(s.tunnels) == 0 {
+		return
+	}
+	s.tunnelMatch = map[tunnelMatchKey]*tunnelEnd{}
+	for portNo, ends := range s.tunnels {
+		for i := range ends {
+			c := &ends[i].p.tunnel.cfg
+			k := tunnelMatchKey{port: portNo, anyID: c.InKeyFlow, anyRem: c.RemoteFlow, anyLoc: c.LocalFlow || !c.Local.IsValid()}
+			if !k.anyID {
+				k.id = c.InKey
+			}
+			if !k.anyRem {
+				k.remote, k.v6 = c.Remote.As16(), c.Remote.Is6()
+				if c.Remote.Is4() {
+					k.remote = [16]byte{}
+					a := c.Remote.As4()
+					copy(k.remote[:], a[:])
+				}
+			}
+			if !k.anyLoc {
+				k.local = c.Local.As16()
+				if c.Local.Is4() {
+					k.local = [16]byte{}
+					a := c.Local.As4()
+					copy(k.local[:], a[:])
+				}
+			}
+			if k.anyRem && k.anyLoc {
+				// The family matters only through an address.
+			} else if k.anyRem {
+				k.v6 = c.Local.Is6()
+			}
+			if _, dup := s.tunnelMatch[k]; !dup {
+				s.tunnelMatch[k] = &ends[i]
+			}
+		}
+	}
+}
+
 // tunnelReceiver finds the tunnel port a packet from shared tunnel vport
 // key.InPort with tunnel metadata key.Tunnel arrived on, as ovs-vswitchd's
 // tnl_find: an exact match on the key, remote and local addresses before
-// one that takes any ("flow") for them. Nil when none matches: the packet
-// is dropped.
+// one that takes any ("flow") for them, in that order of weight. It is
+// at most eight map lookups, and does not allocate. Nil when none
+// matches: the packet is dropped.
 func (s *backerSet) tunnelReceiver(key *flow.Key) *tunnelEnd {
-	ends := s.tunnels[key.InPort]
-	var best *tunnelEnd
-	bestScore := -1
+	if s.tunnelMatch == nil {
+		return nil
+	}
 	t := &key.Tunnel
 	v6 := t.IPv6Src != [16]byte{} || t.IPv6Dst != [16]byte{}
-	for i := range ends {
-		c := &ends[i].p.tunnel.cfg
-		score := 0
-		switch {
-		case c.InKeyFlow:
-		case c.InKey == t.ID:
-			score += 4
-		default:
-			continue
+	var remote, local [16]byte
+	if v6 {
+		remote, local = t.IPv6Src, t.IPv6Dst
+	} else {
+		copy(remote[:], t.IPv4Src[:])
+		copy(local[:], t.IPv4Dst[:])
+	}
+	// Scores 7 (all exact) down to 0: key 4, remote 2, local 1.
+	for score := 7; score >= 0; score-- {
+		k := tunnelMatchKey{port: key.InPort, anyID: score&4 == 0, anyRem: score&2 == 0, anyLoc: score&1 == 0}
+		if !k.anyID {
+			k.id = t.ID
 		}
-		switch {
-		case c.RemoteFlow:
-		case c.Remote.Is4() && !v6 && c.Remote.As4() == t.IPv4Src, c.Remote.Is6() && v6 && c.Remote.As16() == t.IPv6Src:
-			score += 2
-		default:
-			continue
+		if !k.anyRem {
+			k.remote = remote
 		}
-		switch {
-		case c.LocalFlow || !c.Local.IsValid():
-		case c.Local.Is4() && !v6 && c.Local.As4() == t.IPv4Dst, c.Local.Is6() && v6 && c.Local.As16() == t.IPv6Dst:
-			score++
-		default:
-			continue
+		if !k.anyLoc {
+			k.local = local
 		}
-		if score > bestScore {
-			best, bestScore = &ends[i], score
+		if !k.anyRem || !k.anyLoc {
+			k.v6 = v6
+		}
+		if e := s.tunnelMatch[k]; e != nil {
+			return e
 		}
 	}
-	return best
+	return nil
 }
 
 // TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre) of

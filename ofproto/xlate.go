@@ -253,6 +253,12 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		out.Dropped = "unknown input port"
 		return
 	}
+	if key.Tunnel.Flags&flow.TunnelUDPIF != 0 {
+		defer c.tunMDMask(key) // tun_metadata.go
+		if !c.tunMDFromDatapath() {
+			return
+		}
+	}
 	c.flow.InPort = c.inPort.OFPort
 	if isLACPFrame(key, c.inPort) {
 		c.lacpSlowPath(c.inPort) // lacp_bond.go, as OVS's process_special

@@ -131,7 +131,8 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	mdStart := len(b)
 	o.md = openflow.Match{}
 	pinMetadata(&o.md, &c.flow, c.inPortOF())
-	b, _ = openflow.AppendOXMTLVs(b, &o.md) // every field here has an OXM form
+	pinTunMetadata(&o.md, &c.flow, &c.out.WC) // tun_metadata.go
+	b, _ = openflow.AppendOXMTLVs(b, &o.md)   // every field here has an OXM form
 	binary.BigEndian.PutUint16(b[16:], uint16(len(b)-mdStart))
 	b = append(b, ca.Userdata...)
 	binary.BigEndian.PutUint16(b[18:], uint16(len(ca.Userdata)))

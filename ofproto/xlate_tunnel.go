@@ -104,6 +104,11 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		t.IPv4Src = cfg.Local.As4()
 	}
 	ip := f.EthType == flow.EthTypeIPv4 || f.EthType == flow.EthTypeIPv6
+	if ip {
+		// The outer header takes the inner ECN bits, as in OVS
+		// (tnl_port_send matches them).
+		c.out.WC.NwTos |= 3
+	}
 	if cfg.TOSInherit && ip {
 		t.TOS = f.NwTos &^ 3
 		c.out.WC.NwTos |= 0xfc
@@ -119,6 +124,9 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		t.Flags |= flow.TunnelCsum
 	}
 	t.TpDst = cfg.DstPort
+	if cfg.Type == datapath.TunnelGeneve {
+		c.tunMDOutput(&t, wc) // tun_metadata.go
+	}
 	c.commit()
 	if c.base.Tunnel != t {
 		f.Tunnel = t
@@ -127,4 +135,18 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	}
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 	f.Tunnel = saved
+}
+
+// tunnelPortOf is the tunnel port of b a packet with key (from a shared
+// tunnel vport) arrived on, nil when none: a packet-in names it as its
+// in_port.
+func (b *Bridge) tunnelPortOf(key *flow.Key) *Port {
+	if b.Backer == nil || key.Tunnel == (flow.Tunnel{}) {
+		return nil
+	}
+	te := b.Backer.set.Load().tunnelReceiver(key)
+	if te == nil || te.b != b {
+		return nil
+	}
+	return b.Ports.Snapshot().ByOF(te.p.OFPort)
 }

@@ -30,6 +30,7 @@ const (
 	NXASTSetQueue      uint16 = 4
 	NXASTRegMove       uint16 = 6
 	NXASTRegLoad       uint16 = 7
+	NXASTRegLoad2      uint16 = 33
 	NXASTSetTunnel64   uint16 = 9
 	NXASTResubmitTable uint16 = 14
 	NXASTDecTTL        uint16 = 18
@@ -165,6 +166,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeConjunction(v, act)
 	case NXASTOutputReg:
 		return decodeOutputReg(v, act)
+	case NXASTRegLoad2:
+		return decodeRegLoad2(v, act) // field_tunmd.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -230,11 +233,11 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		}
 		ofsNBits, dstHdr := u16(act[10:]), u32(act[12:])
 		f := FieldByHeader(dstHdr)
-		if f == FieldNone || fields[f].enc == 0 || dstHdr&0x1ff != uint32(fields[f].size) {
+		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, dstHdr) {
 			return Action{}, errOf(v, kActBadSetType, "load: destination %08x", dstHdr)
 		}
 		a := Action{Type: ActRegLoad, Field: f, Ofs: ofsNBits >> 6, NBits: ofsNBits&0x3f + 1, Load: u64(act[16:])}
-		if int(a.Ofs)+int(a.NBits) > 8*fields[f].size || (a.NBits < 64 && a.Load>>a.NBits != 0) {
+		if int(a.Ofs)+int(a.NBits) > 8*f.Size() || (a.NBits < 64 && a.Load>>a.NBits != 0) {
 			return Action{}, errOf(v, kActBadArgument, "load: %d bits at %d into %s", a.NBits, a.Ofs, f)
 		}
 		return a, nil
@@ -249,7 +252,7 @@ func decodeRegMove(v uint8, act []byte) (Action, error) {
 	nBits, srcOfs, dstOfs := u16(act[10:]), u16(act[12:]), u16(act[14:])
 	field := func(h uint32) Field {
 		f := FieldByHeader(h)
-		if f == FieldNone || fields[f].enc == 0 || h&0x1ff != uint32(fields[f].size) {
+		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
 			return FieldNone
 		}
 		return f
@@ -369,6 +372,9 @@ func appendSetField10(b []byte, a *Action) ([]byte, error) {
 		return append(be16(be16(b, Act10SetVLANPCP), 8), byte(k.VLANs[0].TCI>>13), 0, 0, 0), nil
 	case FieldTunnelID:
 		return be64(zeros(nxActionHeader(b, 24, NXASTSetTunnel64), 6), k.Tunnel.ID), nil
+	}
+	if a.Field.IsTunMetadata() {
+		return appendRegLoad2(b, a) // field_tunmd.go
 	}
 	// Anything else NXM can name becomes a full-width NXAST_REG_LOAD; a
 	// field wider than 64 bits (xxreg, ipv6_src) one load per 64 bits,

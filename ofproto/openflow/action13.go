@@ -121,6 +121,9 @@ func decodeSetField13(act []byte) (Action, error) {
 	if f == FieldNone || fields[f].enc == 0 {
 		return Action{}, errOf(v, kActBadSetType, "set_field: unknown field %08x", h)
 	}
+	if fields[f].tunmd {
+		return decodeTunMDSetField(v, f, h, act[8:8+plen]) // field_tunmd.go
+	}
 	if h&(1<<8) != 0 || plen != fields[f].size {
 		return Action{}, errOf(v, kActBadSetLen, "set_field %s: length %d, want %d unmasked", f, plen, fields[f].size)
 	}

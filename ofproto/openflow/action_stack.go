@@ -20,7 +20,7 @@ func decodeStack(v uint8, sub uint16, act []byte) (Action, error) {
 		typ, name = ActStackPop, "pop"
 	}
 	f := FieldByHeader(h)
-	if f == FieldNone || fields[f].enc == 0 || h&0x1ff != uint32(fields[f].size) || h&0x100 != 0 {
+	if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
 		return Action{}, errOf(v, kActBadSetType, "%s: field %08x", name, h)
 	}
 	if nBits == 0 || int(ofs)+int(nBits) > 8*f.Size() {

@@ -67,7 +67,11 @@ const (
 	FieldTunIPv4Dst // NXM_NX_TUN_IPV4_DST
 	FieldTunIPv6Src // NXM_NX_TUN_IPV6_SRC (field_tun.go)
 	FieldTunIPv6Dst // NXM_NX_TUN_IPV6_DST
-	FieldReg0       // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
+	// FieldTunMetadata0…FieldTunMetadata63 are NXM_NX_TUN_METADATA0-63,
+	// the Geneve options a TLV table maps (field_tunmd.go).
+	FieldTunMetadata0
+	FieldTunMetadata63 Field = iota + 62 // the lines below count on from here
+	FieldReg0                            // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
 	FieldReg3
@@ -185,7 +189,11 @@ type fieldDef struct {
 	load  func(k *flow.Key, dst []byte) []byte
 	store func(k *flow.Key, v []byte)
 	alias bool
-	cover flow.Mask // the Key bits this field maps onto
+	// tunmd marks tun_metadata<n>, whose place and size in a Key the
+	// process's TLV layout decides (field_tunmd.go).
+	tunmd    bool
+	tunmdIdx uint8
+	cover    flow.Mask // the Key bits this field maps onto
 	// coverWords lists the nonzero words of cover, so an encoder can skip
 	// a field the mask does not touch with a load or two.
 	coverWords []coverWord
@@ -198,6 +206,9 @@ type coverWord struct {
 
 // touches reports whether m selects any bit of the field.
 func (d *fieldDef) touches(m *flow.Mask) bool {
+	if d.tunmd {
+		return tunMDTouches(d, m)
+	}
 	mw := m.Words()
 	for _, cw := range d.coverWords {
 		if mw[cw.i]&cw.bits != 0 {
@@ -263,6 +274,7 @@ func init() {
 	defBytes(FieldTunIPv4Dst, "tun_dst", nx1(32), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Dst[:] })
 	defTunnelFields(nx1) // field_tun.go
+	defTunMDFields(nx1)  // field_tunmd.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
@@ -393,7 +405,9 @@ func init() {
 		if d.name == "" {
 			panic(fmt.Sprintf("openflow: field %d not defined", f))
 		}
-		if d.store != nil {
+		if d.tunmd {
+			// no fixed cover
+		} else if d.store != nil {
 			var ones [16]byte
 			for i := range ones {
 				ones[i] = 0xff
@@ -435,6 +449,9 @@ func (f Field) Size() int {
 	if f >= numFields {
 		return 0
 	}
+	if fields[f].tunmd {
+		return tunMDSize(f)
+	}
 	return fields[f].size
 }
 
@@ -456,7 +473,7 @@ func (f Field) Header(nxm bool) (h uint32, ok bool) {
 	if first == noHeader {
 		return 0, false
 	}
-	return first | uint32(d.size), true
+	return first | uint32(f.Size()), true
 }
 
 // FieldByHeader returns the field a TLV header names (hasmask and length
@@ -471,6 +488,9 @@ func (f Field) Value(dst []byte, k *flow.Key) (b []byte, ok bool) {
 		return dst, false
 	}
 	d := &fields[f]
+	if d.tunmd {
+		return tunMDValue(f, dst, k)
+	}
 	if d.load != nil {
 		return d.load(k, dst), true
 	}
@@ -496,6 +516,9 @@ func (f Field) SetValue(k *flow.Key, v []byte) bool {
 		return false
 	}
 	d := &fields[f]
+	if d.tunmd {
+		return tunMDSetValue(f, k, v)
+	}
 	if len(v) != d.size {
 		return false
 	}
@@ -519,6 +542,9 @@ func (f Field) SetValue(k *flow.Key, v []byte) bool {
 func (f Field) Cover() flow.Mask {
 	if f >= numFields {
 		return flow.Mask{}
+	}
+	if fields[f].tunmd {
+		return tunMDCover(f)
 	}
 	return fields[f].cover
 }

@@ -20,8 +20,8 @@ func (m *Match) Set(f Field, k *flow.Key) {
 	if f == FieldNone || f >= numFields {
 		return
 	}
-	d := &fields[f]
-	m.Mask.Or(&d.cover)
+	c := f.Cover()
+	m.Mask.Or(&c)
 	var buf [16]byte
 	v, _ := f.Value(buf[:0], k)
 	f.SetValue(&m.Key, v)
@@ -54,6 +54,12 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 			emit = false
 		}
 		if !emit || d.alias || !d.touches(&m.Mask) {
+			continue
+		}
+		if d.tunmd {
+			b = appendTunMDEntry(b, f, m) // field_tunmd.go
+			c := f.Cover()
+			covered.Or(&c)
 			continue
 		}
 		var full, zero bool
@@ -113,7 +119,7 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 func decodeTLVs(v uint8, b []byte, m *Match) error {
 	*m = Match{}
 	var seen flow.Mask
-	var present [2]uint64
+	var present [(numFields + 63) / 64]uint64
 	for len(b) > 0 {
 		if len(b) < 4 {
 			return errOf(v, kMatchBadLen, "%d trailing bytes in match", len(b))
@@ -130,6 +136,16 @@ func decodeTLVs(v uint8, b []byte, m *Match) error {
 			return errOf(v, kMatchBadField, "unknown match field class 0x%04x field %d", h>>16, h>>9&0x7f)
 		}
 		d := &fields[f]
+		if d.tunmd {
+			if present[f/64]&(1<<(f%64)) != 0 {
+				return errOf(v, kMatchDupField, "%s appears twice", d.name)
+			}
+			present[f/64] |= 1 << (f % 64)
+			if err := decodeTunMDEntry(v, f, h, body, m); err != nil { // field_tunmd.go
+				return err
+			}
+			continue
+		}
 		hasMask := h&(1<<8) != 0
 		want := d.size
 		if hasMask {
