@@ -39,6 +39,7 @@ type ukey struct {
 	activeAt       int64 // unix nanoseconds of the dump that saw the count change
 	installed      bool  // the put succeeded (or the flow was adopted); under the shard lock
 	learns         bool  // the translation ran a learn action: the revalidator re-learns when packets pass
+	nfFlood        bool  // the translation flooded: NetFlow reports output 65535
 }
 
 // A ukey is small because a switch at its flow limit holds tens of

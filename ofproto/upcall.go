@@ -537,6 +537,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
 				k.learns = out.HasLearn
+				k.nfFlood = out.nfFlood
 			})
 			switch {
 			case full:

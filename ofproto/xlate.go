@@ -139,8 +139,9 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
-	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
-	netflow bool
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go);
+	// nfFlood when the translation flooded (NetFlow's output 65535).
+	netflow, nfFlood bool
 	// HasLearn is set when the translation ran a learn action; learns
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
@@ -155,7 +156,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
-	o.netflow = false
+	o.netflow, o.nfFlood = false, false
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
@@ -674,6 +675,7 @@ func (c *xctx) emitOutput(pt *Port) {
 func (c *xctx) flood(honourNoFlood bool) { c.floodPorts(c.ports.List(), honourNoFlood) }
 
 func (c *xctx) floodPorts(ports []*Port, honourNoFlood bool) {
+	c.out.nfFlood = true
 	for _, pt := range ports {
 		if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || honourNoFlood && pt.NoFlood {
 			continue
@@ -745,6 +747,7 @@ func (c *xctx) normal() {
 		c.floodPorts(c.ports.FloodOrder(), true)
 		return
 	}
+	c.out.nfFlood = true
 	// Flood to every port of the VLAN, grouped by the headers the frame
 	// leaves with, so that each change of tag is made once: first the
 	// ports that take the frame as the datapath has it now, then those
