@@ -223,6 +223,7 @@ func (b *Bridge) Start() {
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
 	b.stopSFlow()
+	b.stopIPFIX()
 	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()

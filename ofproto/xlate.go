@@ -101,6 +101,8 @@ type Xlator struct {
 	// netflow its NetFlow (netflow_bridge.go).
 	sflow   atomic.Pointer[sflowState]
 	netflow atomic.Pointer[netflowState]
+	// ipfix is the bridge's IPFIX, nil without (ipfix_bridge.go).
+	ipfix atomic.Pointer[ipfixState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -243,6 +245,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 			c.mirrorIngress() // xlate_mirror.go
 		}
 		sflowAt = c.sflowBegin()
+		c.ipfixInput() // ipfix_bridge.go
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -666,6 +669,7 @@ func (c *xctx) emitOutput(pt *Port) {
 		return
 	}
 	c.commit()
+	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }
 

@@ -43,6 +43,9 @@ type BridgeConfig struct {
 	SFlow *SFlowConfig
 	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
 	NetFlow *NetFlowConfig
+	// IPFIX is the bridge's IPFIX and collector sets (ipfix.go), nil
+	// without, applied likewise.
+	IPFIX *IPFIXConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -230,6 +233,7 @@ type Rows struct {
 	SFlows   map[string]*SFlow
 	NetFlows map[string]*NetFlow
 	FSCS     map[string]*FlowSampleCollectorSet
+	IPFIXes  map[string]*IPFIX
 }
 
 // Build turns the rows into the desired configuration. It never fails:

@@ -3,6 +3,7 @@ package ipfix
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"net/netip"
 	"strconv"
@@ -48,8 +49,8 @@ type Sample struct {
 	Direction int // Ingress or Egress
 	// Delta is how many packets the sample stands for (the inverse of
 	// the sampling probability).
-	Delta                uint64
-	ObsDomain, ObsPoint  uint32
+	Delta               uint64
+	ObsDomain, ObsPoint uint32
 	// Output is set when the sampled packet's actions are known to
 	// output it; otherwise it counts as dropped (ovs-vswitchd knows only
 	// when the userspace action carried the actions, which its bridge and
@@ -60,37 +61,42 @@ type Sample struct {
 // Stats are an exporter's counters, as ovs-ofctl dump-ipfix-bridge
 // shows them.
 type Stats struct {
-	TotalFlows, CurrentFlows                    uint64
+	TotalFlows, CurrentFlows                      uint64
 	Packets, IPv4, IPv6, Errors, IPv4Err, IPv6Err uint64
-	TxPackets, TxErrors                         uint64
+	TxPackets, TxErrors                           uint64
 }
 
 type totals struct {
 	droppedPackets, droppedOctets, packets, octets, sumSquares, l2Octets uint64
-	ack, fin, psh, rst, syn, urg                                          uint64
-	postMcastPackets, postMcastOctets                                     uint64
-	inUcast, inMcast, inBcast, outUcast, outBcast                         uint64
+	ack, fin, psh, rst, syn, urg                                         uint64
+	postMcastPackets, postMcastOctets                                    uint64
+	inUcast, inMcast, inBcast, outUcast, outBcast                        uint64
 }
+
+// maxKeyLen bounds the flow key part of a data record: the fixed fields,
+// two interfaces with the longest names and descriptions.
+const maxKeyLen = 20 + 2*(10+64+128) + 5 + 6 + 36 + 4
 
 type entry struct {
 	domain     uint32
 	template   uint16
-	key        string // the flow key part of the data record
-	start, end uint64 // µs since the epoch
+	hash       uint64
+	next       *entry // in the cache's hash chain
+	keyLen     int
+	key        [maxKeyLen]byte // the flow key part of the data record
+	start, end uint64          // µs since the epoch
 
-	droppedPacketDelta, packetDelta, l2OctetDelta      uint64
-	postMcastPacketDelta, postMcastOctetDelta          uint64
-	droppedOctetDelta, octetDelta, sumSquaresDelta     uint64
-	tot                                                totals // the exporter's totals at the last sample
-	minLen, maxLen                                     uint16
-	tcpDelta                                           uint64
-	removed                                            bool
+	droppedPacketDelta, packetDelta, l2OctetDelta  uint64
+	postMcastPacketDelta, postMcastOctetDelta      uint64
+	droppedOctetDelta, octetDelta, sumSquaresDelta uint64
+	tot                                            totals // the exporter's totals at the last sample
+	minLen, maxLen                                 uint16
+	tcpDelta                                       uint64
 }
 
-type cacheKey struct {
-	domain   uint32
-	template uint16
-	key      string
+func (e *entry) same(f *entry) bool {
+	return e.hash == f.hash && e.domain == f.domain && e.template == f.template && e.keyLen == f.keyLen &&
+		e.key == f.key
 }
 
 var exporterCount atomic.Uint32
@@ -102,9 +108,14 @@ type Exporter struct {
 	id    uint32
 	conns []*net.UDPConn
 
-	mu           sync.Mutex
-	cache        map[cacheKey]*entry
-	order        []*entry // by start time: the cache's oldest first
+	mu sync.Mutex
+	// cache holds the entries by hash of their flow key (chained);
+	// order holds them by start time, the oldest first; free are
+	// entries to reuse, so that sampling does not allocate.
+	cache        map[uint64]*entry
+	order        []*entry
+	free         []*entry
+	seed         maphash.Seed
 	tot          totals
 	seq          uint32
 	lastTemplate int64 // export time (s) of the last templates
@@ -122,7 +133,7 @@ func NewExporter(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("virtual observation ID too long (%d bytes), should not be longer than %d bytes",
 			len(cfg.VirtualObsID), MaxVirtualObsIDLen)
 	}
-	e := &Exporter{cfg: cfg, id: exporterCount.Add(1), cache: map[cacheKey]*entry{}, seq: 1,
+	e := &Exporter{cfg: cfg, id: exporterCount.Add(1), cache: map[uint64]*entry{}, seq: 1, seed: maphash.MakeSeed(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, t := range cfg.Targets {
 		ap, err := ParseTarget(t)
@@ -181,7 +192,7 @@ func (e *Exporter) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.stats
-	s.CurrentFlows = uint64(len(e.cache))
+	s.CurrentFlows = uint64(len(e.order))
 	return s
 }
 
@@ -259,14 +270,14 @@ func (e *Exporter) Sample(s *Sample) {
 		}
 	}
 	dir := s.Direction
-	ent := &entry{domain: s.ObsDomain, template: TemplateID(l2, l3, l4, NotTunneled, dir)}
+	var ent entry // on the stack: added to the cache as a copy
+	ent.domain, ent.template = s.ObsDomain, TemplateID(l2, l3, l4, NotTunneled, dir)
 
 	hdrLen := 14
 	if l2 == L2VLAN {
 		hdrLen = 18
 	}
-	var kb [256]byte
-	b := binary.BigEndian.AppendUint32(kb[:0], s.ObsPoint)
+	b := binary.BigEndian.AppendUint32(ent.key[:0], s.ObsPoint)
 	b = append(b, uint8(dir))
 	b = append(b, k.EthSrc[:]...)
 	b = append(b, k.EthDst[:]...)
@@ -304,13 +315,14 @@ func (e *Exporter) Sample(s *Sample) {
 	case L4ICMP:
 		b = append(b, uint8(k.TpSrc), uint8(k.TpDst))
 	}
-	ent.key = string(b)
+	ent.keyLen = len(b)
 
 	bcast := k.EthDst == [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 	mcast := !bcast && k.EthDst[0]&1 != 0
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ent.hash = maphash.Bytes(e.seed, ent.key[:ent.keyLen]) ^ uint64(ent.domain)<<16 ^ uint64(ent.template)
 	t := &e.tot
 	now := nowMicros()
 	ent.start, ent.end = now, now
@@ -382,15 +394,24 @@ func (e *Exporter) Sample(s *Sample) {
 		e.stats.Errors++
 	}
 
-	ck := cacheKey{ent.domain, ent.template, ent.key}
-	if old := e.cache[ck]; old != nil {
-		old.aggregate(ent)
-		return
+	for old := e.cache[ent.hash]; old != nil; old = old.next {
+		if old.same(&ent) {
+			old.aggregate(&ent)
+			return
+		}
 	}
-	e.cache[ck] = ent
-	e.order = append(e.order, ent)
+	var n *entry
+	if k := len(e.free); k > 0 {
+		n, e.free = e.free[k-1], e.free[:k-1]
+	} else {
+		n = new(entry)
+	}
+	*n = ent
+	n.next = e.cache[n.hash]
+	e.cache[n.hash] = n
+	e.order = append(e.order, n)
 	e.stats.TotalFlows++
-	if len(e.cache) > e.cfg.MaxFlows {
+	if len(e.order) > e.cfg.MaxFlows {
 		e.expire(false, now)
 	}
 	if e.cfg.ActiveTimeout > 0 && len(e.order) == 1 {
@@ -454,14 +475,14 @@ func (e *Exporter) expire(forced bool, nowUs uint64) {
 			reason = EndForced
 		case int64(ent.start) <= oldest:
 			reason = EndActive
-		case len(e.cache) > e.cfg.MaxFlows:
+		case len(e.order)-n > e.cfg.MaxFlows:
 			reason = EndLackOfResources
 		}
 		if reason == 0 {
 			break
 		}
 		n++
-		delete(e.cache, cacheKey{ent.domain, ent.template, ent.key})
+		e.unlink(ent)
 		if !templatesSent && e.lastTemplate+TemplateInterval <= int64(exportSec) {
 			for _, m := range TemplateMessages(exportSec, e.seq, ent.domain, e.cfg.VirtualObsID != "") {
 				e.send(m)
@@ -475,15 +496,41 @@ func (e *Exporter) expire(forced bool, nowUs uint64) {
 		e.send(e.buf)
 		e.seq++
 	}
-	clear(e.order[:n])
-	e.order = e.order[n:]
+	e.free = append(e.free, e.order[:n]...)
+	if len(e.free) > 64 {
+		clear(e.free[64:])
+		e.free = e.free[:64]
+	}
+	// Shift rather than reslice, so the array is reused.
+	m := copy(e.order, e.order[n:])
+	clear(e.order[m:])
+	e.order = e.order[:m]
+}
+
+// unlink takes ent out of its hash chain. e.mu is held.
+func (e *Exporter) unlink(ent *entry) {
+	p := e.cache[ent.hash]
+	if p == ent {
+		if ent.next == nil {
+			delete(e.cache, ent.hash)
+		} else {
+			e.cache[ent.hash] = ent.next
+		}
+		return
+	}
+	for ; p != nil; p = p.next {
+		if p.next == ent {
+			p.next = ent.next
+			return
+		}
+	}
 }
 
 // appendData appends the data message of one entry. e.mu is held.
 func (e *Exporter) appendData(m []byte, exportSec uint32, ent *entry, reason uint8) []byte {
 	m = appendHeader(m, exportSec, e.seq, ent.domain)
 	m, at := beginSet(m, ent.template)
-	m = append(m, ent.key...)
+	m = append(m, ent.key[:ent.keyLen]...)
 	if v := e.cfg.VirtualObsID; v != "" {
 		m = append(m, uint8(len(v)))
 		m = append(m, v...)

@@ -195,7 +195,7 @@ func TestTemplatesMatchOVS(t *testing.T) {
 func TestDecodeUnknownTemplate(t *testing.T) {
 	e := &Exporter{seq: 1}
 	var col Collector
-	m := e.appendData(nil, 1, &entry{template: 300, key: "x"}, 1)
+	m := e.appendData(nil, 1, &entry{template: 300, keyLen: 1}, 1)
 	if _, err := col.Decode(m); !errors.Is(err, ErrNoTemplate) {
 		t.Errorf("decode without template: %v", err)
 	}
@@ -208,7 +208,7 @@ func FuzzCollector(f *testing.F) {
 	e := &Exporter{seq: 1, cfg: Config{VirtualObsID: "v"}}
 	k := icmpKey()
 	k.NwProto = flow.IPProtoTCP
-	f.Add(e.appendData(nil, 1, &entry{template: TemplateID(L2Eth, L3IPv4, L4TCP, NotTunneled, Ingress), key: "abcd", sumSquaresDelta: 1, tcpDelta: 1}, 1))
+	f.Add(e.appendData(nil, 1, &entry{template: TemplateID(L2Eth, L3IPv4, L4TCP, NotTunneled, Ingress), keyLen: 4, sumSquaresDelta: 1, tcpDelta: 1}, 1))
 	f.Add(StatsMessage(1, 1, 1, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var col Collector
