@@ -24,8 +24,9 @@ import (
 // mask and the forwarding actions are the unsampled translation's; a
 // bridge without IPFIX pays one atomic load per translation and output.
 
-// OVS's user_action_cookie: type and OpenFlow input port in host byte
-// order, the ofproto's UUID, then the type's union at offset 20.
+// OVS's user_action_cookie, in host byte order: type (16 bits, then 2
+// bytes of padding), the OpenFlow input port (ofp_port_t, 32 bits), the
+// ofproto's UUID, then the type's union at offset 24.
 const (
 	ovsCookieLen         = 48
 	cookieTypeFlowSample = 3
@@ -43,7 +44,7 @@ const (
 // SampleCookie is a decoded IPFIX or flow-sample cookie.
 type SampleCookie struct {
 	Type   uint16 // cookieTypeIPFIX or cookieTypeFlowSample
-	InPort uint16 // OpenFlow input port
+	InPort uint32 // OpenFlow input port, OVS's 16-bit numbering (OFPP_LOCAL is 0xfffe)
 	UUID   [16]byte
 	// Output is the datapath port of an egress sample, ^0 for ingress.
 	Output uint32
@@ -60,15 +61,15 @@ func ParseSampleCookie(b []byte) (c SampleCookie, ok bool) {
 		return c, false
 	}
 	ne := binary.NativeEndian
-	c.Type, c.InPort = ne.Uint16(b), ne.Uint16(b[2:])
-	copy(c.UUID[:], b[4:20])
+	c.Type, c.InPort = ne.Uint16(b), ne.Uint32(b[4:])
+	copy(c.UUID[:], b[8:24])
 	switch c.Type {
 	case cookieTypeIPFIX:
-		c.Output = ne.Uint32(b[20:])
+		c.Output = ne.Uint32(b[24:])
 	case cookieTypeFlowSample:
-		c.Probability = ne.Uint16(b[20:])
-		c.CollectorSet, c.Domain, c.Point = ne.Uint32(b[24:]), ne.Uint32(b[28:]), ne.Uint32(b[32:])
-		c.Output, c.Direction = ne.Uint32(b[36:]), ne.Uint32(b[40:])
+		c.Probability = ne.Uint16(b[24:])
+		c.CollectorSet, c.Domain, c.Point = ne.Uint32(b[28:]), ne.Uint32(b[32:]), ne.Uint32(b[36:])
+		c.Output, c.Direction = ne.Uint32(b[40:]), ne.Uint32(b[44:])
 	default:
 		return c, false
 	}
@@ -80,18 +81,18 @@ func AppendSampleCookie(b []byte, c *SampleCookie) []byte {
 	var w [ovsCookieLen]byte
 	ne := binary.NativeEndian
 	ne.PutUint16(w[0:], c.Type)
-	ne.PutUint16(w[2:], c.InPort)
-	copy(w[4:20], c.UUID[:])
+	ne.PutUint32(w[4:], c.InPort)
+	copy(w[8:24], c.UUID[:])
 	switch c.Type {
 	case cookieTypeIPFIX:
-		ne.PutUint32(w[20:], c.Output)
+		ne.PutUint32(w[24:], c.Output)
 	case cookieTypeFlowSample:
-		ne.PutUint16(w[20:], c.Probability)
-		ne.PutUint32(w[24:], c.CollectorSet)
-		ne.PutUint32(w[28:], c.Domain)
-		ne.PutUint32(w[32:], c.Point)
-		ne.PutUint32(w[36:], c.Output)
-		ne.PutUint32(w[40:], c.Direction)
+		ne.PutUint16(w[24:], c.Probability)
+		ne.PutUint32(w[28:], c.CollectorSet)
+		ne.PutUint32(w[32:], c.Domain)
+		ne.PutUint32(w[36:], c.Point)
+		ne.PutUint32(w[40:], c.Output)
+		ne.PutUint32(w[44:], c.Direction)
 	}
 	return append(b, w[:]...)
 }
@@ -237,8 +238,17 @@ func (c *xctx) ipfixBridgeSample(st *ipfixState, output uint32) {
 	if st.bridge == nil || output == odppNone && !st.input || output != odppNone && !st.output {
 		return
 	}
-	ck := SampleCookie{Type: cookieTypeIPFIX, InPort: uint16(c.flow.InPort), UUID: st.uuid, Output: output}
+	ck := SampleCookie{Type: cookieTypeIPFIX, InPort: ovsPort(c.flow.InPort), UUID: st.uuid, Output: output}
 	c.ipfixSample(st.prob, &ck)
+}
+
+// ovsPort is OpenFlow port p in OVS's 16-bit numbering (OpenFlow 1.1's
+// reserved ports 0xffffff00 and up are 0xff00 and up).
+func ovsPort(p uint32) uint32 {
+	if p >= 0xffffff00 {
+		return p - 0xffff0000
+	}
+	return p
 }
 
 // ipfixInput runs at the start of a translation of a received packet.

@@ -214,11 +214,11 @@ func TestSampleCookie(t *testing.T) {
 	ck := SampleCookie{Type: cookieTypeIPFIX, InPort: 0xffff, Output: 7}
 	got := AppendSampleCookie(nil, &ck)
 	want := []byte{
-		4, 0, // type USER_ACTION_COOKIE_IPFIX
-		0xff, 0xff, // ofp_in_port OFPP_NONE
+		4, 0, 0, 0, // type USER_ACTION_COOKIE_IPFIX, padding
+		0xff, 0xff, 0, 0, // ofp_in_port OFPP_NONE (ofp_port_t is 32 bits)
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // ofproto_uuid
 		7, 0, 0, 0, // ipfix.output_odp_port
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // the rest of the union
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // the rest of the union
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("cookie %x, want %x", got, want)
@@ -244,12 +244,8 @@ func FuzzParseSampleCookie(f *testing.F) {
 			return
 		}
 		e := AppendSampleCookie(nil, &ck)
-		n := 24
-		if ck.Type == cookieTypeFlowSample {
-			n = 44
-		}
-		if !bytes.Equal(e[:20], b[:20]) || !bytes.Equal(e[20:n], b[20:n]) && ck.Type == cookieTypeIPFIX ||
-			ck.Type == cookieTypeFlowSample && (!bytes.Equal(e[20:22], b[20:22]) || !bytes.Equal(e[24:44], b[24:44])) {
+		if !bytes.Equal(e[:2], b[:2]) || !bytes.Equal(e[4:24], b[4:24]) || ck.Type == cookieTypeIPFIX && !bytes.Equal(e[24:28], b[24:28]) ||
+			ck.Type == cookieTypeFlowSample && (!bytes.Equal(e[24:26], b[24:26]) || !bytes.Equal(e[28:48], b[28:48])) {
 			t.Fatalf("%x decoded as %+v, re-encoded %x", b, ck, e)
 		}
 	})

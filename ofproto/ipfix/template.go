@@ -147,10 +147,10 @@ var (
 	PostMcastOctetDelta     = Element{20, 8, 0}
 	PostMcastOctetTotal     = Element{175, 8, 0}
 	TCPAckTotal             = Element{222, 8, 0}
-	TCPFinTotal             = Element{218, 8, 0}
+	TCPFinTotal             = Element{219, 8, 0}
 	TCPPshTotal             = Element{221, 8, 0}
 	TCPRstTotal             = Element{220, 8, 0}
-	TCPSynTotal             = Element{219, 8, 0}
+	TCPSynTotal             = Element{218, 8, 0}
 	TCPUrgTotal             = Element{223, 8, 0}
 	ExportingProcessID      = Element{144, 4, 0}
 	NotSentPacketTotalCount = Element{167, 8, 0}

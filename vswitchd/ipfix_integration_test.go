@@ -1,0 +1,380 @@
+package vswitchd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/govswitch/govswitch/internal/testbed"
+	"github.com/govswitch/govswitch/ofproto/ipfix"
+	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
+)
+
+const (
+	ipfixPings    = 200
+	ipfixSampling = 4
+)
+
+// ipfixCollector is nfdump's nfcapd and a listener decoding with package
+// ipfix, on the bed's loopback.
+type ipfixCollector struct {
+	conn   *net.UDPConn
+	nfcapd *exec.Cmd
+	dir    string
+
+	mu   sync.Mutex
+	col  ipfix.Collector
+	recs []ipfix.Record
+	bad  []error
+}
+
+func startIPFIXCollectors(t *testing.T) (*ipfixCollector, []string) {
+	t.Helper()
+	if _, err := exec.LookPath("nfcapd"); err != nil {
+		t.Fatalf("nfcapd not installed (Debian package nfdump; scripts/install-deps --test): %v", err)
+	}
+	c := &ipfixCollector{dir: t.TempDir()}
+	var err error
+	if c.conn, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, err := c.conn.Read(buf)
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			rs, err := c.col.Decode(append([]byte(nil), buf[:n]...))
+			if err != nil {
+				c.bad = append(c.bad, err)
+			}
+			c.recs = append(c.recs, rs...)
+			c.mu.Unlock()
+		}
+	}()
+	port := freeUDPPort(t)
+	c.nfcapd = exec.Command("nfcapd", "-w", c.dir, "-p", strconv.Itoa(port), "-b", "127.0.0.1", "-t", "3600")
+	log, _ := os.Create(filepath.Join(c.dir, "nfcapd.log"))
+	c.nfcapd.Stdout, c.nfcapd.Stderr = log, log
+	if err := c.nfcapd.Start(); err != nil {
+		t.Fatalf("nfcapd: %v", err)
+	}
+	t.Cleanup(func() { c.stop(t) })
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(c.dir, "nfcapd.log")); strings.Contains(string(b), "Startup") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nfcapd did not start within 15 s")
+		}
+	}
+	return c, []string{fmt.Sprintf("127.0.0.1:%d", port), c.conn.LocalAddr().String()}
+}
+
+// stop ends nfcapd, which writes its file when it ends (SIGTERM).
+func (c *ipfixCollector) stop(t *testing.T) {
+	c.conn.Close()
+	if c.nfcapd.Process != nil && c.nfcapd.ProcessState == nil {
+		c.nfcapd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { c.nfcapd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Errorf("nfcapd did not end within 60 s of SIGTERM; killed")
+			c.nfcapd.Process.Kill()
+			<-done
+		}
+	}
+}
+
+// icmpKey names the ICMP records between h1 and h2: "1>2 in" is the
+// ingress records of h1's packets to h2.
+func icmpDirection(r *ipfix.Record) (string, bool) {
+	src, ok1 := r.Get(ipfix.SourceIPv4)
+	dst, ok2 := r.Get(ipfix.DestinationIPv4)
+	if !ok1 || !ok2 || r.Uint(ipfix.ProtocolIdentifier) != 1 || src[0] != 10 || src[2] != 0 || dst[2] != 0 {
+		return "", false
+	}
+	dir := " in"
+	if r.Uint(ipfix.FlowDirection) == ipfix.Egress {
+		dir = " out"
+	}
+	return fmt.Sprintf("%d>%d%s", src[3], dst[3], dir), true
+}
+
+// icmp sums the decoded ICMP records' packet deltas by direction.
+func (c *ipfixCollector) icmp() (pkts map[string]uint64, recs []ipfix.Record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pkts = map[string]uint64{}
+	for i := range c.recs {
+		if d, ok := icmpDirection(&c.recs[i]); ok {
+			pkts[d] += c.recs[i].Uint(ipfix.PacketDelta)
+			recs = append(recs, c.recs[i])
+		}
+	}
+	return pkts, recs
+}
+
+// nfdumpICMP reads nfcapd's files with nfdump and sums the ICMP flows'
+// packets and bytes.
+func (c *ipfixCollector) nfdumpICMP(t *testing.T) (pkts, bytes uint64) {
+	t.Helper()
+	out, err := exec.Command("nfdump", "-R", c.dir, "-o", "csv").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nfdump: %v\n%s", err, out)
+	}
+	var hdr []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Split(l, ",")
+		if len(f) > 0 && f[0] == "ts" {
+			hdr = f
+			continue
+		}
+		col := func(name string) string {
+			for i, h := range hdr {
+				if h == name && i < len(f) {
+					return strings.TrimSpace(f[i])
+				}
+			}
+			return ""
+		}
+		if col("pr") != "ICMP" || !strings.HasPrefix(col("sa"), "10.0.0.") || !strings.HasPrefix(col("da"), "10.0.0.") {
+			continue
+		}
+		n, _ := strconv.ParseUint(col("ipkt"), 10, 64)
+		b, _ := strconv.ParseUint(col("ibyt"), 10, 64)
+		pkts += n
+		bytes += b
+	}
+	return pkts, bytes
+}
+
+// ipfixRun is what one switch's IPFIX told the collectors.
+type ipfixRun struct {
+	pkts          map[string]uint64
+	recs          []ipfix.Record
+	nfPkts, nfOct uint64
+	templates     [][]byte
+	flows         []string // IPv4 datapath flows, ovs-dpctl's, pid and counters cut
+	bad           []error
+}
+
+var dpctlPid = regexp.MustCompile(`pid=\d+`)
+
+// ipfixFlows returns the datapath's IPv4 flows as ovs-dpctl shows them,
+// their statistics and the userspace actions' netlink pids cut.
+func ipfixFlows(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, out)
+	}
+	var flows []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.Contains(l, "eth_type(0x0800)") {
+			continue
+		}
+		match, acts, ok := strings.Cut(l, " actions:")
+		if i := strings.Index(match, ", packets:"); i >= 0 {
+			match = match[:i]
+		}
+		if ok {
+			flows = append(flows, match+" actions:"+dpctlPid.ReplaceAllString(acts, "pid=N"))
+		}
+	}
+	slices.Sort(flows)
+	return flows
+}
+
+// run pings h1->h2 and waits for the records to stop coming (the cache's
+// active timeout is 2 s).
+func (b *sflowBed) ipfixRun(t *testing.T, c *ipfixCollector) ipfixRun {
+	t.Helper()
+	out, _ := b.h1.Exec("ping", "-c", strconv.Itoa(ipfixPings), "-i", "0.01", "-W", "2", "-q", "10.0.0.2")
+	if loss := parseLoss(t, out); loss > ipfixPings/20 {
+		t.Errorf("lost %d of %d pings:\n%s", loss, ipfixPings, out)
+	}
+	r := ipfixRun{flows: ipfixFlows(t)}
+	last, stable := -1, 0
+	for deadline := time.Now().Add(30 * time.Second); stable < 4; time.Sleep(time.Second) {
+		_, recs := c.icmp()
+		if len(recs) == last && last > 0 {
+			stable++
+		} else {
+			stable = 0
+		}
+		last = len(recs)
+		if time.Now().After(deadline) {
+			t.Errorf("IPFIX records did not settle in 30 s: %d", len(recs))
+			break
+		}
+	}
+	r.pkts, r.recs = c.icmp()
+	c.stop(t)
+	r.nfPkts, r.nfOct = c.nfdumpICMP(t)
+	c.mu.Lock()
+	r.templates = append(r.templates, c.col.TemplateSets...)
+	r.bad = append(r.bad, c.bad...)
+	c.mu.Unlock()
+	return r
+}
+
+func (b *sflowBed) ipfixCheck(t *testing.T, who string, r ipfixRun) {
+	t.Helper()
+	if len(r.bad) > 0 {
+		t.Errorf("%s: %d messages did not decode: %v", who, len(r.bad), r.bad[0])
+	}
+	// Each direction's packets (the pings and the one before them) are
+	// sampled on input and on output, 1 in 4, each sample counting 4:
+	// allow five standard deviations.
+	n := float64(ipfixPings + 1)
+	p := 1 / float64(ipfixSampling)
+	sd := float64(ipfixSampling) * sqrt(n*p*(1-p))
+	for _, d := range []string{"1>2 in", "1>2 out", "2>1 in", "2>1 out"} {
+		if got := float64(r.pkts[d]); got < n-5*sd || got > n+5*sd {
+			t.Errorf("%s: ICMP %s: %v packets in records, want %v ± %.0f (1 in %d of %v)", who, d, got, n, 5*sd, ipfixSampling, n)
+		}
+	}
+	var totPkts, totOctets uint64
+	for i := range r.recs {
+		rec := &r.recs[i]
+		d, _ := icmpDirection(rec)
+		in, out := b.ports[0], b.ports[1]
+		if strings.HasPrefix(d, "2>1") {
+			in, out = out, in
+		}
+		dir := ipfix.Ingress
+		if strings.HasSuffix(d, "out") {
+			dir = ipfix.Egress
+		}
+		pd := rec.Uint(ipfix.PacketDelta)
+		totPkts += rec.Uint(ipfix.PacketTotal)
+		totOctets += rec.Uint(ipfix.OctetTotal)
+		inName, _ := rec.Get(ipfix.InterfaceName)
+		outName, _ := rec.GetN(ipfix.InterfaceName, 1)
+		if rec.Header.Domain != 7 || rec.Uint(ipfix.ObservationPointID) != 8 ||
+			rec.Template != ipfix.TemplateID(ipfix.L2Eth, ipfix.L3IPv4, ipfix.L4ICMP, ipfix.NotTunneled, dir) ||
+			pd%ipfixSampling != 0 || rec.Uint(ipfix.OctetDelta) != 84*pd || rec.Uint(ipfix.Layer2OctetDelta) != 98*pd ||
+			string(inName) != in || dir == ipfix.Egress && string(outName) != out {
+			t.Errorf("%s: record %s %+v: want domain 7, point 8, packets a multiple of %d, 84 and 98 bytes each, interfaces %s>%s",
+				who, d, rec, ipfixSampling, in, out)
+			break
+		}
+	}
+	// nfdump keeps packetTotalCount and octetTotalCount (the exporter's
+	// running totals) where packetDeltaCount and octetDeltaCount went, as
+	// they come later in the template: what it reads is their sum.
+	if r.nfPkts != totPkts || r.nfOct != totOctets {
+		t.Errorf("%s: nfdump read %d packets %d bytes of ICMP, the decoder's totals %d, %d", who, r.nfPkts, r.nfOct, totPkts, totOctets)
+	}
+}
+
+func (b *sflowBed) ipfixConfigure(t *testing.T, vsctl func(args ...string) string, targets []string) {
+	t.Helper()
+	vsctl("add-br", b.name)
+	for i, p := range b.ports {
+		vsctl("add-port", b.name, p, "--", "set", "Interface", p, "ofport_request="+strconv.Itoa(i+1))
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
+	}
+	vsctl("--", "--id=@i", "create", "IPFIX", "targets=["+strings.Join(quoted, ",")+"]",
+		"sampling="+strconv.Itoa(ipfixSampling), "obs_domain_id=7", "obs_point_id=8", "cache_active_timeout=2",
+		"cache_max_flows=64", "--", "set", "Bridge", b.name, "ipfix=@i")
+	for _, h := range []*testbed.Netns{b.h1, b.h2} {
+		h.Exec("ip", "neigh", "flush", "all")
+	}
+	b.h1.Exec("ping", "-c", "1", "-W", "2", "10.0.0.2")
+}
+
+// TestIntegrationIPFIX: pings across a bridge with IPFIX (sampling 1 in
+// 4, observation domain 7 and point 8, a cache of 64 flows with a 2 s
+// active timeout) reach nfdump's nfcapd and a decoder as IPFIX records:
+// ingress and egress records of each direction whose packet counts are
+// the pings within five standard deviations of the sampling, 84 IP and
+// 98 Ethernet bytes a packet, naming the ports; nfdump reads the same
+// counts. ovs-vswitchd 3.1 first, in the same boot, is held to the same
+// checks, and govswitchd's templates and datapath flows (sample actions
+// and their cookies as ovs-dpctl prints them) are ovs-vswitchd's.
+func TestIntegrationIPFIX(t *testing.T) {
+	b := newSFlowBed(t)
+
+	o := startOVS(t)
+	col, targets := startIPFIXCollectors(t)
+	b.ipfixConfigure(t, func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }, targets)
+	ovs := b.ipfixRun(t, col)
+	t.Logf("ovs-vswitchd: record packets %v, nfdump %d packets %d bytes", ovs.pkts, ovs.nfPkts, ovs.nfOct)
+	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
+		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ovs-vswitchd's exit --cleanup left %s for 5 s", b.name)
+		}
+	}
+	if p := os.Getenv("GOVSWITCH_IPFIX_RECORD"); p != "" {
+		var rec []byte
+		for _, s := range ovs.templates {
+			rec = binary.BigEndian.AppendUint16(rec, uint16(len(s)))
+			rec = append(rec, s...)
+		}
+		if err := os.WriteFile(p, rec, 0o644); err != nil {
+			t.Errorf("recording ovs-vswitchd's templates: %v", err)
+		}
+	}
+
+	srv := ovsdbtest.Start(t)
+	d, err := NewForOVSDB(Config{Datapath: "system", Rundir: b.rundir, Pidfile: "-", Handlers: 1,
+		Unixctl: filepath.Join(b.rundir, "gov.ctl")}, nil, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
+	vsctl := func(args ...string) string {
+		t.Helper()
+		out, err := srv.Vsctl(15*time.Second, args...)
+		if err != nil {
+			t.Fatalf("ovs-vsctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	col, targets = startIPFIXCollectors(t)
+	b.ipfixConfigure(t, vsctl, targets)
+	gov := b.ipfixRun(t, col)
+	t.Logf("govswitchd: record packets %v, nfdump %d packets %d bytes", gov.pkts, gov.nfPkts, gov.nfOct)
+
+	b.ipfixCheck(t, "ovs-vswitchd", ovs)
+	b.ipfixCheck(t, "govswitchd", gov)
+
+	// The templates, byte for byte (the first of each kind: both send
+	// them once in these few seconds).
+	if len(ovs.templates) == 0 || len(gov.templates) != len(ovs.templates) {
+		t.Errorf("template sets: ovs-vswitchd sent %d, govswitchd %d", len(ovs.templates), len(gov.templates))
+	}
+	for i := range min(len(ovs.templates), len(gov.templates)) {
+		if !bytes.Equal(ovs.templates[i], gov.templates[i]) {
+			t.Errorf("template set %d differs:\novs-vswitchd %x\ngovswitchd   %x", i, ovs.templates[i], gov.templates[i])
+		}
+	}
+	t.Logf("IPv4 datapath flows:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	if len(gov.flows) == 0 || !slices.Equal(ovs.flows, gov.flows) {
+		t.Errorf("sampled flows differ:\novs-vswitchd %q\ngovswitchd   %q", ovs.flows, gov.flows)
+	}
+}
