@@ -495,6 +495,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.doDecap(a)
 	case openflow.ActOutputTrunc:
 		c.outputTrunc(a)
+	case openflow.ActSample:
+		c.flowSample(a) // xlate_flowsample.go
 	case openflow.ActCheckPktLarger:
 		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:

@@ -165,6 +165,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeConjunction(v, act)
 	case NXASTOutputReg:
 		return decodeOutputReg(v, act)
+	case NXASTSample, NXASTSample2, NXASTSample3:
+		return decodeSample(v, sub, act) // action_sample.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -327,6 +329,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendConjunction(b, a), nil
 	case ActOutputReg:
 		return appendOutputReg(b, a)
+	case ActSample:
+		return appendSample(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
