@@ -250,3 +250,109 @@ func FuzzParseSampleCookie(f *testing.F) {
 		}
 	})
 }
+
+// TestFlowSampleTranslation: the sample action becomes a datapath sample
+// of probability p<<16|p around a flow-sample cookie naming the collector
+// set, domain, point, the sampling port's datapath port and the
+// direction, after the header changes before it are committed; the rest
+// is the unsampled translation. Without IPFIX on the bridge, or with an
+// unknown sampling port, it adds nothing.
+func TestFlowSampleTranslation(t *testing.T) {
+	rule := func(port uint32) openflow.Instructions {
+		return apply(openflow.Sample(100, 5, 6, 7, port, openflow.SampleEgress), openflow.Output(2, 0))
+	}
+	k := flow.Key{InPort: 11, EthType: flow.EthTypeIPv4, EthSrc: macA, EthDst: macB}
+
+	x := testBridge(t)
+	x.ControllerPID.Store(77)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {}, 1, rule(2))
+	var none Out
+	x.Translate(&k, t0, false, &none)
+	if cks, _, _ := ipfixCookies(t, none.Actions); len(cks) != 0 {
+		t.Errorf("without IPFIX: samples %+v", cks)
+	}
+
+	st := &ipfixState{sets: map[uint32]*ipfix.Exporter{5: {}}}
+	st.uuid[3] = 1
+	x.ipfix.Store(st)
+	var out Out
+	x.Translate(&k, t0, false, &out)
+	cks, probs, rest := ipfixCookies(t, out.Actions)
+	want := SampleCookie{Type: cookieTypeFlowSample, InPort: 1, UUID: st.uuid, Probability: 100, CollectorSet: 5, Domain: 6,
+		Point: 7, Output: 12, Direction: SampleEgress}
+	if len(cks) != 1 || cks[0] != want || probs[0] != 100<<16|100 {
+		t.Errorf("samples %+v probabilities %v, want %+v at %d", cks, probs, want, 100<<16|100)
+	}
+	if len(rest) != 1 || rest[0].Type != datapath.ActionOutput || out.WC != none.WC {
+		t.Errorf("the rest %+v; the mask changed: %v", rest, out.WC != none.WC)
+	}
+
+	y := testBridge(t)
+	y.ControllerPID.Store(77)
+	mustAdd(t, y, 0, func(k *flow.Key, m *flow.Mask) {}, 1, rule(99))
+	y.ipfix.Store(st)
+	var unknown Out
+	y.Translate(&k, t0, false, &unknown)
+	if cks, _, rest := ipfixCookies(t, unknown.Actions); len(cks) != 0 || len(rest) != 1 {
+		t.Errorf("sampling port 99 (none such): samples %+v, actions %+v", cks, rest)
+	}
+}
+
+// TestFlowSampleEndToEnd: a flow's sample action on the in-memory
+// datapath exports each frame (probability 65535) through the collector
+// set's exporter, with the action's domain and point, as an egress
+// record naming the sampling port.
+func TestFlowSampleEndToEnd(t *testing.T) {
+	b, prov := dummyBridge(t, UpcallConfig{})
+	col, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	b.Start()
+	defer b.Stop()
+	if err := b.SetIPFIX(&IPFIXConfig{Sets: map[uint32]ipfix.Config{9: {Targets: []string{col.LocalAddr().String()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var p2 uint32
+	for _, p := range b.Ports.Snapshot().List() {
+		if p.Name == "p2" {
+			p2 = p.OFPort
+		}
+	}
+	mustAdd(t, b.X, 0, func(k *flow.Key, m *flow.Mask) {}, 10,
+		apply(openflow.Sample(65535, 9, 21, 22, p2, openflow.SampleDefault), openflow.Output(p2, 0)))
+	prov1, prov2 := prov.Netdev("p1"), prov.Netdev("p2")
+	const n = 5
+	for i := 0; i < n; i++ {
+		prov1.Send(synFrame(uint16(i)))
+		if _, err := prov2.Recv(2 * time.Second); err != nil {
+			t.Fatalf("frame %d not forwarded: %v", i, err)
+		}
+	}
+	var c ipfix.Collector
+	var recs []ipfix.Record
+	buf := make([]byte, 65536)
+	col.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for len(recs) < 1+n {
+		m, err := col.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d records: %v", len(recs), err)
+		}
+		rs, err := c.Decode(append([]byte(nil), buf[:m]...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rs...)
+	}
+	for _, r := range recs[1:] {
+		out, _ := r.GetN(ipfix.InterfaceName, 1)
+		if r.Header.Domain != 21 || r.Uint(ipfix.ObservationPointID) != 22 || r.Uint(ipfix.FlowDirection) != ipfix.Egress ||
+			string(out) != "p2" || r.Uint(ipfix.PacketDelta) != 1 {
+			t.Errorf("record %+v: want domain 21, point 22, egress by p2, 1 packet (65535/65535)", r)
+		}
+	}
+	if s := b.IPFIXSetStats()[9]; s.Packets != n {
+		t.Errorf("collector set 9 stats %+v, want %d packets", s, n)
+	}
+}

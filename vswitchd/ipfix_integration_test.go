@@ -212,7 +212,7 @@ func (b *sflowBed) ipfixRun(t *testing.T, c *ipfixCollector) ipfixRun {
 	}
 	r := ipfixRun{flows: ipfixFlows(t)}
 	last, stable := -1, 0
-	for deadline := time.Now().Add(30 * time.Second); stable < 4; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(30 * time.Second); stable < 3; time.Sleep(time.Second) {
 		_, recs := c.icmp()
 		if len(recs) == last && last > 0 {
 			stable++
@@ -226,6 +226,9 @@ func (b *sflowBed) ipfixRun(t *testing.T, c *ipfixCollector) ipfixRun {
 		}
 	}
 	r.pkts, r.recs = c.icmp()
+	// nfcapd got the same messages; it stores what it has read when it
+	// ends, so give it a moment to read the last of them first.
+	time.Sleep(2 * time.Second)
 	c.stop(t)
 	r.nfPkts, r.nfOct = c.nfdumpICMP(t)
 	c.mu.Lock()
@@ -304,6 +307,107 @@ func (b *sflowBed) ipfixConfigure(t *testing.T, vsctl func(args ...string) strin
 	b.h1.Exec("ping", "-c", "1", "-W", "2", "10.0.0.2")
 }
 
+// The flow sample phase: a collector set (id 5) and two flows whose
+// sample actions (probability 21845 of 65535: 1 in 3) sample h1's pings
+// on egress by h2's port (point 12) and h2's replies on ingress (point
+// 13), in observation domain 11.
+const fsProbability = 21845
+
+var fsFlows = []string{
+	"priority=10,icmp,in_port=1,actions=sample(probability=21845,collector_set_id=5,obs_domain_id=11,obs_point_id=12,sampling_port=2,egress),output:2",
+	"priority=10,icmp,in_port=2,actions=sample(probability=21845,collector_set_id=5,obs_domain_id=11,obs_point_id=13,ingress),output:1",
+}
+
+// fsConfigure replaces the bridge's IPFIX by collector set 5 and adds the
+// flows; it returns them as ovs-ofctl dump-flows prints them.
+func (b *sflowBed) fsConfigure(t *testing.T, vsctl func(args ...string) string, ofctl func(args ...string) (string, error), targets []string) []string {
+	t.Helper()
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = strconv.Quote(tg)
+	}
+	vsctl("clear", "Bridge", b.name, "ipfix")
+	vsctl("--", "--id=@br", "get", "Bridge", b.name, "--", "--id=@i", "create", "IPFIX", "targets=["+strings.Join(quoted, ",")+"]",
+		"--", "create", "Flow_Sample_Collector_Set", "id=5", "bridge=@br", "ipfix=@i")
+	for _, f := range fsFlows {
+		if out, err := ofctl("add-flow", f); err != nil {
+			t.Fatalf("ovs-ofctl add-flow %s: %v\n%s", f, err, out)
+		}
+	}
+	out, err := ofctl("dump-flows", "--no-stats")
+	if err != nil {
+		t.Fatalf("ovs-ofctl dump-flows: %v\n%s", err, out)
+	}
+	var flows []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "sample(") {
+			flows = append(flows, strings.TrimSpace(l))
+		}
+	}
+	slices.Sort(flows)
+	for _, h := range []*testbed.Netns{b.h1, b.h2} {
+		h.Exec("ip", "neigh", "flush", "all")
+	}
+	b.h1.Exec("ping", "-c", "1", "-W", "2", "10.0.0.2")
+	return flows
+}
+
+func (b *sflowBed) fsCheck(t *testing.T, who string, r ipfixRun) {
+	t.Helper()
+	if len(r.bad) > 0 {
+		t.Errorf("%s: %d messages did not decode: %v", who, len(r.bad), r.bad[0])
+	}
+	n := float64(ipfixPings + 1)
+	p := float64(fsProbability) / 65535
+	delta := float64(65535 / fsProbability)
+	mean, sd := n*p*delta, delta*sqrt(n*p*(1-p))
+	for _, d := range []string{"1>2 out", "2>1 in"} {
+		if got := float64(r.pkts[d]); got < mean-5*sd || got > mean+5*sd {
+			t.Errorf("%s: ICMP %s: %v packets in flow sample records, want %.0f ± %.0f", who, d, got, mean, 5*sd)
+		}
+	}
+	if r.pkts["1>2 in"] != 0 || r.pkts["2>1 out"] != 0 {
+		t.Errorf("%s: records of directions no sample action asked for: %v", who, r.pkts)
+	}
+	var totPkts, totOctets uint64
+	for i := range r.recs {
+		rec := &r.recs[i]
+		d, _ := icmpDirection(rec)
+		totPkts += rec.Uint(ipfix.PacketTotal)
+		totOctets += rec.Uint(ipfix.OctetTotal)
+		inName, _ := rec.Get(ipfix.InterfaceName)
+		outName, _ := rec.GetN(ipfix.InterfaceName, 1)
+		point, in := uint64(12), b.ports[0]
+		if strings.HasPrefix(d, "2>1") {
+			point, in = 13, b.ports[1]
+		}
+		pd := rec.Uint(ipfix.PacketDelta)
+		if rec.Header.Domain != 11 || rec.Uint(ipfix.ObservationPointID) != point || pd%uint64(delta) != 0 ||
+			rec.Uint(ipfix.OctetDelta) != 84*pd || string(inName) != in || d == "1>2 out" && string(outName) != b.ports[1] {
+			t.Errorf("%s: record %s %+v: want domain 11, point %d, packets a multiple of %v, input %s", who, d, rec, point, delta, in)
+			break
+		}
+	}
+	if r.nfPkts != totPkts || r.nfOct != totOctets {
+		t.Errorf("%s: nfdump read %d packets %d bytes of ICMP, the decoder's totals %d, %d", who, r.nfPkts, r.nfOct, totPkts, totOctets)
+	}
+}
+
+// ipfixSwitch runs both phases on one switch: bridge IPFIX, then the
+// sample action with a collector set.
+func (b *sflowBed) ipfixSwitch(t *testing.T, who string, vsctl func(args ...string) string, ofctl func(args ...string) (string, error)) (br, fs ipfixRun, ofFlows []string) {
+	t.Helper()
+	col, targets := startIPFIXCollectors(t)
+	b.ipfixConfigure(t, vsctl, targets)
+	br = b.ipfixRun(t, col)
+	t.Logf("%s, bridge IPFIX: record packets %v, nfdump %d packets %d bytes", who, br.pkts, br.nfPkts, br.nfOct)
+	col, targets = startIPFIXCollectors(t)
+	ofFlows = b.fsConfigure(t, vsctl, ofctl, targets)
+	fs = b.ipfixRun(t, col)
+	t.Logf("%s, flow sampling: record packets %v, nfdump %d packets %d bytes", who, fs.pkts, fs.nfPkts, fs.nfOct)
+	return br, fs, ofFlows
+}
+
 // TestIntegrationIPFIX: pings across a bridge with IPFIX (sampling 1 in
 // 4, observation domain 7 and point 8, a cache of 64 flows with a 2 s
 // active timeout) reach nfdump's nfcapd and a decoder as IPFIX records:
@@ -313,14 +417,21 @@ func (b *sflowBed) ipfixConfigure(t *testing.T, vsctl func(args ...string) strin
 // counts. ovs-vswitchd 3.1 first, in the same boot, is held to the same
 // checks, and govswitchd's templates and datapath flows (sample actions
 // and their cookies as ovs-dpctl prints them) are ovs-vswitchd's.
+//
+// Then, on each switch, the bridge's IPFIX gives way to collector set 5
+// and two flows whose sample actions (1 in 3) sample h1's pings on egress
+// by h2's port and h2's replies on ingress: nfcapd and the decoder
+// receive records of just those, in the actions' domain and points, as
+// many as the probability says within five standard deviations; ovs-ofctl
+// dump-flows prints the same flows for both, and the datapath flows are
+// the same.
 func TestIntegrationIPFIX(t *testing.T) {
 	b := newSFlowBed(t)
 
 	o := startOVS(t)
-	col, targets := startIPFIXCollectors(t)
-	b.ipfixConfigure(t, func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }, targets)
-	ovs := b.ipfixRun(t, col)
-	t.Logf("ovs-vswitchd: record packets %v, nfdump %d packets %d bytes", ovs.pkts, ovs.nfPkts, ovs.nfOct)
+	ovsMgmt := filepath.Join(o.dir, b.name+".mgmt")
+	ovs, ovsFS, ovsOF := b.ipfixSwitch(t, "ovs-vswitchd", func(args ...string) string { return o.must(t, "ovs-vsctl", args...) },
+		func(args ...string) (string, error) { return ofctlAt(ovsMgmt, args...) })
 	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
 	}
@@ -355,13 +466,20 @@ func TestIntegrationIPFIX(t *testing.T) {
 		}
 		return out
 	}
-	col, targets = startIPFIXCollectors(t)
-	b.ipfixConfigure(t, vsctl, targets)
-	gov := b.ipfixRun(t, col)
-	t.Logf("govswitchd: record packets %v, nfdump %d packets %d bytes", gov.pkts, gov.nfPkts, gov.nfOct)
+	govMgmt := filepath.Join(b.rundir, b.name+".mgmt")
+	gov, govFS, govOF := b.ipfixSwitch(t, "govswitchd", vsctl, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) })
 
 	b.ipfixCheck(t, "ovs-vswitchd", ovs)
 	b.ipfixCheck(t, "govswitchd", gov)
+	b.fsCheck(t, "ovs-vswitchd", ovsFS)
+	b.fsCheck(t, "govswitchd", govFS)
+	if len(govOF) != len(fsFlows) || !slices.Equal(ovsOF, govOF) {
+		t.Errorf("ovs-ofctl dump-flows:\novs-vswitchd %q\ngovswitchd   %q", ovsOF, govOF)
+	}
+	t.Logf("flow sampling datapath flows:\novs-vswitchd %q\ngovswitchd   %q", ovsFS.flows, govFS.flows)
+	if len(govFS.flows) == 0 || !slices.Equal(ovsFS.flows, govFS.flows) {
+		t.Errorf("flow sampling datapath flows differ:\novs-vswitchd %q\ngovswitchd   %q", ovsFS.flows, govFS.flows)
+	}
 
 	// The templates, byte for byte (the first of each kind: both send
 	// them once in these few seconds).
