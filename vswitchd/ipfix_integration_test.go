@@ -171,6 +171,8 @@ type ipfixRun struct {
 	recs          []ipfix.Record
 	nfPkts, nfOct uint64
 	templates     [][]byte
+	dumps         []string // ovs-ofctl dump-ipfix-bridge, dump-ipfix-flow
+	sampled       uint64
 	flows         []string // IPv4 datapath flows, ovs-dpctl's, pid and counters cut
 	bad           []error
 }
@@ -393,19 +395,57 @@ func (b *sflowBed) fsCheck(t *testing.T, who string, r ipfixRun) {
 	}
 }
 
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// ipfixDumps runs ovs-ofctl dump-ipfix-bridge and dump-ipfix-flow (in
+// OpenFlow 1.0 and 1.3) and returns what they print (errors included),
+// the mgmt socket's path cut, and the sampled packets the bridge's
+// dump counts.
+func ipfixDumps(ofctl func(args ...string) (string, error), mgmt string) (out []string, sampled uint64) {
+	for _, args := range [][]string{{"dump-ipfix-bridge"}, {"dump-ipfix-flow"}, {"-O", "OpenFlow13", "dump-ipfix-bridge"},
+		{"-O", "OpenFlow13", "dump-ipfix-flow"}} {
+		o, _ := ofctl(args...)
+		o = strings.ReplaceAll(o, mgmt, "MGMT")
+		if m := regexp.MustCompile(`sampled pkts=(\d+)`).FindStringSubmatch(o); m != nil && sampled == 0 {
+			sampled, _ = strconv.ParseUint(m[1], 10, 64)
+		}
+		out = append(out, o)
+	}
+	return out, sampled
+}
+
 // ipfixSwitch runs both phases on one switch: bridge IPFIX, then the
-// sample action with a collector set.
-func (b *sflowBed) ipfixSwitch(t *testing.T, who string, vsctl func(args ...string) string, ofctl func(args ...string) (string, error)) (br, fs ipfixRun, ofFlows []string) {
+// sample action with a collector set; after each, ovs-ofctl's IPFIX
+// statistics.
+func (b *sflowBed) ipfixSwitch(t *testing.T, who, mgmt string, vsctl func(args ...string) string, ofctl func(args ...string) (string, error)) (br, fs ipfixRun, ofFlows []string) {
 	t.Helper()
 	col, targets := startIPFIXCollectors(t)
 	b.ipfixConfigure(t, vsctl, targets)
 	br = b.ipfixRun(t, col)
-	t.Logf("%s, bridge IPFIX: record packets %v, nfdump %d packets %d bytes", who, br.pkts, br.nfPkts, br.nfOct)
+	br.dumps, br.sampled = ipfixDumps(ofctl, mgmt)
+	t.Logf("%s, bridge IPFIX: record packets %v, nfdump %d packets %d bytes; ovs-ofctl:\n%s", who, br.pkts, br.nfPkts, br.nfOct,
+		strings.Join(br.dumps, ""))
 	col, targets = startIPFIXCollectors(t)
 	ofFlows = b.fsConfigure(t, vsctl, ofctl, targets)
 	fs = b.ipfixRun(t, col)
-	t.Logf("%s, flow sampling: record packets %v, nfdump %d packets %d bytes", who, fs.pkts, fs.nfPkts, fs.nfOct)
+	fs.dumps, fs.sampled = ipfixDumps(ofctl, mgmt)
+	t.Logf("%s, flow sampling: record packets %v, nfdump %d packets %d bytes; ovs-ofctl:\n%s", who, fs.pkts, fs.nfPkts, fs.nfOct,
+		strings.Join(fs.dumps, ""))
 	return br, fs, ofFlows
+}
+
+// sameDumps compares two switches' ovs-ofctl IPFIX statistics, numbers
+// aside, and checks that each counted samples.
+func sameDumps(t *testing.T, phase string, ovs, gov ipfixRun) {
+	t.Helper()
+	for i := range ovs.dumps {
+		if i >= len(gov.dumps) || digits.ReplaceAllString(ovs.dumps[i], "N") != digits.ReplaceAllString(gov.dumps[i], "N") {
+			t.Errorf("%s: ovs-ofctl dump %d:\novs-vswitchd %s\ngovswitchd   %s", phase, i, ovs.dumps[i], gov.dumps[min(i, len(gov.dumps)-1)])
+		}
+	}
+	if ovs.sampled == 0 || gov.sampled == 0 {
+		t.Errorf("%s: sampled pkts ovs-vswitchd %d, govswitchd %d", phase, ovs.sampled, gov.sampled)
+	}
 }
 
 // TestIntegrationIPFIX: pings across a bridge with IPFIX (sampling 1 in
@@ -430,7 +470,7 @@ func TestIntegrationIPFIX(t *testing.T) {
 
 	o := startOVS(t)
 	ovsMgmt := filepath.Join(o.dir, b.name+".mgmt")
-	ovs, ovsFS, ovsOF := b.ipfixSwitch(t, "ovs-vswitchd", func(args ...string) string { return o.must(t, "ovs-vsctl", args...) },
+	ovs, ovsFS, ovsOF := b.ipfixSwitch(t, "ovs-vswitchd", ovsMgmt, func(args ...string) string { return o.must(t, "ovs-vsctl", args...) },
 		func(args ...string) (string, error) { return ofctlAt(ovsMgmt, args...) })
 	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
@@ -467,12 +507,14 @@ func TestIntegrationIPFIX(t *testing.T) {
 		return out
 	}
 	govMgmt := filepath.Join(b.rundir, b.name+".mgmt")
-	gov, govFS, govOF := b.ipfixSwitch(t, "govswitchd", vsctl, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) })
+	gov, govFS, govOF := b.ipfixSwitch(t, "govswitchd", govMgmt, vsctl, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) })
 
 	b.ipfixCheck(t, "ovs-vswitchd", ovs)
 	b.ipfixCheck(t, "govswitchd", gov)
 	b.fsCheck(t, "ovs-vswitchd", ovsFS)
 	b.fsCheck(t, "govswitchd", govFS)
+	sameDumps(t, "bridge IPFIX", ovs, gov)
+	sameDumps(t, "flow sampling", ovsFS, govFS)
 	if len(govOF) != len(fsFlows) || !slices.Equal(ovsOF, govOF) {
 		t.Errorf("ovs-ofctl dump-flows:\novs-vswitchd %q\ngovswitchd   %q", ovsOF, govOF)
 	}

@@ -210,10 +210,14 @@ func FuzzCollector(f *testing.F) {
 	k.NwProto = flow.IPProtoTCP
 	f.Add(e.appendData(nil, 1, &entry{template: TemplateID(L2Eth, L3IPv4, L4TCP, NotTunneled, Ingress), keyLen: 4, sumSquaresDelta: 1, tcpDelta: 1}, 1))
 	f.Add(StatsMessage(1, 1, 1, 0))
+	var base Collector
+	for _, m := range TemplateMessages(1, 1, 0, true) {
+		base.Decode(m)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var col Collector
-		for _, m := range TemplateMessages(1, 1, 0, true) {
-			col.Decode(m)
+		col := Collector{Templates: make(map[TemplateKey][]Element, len(base.Templates))}
+		for k, v := range base.Templates {
+			col.Templates[k] = v
 		}
 		col.Decode(b)
 	})
