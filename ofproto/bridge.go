@@ -275,6 +275,7 @@ func (b *Bridge) Stop() {
 	b.stopLinkWatch()
 	b.stopBondRunners() // lacp_bond.go
 	b.stopSFlow()
+	b.stopIPFIX()
 	b.stopNetFlow()
 	if b.Backer.private {
 		b.Udpif.Stop()

@@ -154,6 +154,8 @@ func (c *Conn) handle(raw []byte) error {
 		return c.flowStats(env, m)
 	case *openflow.AggregateStatsRequest:
 		return c.aggregateStats(env, m)
+	case *openflow.IPFIXStatsRequest:
+		return c.ipfixStats(raw, env, m) // conn_ipfix.go
 	case *openflow.TableStatsRequest:
 		return c.tableStats(env)
 	case *openflow.PortStatsRequest:

@@ -97,9 +97,13 @@ func netflowKey(b *Bridge, k *flow.Key) (nk netflow.Key, ok bool) {
 }
 
 // netflowOutput is the output interface ovs-vswitchd would report for
-// datapath actions acts: the OpenFlow port of the only output, OutMulti
-// for several, OutDrop for none.
-func netflowOutput(b *Bridge, acts []byte) uint16 {
+// datapath actions acts: OutFlood when the translation flooded (FLOOD,
+// ALL or NORMAL's flood, whatever else it output), else the OpenFlow port
+// of the only output, OutMulti for several, OutDrop for none.
+func netflowOutput(b *Bridge, acts []byte, flooded bool) uint16 {
+	if flooded {
+		return netflow.OutFlood
+	}
 	n, last := 0, uint32(0)
 	it := netlinkio.NewAttrIter(acts)
 	for it.Next() {
@@ -146,7 +150,7 @@ func (u *Udpif) netflowMiss(up *datapath.Upcall, out *Out, now time.Time) {
 		if up.Key.NwProto == flow.IPProtoTCP {
 			flags = up.Key.TCPFlags
 		}
-		st.exp.Update(nk, netflowOutput(b, out.Actions), 1, uint64(len(up.Packet)), flags, now)
+		st.exp.Update(nk, netflowOutput(b, out.Actions, out.nfFlood), 1, uint64(len(up.Packet)), flags, now)
 	}
 }
 
@@ -159,7 +163,7 @@ func (u *Udpif) netflowCredit(k *ukey, packets, bytes uint64, tcpFlags uint16, n
 	}
 	if st := b.X.netflow.Load(); st != nil {
 		if nk, ok := netflowKey(b, &key); ok {
-			st.exp.Update(nk, netflowOutput(b, k.actions), packets, bytes, tcpFlags, now)
+			st.exp.Update(nk, netflowOutput(b, k.actions, k.nfFlood), packets, bytes, tcpFlags, now)
 		}
 	}
 }

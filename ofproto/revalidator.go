@@ -370,6 +370,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	k.setRules(&out.Rules, out.NRules)
 	k.learns = out.HasLearn
 	k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
+	k.nfFlood = out.nfFlood
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}

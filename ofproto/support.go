@@ -94,7 +94,7 @@ func checkSupported(acts []openflow.Action) error {
 			if err := checkSupported(a.Nested); err != nil {
 				return err
 			}
-		case openflow.ActOutputTrunc:
+		case openflow.ActOutputTrunc, openflow.ActSample:
 		case openflow.ActEncap, openflow.ActDecap:
 			if !encapSupported(a) {
 				return errorf(ErrUnsupportedNXAction, "%s to packet type %#x is not implemented", a.Type, a.Load)

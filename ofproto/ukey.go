@@ -42,8 +42,9 @@ type ukey struct {
 	// bondID and bucket name the balanced bond the flow's output hashed
 	// into and the bucket, whose load its bytes count to
 	// (bond_rebalance.go); they fit where the bools leave padding.
-	bondID uint16
-	bucket uint8
+	bondID  uint16
+	bucket  uint8
+	nfFlood bool // the translation flooded: NetFlow reports output 65535
 }
 
 // A ukey is small because a switch at its flow limit holds tens of

@@ -483,6 +483,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		up := &ups[i]
 		if up.Cmd == datapath.UpcallAction {
 			u.c.actions.Add(1)
+			if len(up.Userdata) == ovsCookieLen && u.sampleUpcall(up) { // ipfix_bridge.go
+				continue
+			}
 			if len(up.Userdata) > 0 && up.Userdata[0] == UserdataSFlow {
 				u.sflowUpcall(up) // xlate_sample.go
 				continue
@@ -547,6 +550,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.activeAt = now.UnixNano()
 				k.learns = out.HasLearn
 				k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
+				k.nfFlood = out.nfFlood
 			})
 			switch {
 			case full:

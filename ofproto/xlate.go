@@ -104,6 +104,8 @@ type Xlator struct {
 	// netflow its NetFlow (netflow_bridge.go).
 	sflow   atomic.Pointer[sflowState]
 	netflow atomic.Pointer[netflowState]
+	// ipfix is the bridge's IPFIX, nil without (ipfix_bridge.go).
+	ipfix atomic.Pointer[ipfixState]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -142,8 +144,9 @@ type Out struct {
 	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
-	// netflow is set when the bridge runs NetFlow (netflow_bridge.go).
-	netflow bool
+	// netflow is set when the bridge runs NetFlow (netflow_bridge.go);
+	// nfFlood when the translation flooded (NetFlow's output 65535).
+	netflow, nfFlood bool
 	// HasLearn is set when the translation ran a learn action; learns
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
@@ -166,7 +169,7 @@ func (o *Out) reset() {
 	o.Controller = false
 	o.Learned = false
 	o.Dropped = ""
-	o.netflow = false
+	o.netflow, o.nfFlood = false, false
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
@@ -273,6 +276,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 			c.mirrorIngress() // xlate_mirror.go
 		}
 		sflowAt = c.sflowBegin()
+		c.ipfixInput() // ipfix_bridge.go
 		c.pipeline(0)
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
@@ -523,6 +527,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.doDecap(a)
 	case openflow.ActOutputTrunc:
 		c.outputTrunc(a)
+	case openflow.ActSample:
+		c.flowSample(a) // xlate_flowsample.go
 	case openflow.ActCheckPktLarger:
 		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
@@ -697,6 +703,7 @@ func (c *xctx) emitOutput(pt *Port) {
 		return
 	}
 	c.commit()
+	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 }
 
@@ -706,6 +713,7 @@ func (c *xctx) emitOutput(pt *Port) {
 func (c *xctx) flood(honourNoFlood bool) { c.floodPorts(c.ports.List(), honourNoFlood) }
 
 func (c *xctx) floodPorts(ports []*Port, honourNoFlood bool) {
+	c.out.nfFlood = true
 	for _, pt := range ports {
 		if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Down || honourNoFlood && pt.NoFlood {
 			continue
@@ -780,6 +788,7 @@ func (c *xctx) normal() {
 		c.floodPorts(c.ports.FloodOrder(), true)
 		return
 	}
+	c.out.nfFlood = true
 	// Flood to every port of the VLAN, grouped by the headers the frame
 	// leaves with, so that each change of tag is made once: first the
 	// ports that take the frame as the datapath has it now, then those

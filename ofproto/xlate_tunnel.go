@@ -133,6 +133,7 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		c.out.Actions = datapath.AppendSet(c.out.Actions, datapath.KeyAttrTunnel, f)
 		c.base.Tunnel = t
 	}
+	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go (without the tunnel elements)
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 	f.Tunnel = saved
 }

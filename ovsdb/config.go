@@ -44,6 +44,9 @@ type BridgeConfig struct {
 	SFlow *SFlowConfig
 	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
 	NetFlow *NetFlowConfig
+	// IPFIX is the bridge's IPFIX and collector sets (ipfix.go), nil
+	// without, applied likewise.
+	IPFIX *IPFIXConfig
 	// HWAddr is other_config:hwaddr and DatapathID other_config:datapath-id
 	// (nil and 0 when unset or unusable): see bridgeaddr.go. They, and
 	// Runtime's settings, are applied apart from the others, without
@@ -240,6 +243,7 @@ type Rows struct {
 	SFlows   map[string]*SFlow
 	NetFlows map[string]*NetFlow
 	FSCS     map[string]*FlowSampleCollectorSet
+	IPFIXes  map[string]*IPFIX
 }
 
 // Build turns the rows into the desired configuration. It never fails:

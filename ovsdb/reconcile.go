@@ -113,6 +113,9 @@ type applied struct {
 	// netflow likewise.
 	netflow   *NetFlowConfig
 	netflowOK bool
+	// ipfix likewise (ipfix.go).
+	ipfix   *IPFIXConfig
+	ipfixOK bool
 }
 
 // Reconciler drives a Switch towards a Desired configuration. It is not
@@ -238,6 +241,7 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		if a := r.running[bc.Name]; a != nil {
 			r.applySFlow(a, bc)
 			r.applyNetFlow(a, bc)
+			r.applyIPFIX(a, bc)
 		}
 	}
 	return ifaces, dpids
@@ -308,6 +312,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 	}
 	// The rebuilt bridge runs no sFlow or NetFlow yet.
 	a.sflow, a.sflowOK, a.netflow, a.netflowOK = nil, false, nil, false
+	a.ipfix, a.ipfixOK = nil, false
 	if err := r.sw.ReconfigureBridge(bc, r.global); err != nil {
 		// The old settings may be half gone: try again next time.
 		a.cfg = BridgeConfig{}
@@ -321,7 +326,7 @@ func (r *Reconciler) applyBridge(bc *BridgeConfig) error {
 func settingsOnly(bc *BridgeConfig) BridgeConfig {
 	c := *bc
 	c.Ports = nil
-	c.SFlow, c.NetFlow = nil, nil // applied apart (applySFlow, applyNetFlow)
+	c.SFlow, c.NetFlow, c.IPFIX = nil, nil, nil // applied apart (applySFlow, applyNetFlow, applyIPFIX)
 	c.Protocols = append([]uint8(nil), bc.Protocols...)
 	c.Controllers = append([]ControllerConfig(nil), bc.Controllers...)
 	return c

@@ -12,9 +12,7 @@ import (
 )
 
 // Sampling and flow export rows: sFlow, NetFlow, IPFIX and
-// Flow_Sample_Collector_Set. govswitchd runs sFlow and NetFlow; IPFIX and
-// collector set rows are refused loudly (a WARN naming the row) rather
-// than accepted and ignored.
+// Flow_Sample_Collector_Set. IPFIX and collector sets are in ipfix.go.
 
 // Table names.
 const (
@@ -104,19 +102,6 @@ func parseNetFlow(bridge string, n *NetFlow, problems *[]string) (c *NetFlowConf
 	return c, ""
 }
 
-// IPFIX is a row of the IPFIX table (refused).
-type IPFIX struct {
-	UUID    string   `ovsdb:"_uuid"`
-	Targets []string `ovsdb:"targets"`
-}
-
-// FlowSampleCollectorSet is a row of Flow_Sample_Collector_Set (refused).
-type FlowSampleCollectorSet struct {
-	UUID   string `ovsdb:"_uuid"`
-	ID     int    `ovsdb:"id"`
-	Bridge string `ovsdb:"bridge"`
-}
-
 // SFlowConfig is a bridge's sFlow row, checked, with ovs-vswitchd's
 // defaults filled in (sampling 400, polling 30 s, header 128).
 type SFlowConfig struct {
@@ -170,19 +155,7 @@ func parseSampling(r *Rows, br *Bridge, bc *BridgeConfig, subID *int, problems *
 			}
 		}
 	}
-	if br.IPFIX != nil {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: IPFIX is not supported by govswitchd; the IPFIX row %s is not honoured", br.Name, *br.IPFIX))
-	}
-	var ids []int
-	for _, f := range r.FSCS {
-		if f.Bridge == br.UUID {
-			ids = append(ids, f.ID)
-		}
-	}
-	sort.Ints(ids)
-	for _, id := range ids {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: Flow_Sample_Collector_Set %d: per-flow IPFIX sampling is not supported by govswitchd; not honoured", br.Name, id))
-	}
+	parseIPFIX(r, br, bc, problems) // ipfix.go
 }
 
 // parseSFlow checks an sFlow row as ovs-vswitchd uses it; msg says what is
@@ -316,6 +289,14 @@ func snapshotSampling(tc *cache.TableCache, r *Rows) {
 		}
 	}
 	r.FSCS = map[string]*FlowSampleCollectorSet{}
+	r.IPFIXes = map[string]*IPFIX{}
+	if t := tc.Table(TableIPFIX); t != nil {
+		for u, row := range t.Rows() {
+			if x, ok := row.(*IPFIX); ok {
+				r.IPFIXes[u] = x
+			}
+		}
+	}
 	if t := tc.Table(TableSFlow); t != nil {
 		for u, row := range t.Rows() {
 			if s, ok := row.(*SFlow); ok {

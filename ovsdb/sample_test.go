@@ -35,20 +35,23 @@ func TestParseSFlow(t *testing.T) {
 
 // TestBuildSampling: a bridge's sFlow row becomes its SFlowConfig, with
 // sub-agent ids in bridge order, and the NetFlow row its NetFlowConfig;
-// IPFIX and collector sets are reported as not honoured.
+// the IPFIX row and the collector set that names it the bridge's
+// IPFIXConfig; a reference to a missing IPFIX row is a problem.
 func TestBuildSampling(t *testing.T) {
 	sf, nf, ipx, seven := "sf", "nf", "ipx", 7
-	r := &Rows{Root: &OpenvSwitch{Bridges: []string{"b0", "b1"}},
+	r := &Rows{Root: &OpenvSwitch{Bridges: []string{"b0", "b1", "b2"}},
 		Bridges: map[string]*Bridge{
 			"b0": {UUID: "b0", Name: "br0", SFlow: &sf, NetFlow: &nf},
 			"b1": {UUID: "b1", Name: "br1", SFlow: &sf, IPFIX: &ipx},
+			"b2": {UUID: "b2", Name: "br2", IPFIX: &nf},
 		},
 		SFlows:   map[string]*SFlow{"sf": {Targets: []string{"127.0.0.1:6343"}}},
 		NetFlows: map[string]*NetFlow{"nf": {Targets: []string{"127.0.0.1:2055"}, ActiveTimeout: -5, EngineID: &seven}},
-		FSCS:     map[string]*FlowSampleCollectorSet{"f": {ID: 5, Bridge: "b1"}},
+		FSCS:     map[string]*FlowSampleCollectorSet{"f": {ID: 5, Bridge: "b1", IPFIX: &ipx}, "g": {ID: 6, Bridge: "b1"}},
+		IPFIXes:  map[string]*IPFIX{"ipx": {Targets: []string{"127.0.0.1"}, Sampling: &seven, OtherConfig: map[string]string{"enable-input-sampling": "true"}}},
 	}
 	d := Build(r)
-	if len(d.Bridges) != 2 || d.Bridges[0].SFlow == nil || d.Bridges[1].SFlow == nil ||
+	if len(d.Bridges) != 3 || d.Bridges[0].SFlow == nil || d.Bridges[1].SFlow == nil ||
 		d.Bridges[0].SFlow.SubID != 0 || d.Bridges[1].SFlow.SubID != 1 {
 		t.Fatalf("bridges %+v", d.Bridges)
 	}
@@ -56,9 +59,13 @@ func TestBuildSampling(t *testing.T) {
 	if !d.Bridges[0].NetFlow.Equal(want) {
 		t.Errorf("NetFlow %+v, want %+v", d.Bridges[0].NetFlow, want)
 	}
+	ipc := d.Bridges[1].IPFIX
+	wantX := IPFIXExporterConfig{Targets: []string{"127.0.0.1:4739"}, Sampling: 7, InputSampling: false, OutputSampling: true, TunnelSampling: true}
+	if ipc == nil || ipc.Bridge == nil || !ipc.Bridge.equal(&wantX) || len(ipc.Sets) != 1 || ipc.Sets[0].ID != 5 {
+		t.Errorf("IPFIX %+v, want bridge %+v and set 5 (set 6 has no IPFIX row)", ipc, wantX)
+	}
 	all := strings.Join(d.Problems, "\n")
-	for _, want := range []string{"bridge br0: active timeout interval set to negative value", "bridge br1: IPFIX is not supported",
-		"bridge br1: Flow_Sample_Collector_Set 5: per-flow IPFIX sampling is not supported"} {
+	for _, want := range []string{"bridge br0: active timeout interval set to negative value", "bridge br2 refers to missing IPFIX row nf"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)
 		}

@@ -53,6 +53,7 @@ const (
 	ActSetMPLSTC      // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
 	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
 	ActDecap          // Load: the new packet type: NXAST_DECAP
+	ActSample         // NXAST_SAMPLE, SAMPLE2, SAMPLE3: see action_sample.go
 )
 
 var actionNames = [...]string{
@@ -67,6 +68,7 @@ var actionNames = [...]string{
 	ActStackPush: "push", ActStackPop: "pop",
 	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
 	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc", ActEncap: "encap", ActDecap: "decap",
+	ActSample: "sample",
 }
 
 func (t ActionType) String() string {

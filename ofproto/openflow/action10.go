@@ -168,6 +168,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeOutputReg(v, act)
 	case NXASTRegLoad2:
 		return decodeRegLoad2(v, act) // field_tunmd.go
+	case NXASTSample, NXASTSample2, NXASTSample3:
+		return decodeSample(v, sub, act) // action_sample.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -330,6 +332,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendConjunction(b, a), nil
 	case ActOutputReg:
 		return appendOutputReg(b, a)
+	case ActSample:
+		return appendSample(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:

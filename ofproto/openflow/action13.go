@@ -206,6 +206,8 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 		return appendConjunction(b, a), nil
 	case ActOutputReg:
 		return appendOutputReg(b, a)
+	case ActSample:
+		return appendSample(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:

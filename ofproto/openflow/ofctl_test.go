@@ -190,6 +190,8 @@ func (s *fakeSwitch) answer(m Msg) Msg {
 				}})
 		}
 		return r
+	case *IPFIXStatsRequest:
+		return ipfixStatsAnswer(m) // ipfix_stats_test.go
 	case *FlowStatsRequest:
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -199,6 +199,9 @@ func decodeVendorStats(env Envelope, flags uint16, b []byte, reply bool) (Msg, e
 	if sub == NXSTFlowMonitor && v == Version10 {
 		return decodeFlowMonitorNX(env, flags, rest, reply)
 	}
+	if m, ok, err := decodeIPFIXStats(env, flags, sub, rest, reply); ok { // ipfix_stats.go
+		return m, err
+	}
 	if v != Version10 {
 		return nil, errOf(v, kBadSubtype, "Nicira stats %d in OpenFlow 1.3", sub)
 	}

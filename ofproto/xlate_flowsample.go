@@ -1,0 +1,35 @@
+package ofproto
+
+import "github.com/govswitch/govswitch/ofproto/openflow"
+
+// flowSample translates the sample action (NXAST_SAMPLE, SAMPLE2,
+// SAMPLE3) as ovs-vswitchd's xlate_sample_action: on a bridge with IPFIX
+// (a bridge exporter or any collector set) it commits the pending header
+// changes and appends a datapath sample action with the 16-bit
+// probability scaled to 32 bits (p<<16|p: the same fraction) around a
+// userspace action carrying a flow-sample cookie: the collector set,
+// observation domain and point, the sampling port's datapath port
+// (ODPP_NONE without one) and the direction. The IPFIX upcall
+// (ipfix_bridge.go) exports the sample through the collector set's
+// exporter. On a bridge without IPFIX the action does nothing, as in
+// OVS. Egress tunnel sampling (a tunnel port as sampling_port with
+// enable-tunnel-sampling) is not done: the sample carries no tunnel key.
+func (c *xctx) flowSample(a *openflow.Action) {
+	st := c.x.ipfix.Load()
+	if st == nil {
+		return
+	}
+	out := odppNone
+	if a.Port != openflow.PortAny {
+		pt := c.ports.ByOF(a.Port)
+		if pt == nil || pt.IsPatch() {
+			return // OVS: "can't use unknown port in flow sample action"; the rest translates
+		}
+		out = pt.DPPort
+	}
+	c.commit()
+	p := uint32(a.MaxLen)
+	ck := SampleCookie{Type: cookieTypeFlowSample, InPort: ovsPort(c.flow.InPort), UUID: st.uuid, Probability: a.MaxLen,
+		CollectorSet: a.Queue, Domain: a.Group, Point: uint32(a.Load), Output: out, Direction: uint32(a.TTL)}
+	c.ipfixSample(p<<16|p, &ck)
+}
