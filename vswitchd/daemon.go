@@ -94,6 +94,7 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 		cfg: cfg, provider: provider, vlog: vl, log: vl.Logger("bridge"),
 		byName: map[string]*ofproto.Bridge{}, conns: map[string]*ofproto.ConnManager{}, exit: make(chan struct{}),
 	}
+	ofproto.SetXlateLog(vl.Logger("ofproto_dpif_xlate")) // NORMAL's dropped-VLAN warnings
 	return d, nil
 }
 
