@@ -107,7 +107,8 @@ func (b *qinqBed) ping(t *testing.T, to string) int {
 
 // run pings from h1 to each target, reads fdb/show and the megaflows,
 // then sets vlan-limit=1 with a flow dropping ethertype 0x8100 (test
-// 153's steps) and pings again. ofctl runs ovs-ofctl against the bridge.
+// 153's steps) and pings again. ofctl runs an ovs-ofctl command and its
+// flow argument against the bridge.
 func (b *qinqBed) run(t *testing.T, vsctl func(args ...string) string, ofctl func(args ...string), ctl string) qinqRun {
 	t.Helper()
 	r := qinqRun{loss: map[string]int{}, limited: map[string]int{}}
@@ -137,11 +138,11 @@ func (b *qinqBed) run(t *testing.T, vsctl func(args ...string) string, ofctl fun
 		t.Fatalf("revalidator/purge: %d %s", res.code, res.err)
 	}
 	vsctl("set", "Open_vSwitch", ".", "other_config:vlan-limit=1")
-	ofctl("add-flow", b.name, "priority=100,dl_type=0x8100,actions=drop")
+	ofctl("add-flow", "priority=100,dl_type=0x8100,actions=drop")
 	for _, to := range []string{"10.2.0.2", "10.2.0.3"} {
 		r.limited["h1->"+to] = b.ping(t, to)
 	}
-	ofctl("del-flows", b.name, "dl_type=0x8100")
+	ofctl("del-flows", "dl_type=0x8100")
 	vsctl("set", "Open_vSwitch", ".", "other_config:vlan-limit=0")
 	return r
 }
@@ -194,7 +195,7 @@ func TestIntegrationQinQ(t *testing.T) {
 	o := startOVS(t)
 	ovsctl := func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }
 	b.configure(ovsctl)
-	ovs := b.run(t, ovsctl, func(args ...string) { o.must(t, "ovs-ofctl", args...) }, o.ctl)
+	ovs := b.run(t, ovsctl, func(args ...string) { o.must(t, "ovs-ofctl", args[0], b.name, args[1]) }, o.ctl)
 	log, _ := os.ReadFile(filepath.Join(o.dir, "ovs-vswitchd.log"))
 	ovs.warned = qinqWarning.Match(log)
 	t.Logf("ovs-vswitchd: pings lost %v, under vlan-limit=1 %v; fdb/show:\n%s", ovs.loss, ovs.limited, ovs.fdb)
