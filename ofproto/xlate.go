@@ -827,6 +827,10 @@ func normalHeader(pt *Port, ix *xvlan) [2]flow.VLAN {
 // with the VLAN headers the port wants, leaving the frame as it was for
 // the next output.
 func (c *xctx) normalOutput(pt *Port, vlan uint16, ix *xvlan) {
+	if pt.VLAN.Mode == VLANDot1qTunnel && pt.VLAN.CVLANs != nil {
+		// As OVS's check_and_set_cvlan_mask: the whole inner TCI.
+		c.out.WC.VLANs[1].TCI = 0xffff
+	}
 	if pt.Bond != nil {
 		if pt = c.bondOutput(pt, vlan); pt == nil {
 			return

@@ -55,7 +55,7 @@ func TestIntegrationQoSHFSC(t *testing.T) {
 	setQoS(vsctl)
 	govQdisc, govClasses := tc("qdisc", "show", "dev", b.v2), tc("class", "show", "dev", b.v2)
 	t.Logf("govswitchd: tc qdisc:\n%stc class:\n%s", govQdisc, govClasses)
-	if !strings.Contains(govQdisc, "qdisc hfsc 1: root") || !strings.Contains(govQdisc, "default 0x1") {
+	if !strings.Contains(govQdisc, "qdisc hfsc 1: root") || !strings.Contains(govQdisc, "default 1") {
 		t.Errorf("qdiscs:\n%s", govQdisc)
 	}
 	if govClasses != ovsClasses {
