@@ -37,6 +37,7 @@ type Daemon struct {
 	vlog     *vlog.Log    // levels and destinations, vlog/set
 	log      *slog.Logger // module "bridge"
 	provider datapath.Provider
+	qos      qosState // the applied QoS, for qos/show (appctl_qos.go)
 
 	// OnReady, if set, is called once the daemon is serving: pidfile
 	// written, control socket listening and, from a database, the first

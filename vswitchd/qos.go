@@ -81,6 +81,7 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 	if s.qos == nil {
 		s.qos = map[string]ovsdb.QoSConfig{}
 	}
+	defer func() { s.d.qos.set(s.qos) }() // for qos/show
 	return applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
 		what:  "QoS",
 		equal: ovsdb.QoSConfig.Equal,

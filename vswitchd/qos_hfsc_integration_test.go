@@ -2,6 +2,7 @@ package vswitchd
 
 import (
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,8 @@ func TestIntegrationQoSHFSC(t *testing.T) {
 	addPorts(ovsctl)
 	setQoS(ovsctl)
 	ovsQdisc, ovsClasses := tc("qdisc", "show", "dev", b.v2), tc("class", "show", "dev", b.v2)
-	t.Logf("ovs-vswitchd: tc qdisc:\n%stc class:\n%sqos/show:\n%s", ovsQdisc, ovsClasses, appctlAt(t, o.ctl, "qos/show", b.v2).out)
+	ovsShow := appctlAt(t, o.ctl, "qos/show", b.v2).out
+	t.Logf("ovs-vswitchd: tc qdisc:\n%stc class:\n%sqos/show:\n%s", ovsQdisc, ovsClasses, ovsShow)
 	o.exitCleanup(t, b.name)
 	tc("qdisc", "del", "dev", b.v2, "root")
 
@@ -57,6 +59,16 @@ func TestIntegrationQoSHFSC(t *testing.T) {
 	t.Logf("govswitchd: tc qdisc:\n%stc class:\n%s", govQdisc, govClasses)
 	if !strings.Contains(govQdisc, "qdisc hfsc 1: root") || !strings.Contains(govQdisc, "default 1") {
 		t.Errorf("qdiscs:\n%s", govQdisc)
+	}
+	// qos/show alike, but for the counters.
+	counters := regexp.MustCompile(`(tx_\w+): \d+`)
+	govShow := appctlAt(t, g.ctl, "qos/show", b.v2).out
+	t.Logf("govswitchd: qos/show:\n%s", govShow)
+	if c, o := counters.ReplaceAllString(govShow, "$1: N"), counters.ReplaceAllString(ovsShow, "$1: N"); c != o || !strings.Contains(c, "tx_packets: N") {
+		t.Errorf("qos/show differs:\novs-vswitchd\n%sgovswitchd\n%s", ovsShow, govShow)
+	}
+	if r := appctlAt(t, g.ctl, "qos/show", b.v1); r.out != "QoS not configured on "+b.v1+"\n" {
+		t.Errorf("qos/show %s without QoS: %q %q", b.v1, r.out, r.err)
 	}
 	if govClasses != ovsClasses {
 		t.Errorf("tc classes differ:\novs-vswitchd\n%sgovswitchd\n%s", ovsClasses, govClasses)
