@@ -72,9 +72,11 @@ func newQinQBed(t *testing.T) *qinqBed {
 }
 
 // configure builds the bridge with ovs-vsctl, with vlan-limit=0 as OVS's
-// 802.1ad tests start.
+// 802.1ad tests start, and a max-idle that keeps the datapath flows for
+// the whole test, so that both switches' megaflows can be compared however
+// slowly the bed runs.
 func (b *qinqBed) configure(vsctl func(args ...string) string) {
-	vsctl("set", "Open_vSwitch", ".", "other_config:vlan-limit=0")
+	vsctl("set", "Open_vSwitch", ".", "other_config:vlan-limit=0", "other_config:max-idle=120000")
 	vsctl("add-br", b.name)
 	settings := [][]string{
 		{"vlan_mode=dot1q-tunnel", "tag=4094", "cvlans=100,200"},
@@ -122,6 +124,9 @@ func (b *qinqBed) run(t *testing.T, vsctl func(args ...string) string, ofctl fun
 		r.loss["h1->"+to] = b.ping(t, to)
 	}
 	r.fdb = appctlAt(t, ctl, "fdb/show", b.name).out
+	for _, to := range []string{"10.2.0.2", "10.3.0.2", "10.2.0.3"} {
+		b.hosts[0].Exec("ping", "-c", "1", "-W", "1", to)
+	}
 	out, err := exec.Command("ovs-dpctl", "dump-flows", "--names", "system@ovs-system").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, out)
