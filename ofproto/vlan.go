@@ -26,6 +26,12 @@ const (
 	// VLANNativeUntagged is a trunk whose untagged frames belong to VLAN
 	// Tag; frames of VLAN Tag are sent untagged.
 	VLANNativeUntagged
+	// VLANDot1qTunnel is an 802.1ad (QinQ) customer port: every frame
+	// received gets an outer tag of VLAN Tag (the S-VLAN, TPID QinQTPID)
+	// pushed over whatever tag it has, frames of VLAN Tag leave with that
+	// outer tag popped, and only the customer VLANs in CVLANs (all when
+	// nil) are let in and out (vlan_qinq.go).
+	VLANDot1qTunnel
 )
 
 // String returns the mode as vlan_mode spells it.
@@ -37,6 +43,8 @@ func (m VLANMode) String() string {
 		return "native-tagged"
 	case VLANNativeUntagged:
 		return "native-untagged"
+	case VLANDot1qTunnel:
+		return "dot1q-tunnel"
 	}
 	return "trunk"
 }
@@ -52,8 +60,10 @@ func ParseVLANMode(s string) (VLANMode, error) {
 		return VLANNativeTagged, nil
 	case "native-untagged":
 		return VLANNativeUntagged, nil
+	case "dot1q-tunnel":
+		return VLANDot1qTunnel, nil
 	}
-	return 0, fmt.Errorf("vlan_mode %q is not one of trunk, access, native-tagged, native-untagged", s)
+	return 0, fmt.Errorf("vlan_mode %q is not one of trunk, access, native-tagged, native-untagged, dot1q-tunnel", s)
 }
 
 // VLANSet is a set of VLAN IDs 0-4095, one bit each.
@@ -78,7 +88,16 @@ type PortVLAN struct {
 	// Trunks are the VLANs a trunk or native port carries; nil means all.
 	// For the native modes the set includes Tag and excludes VLAN 0, as
 	// ofproto-dpif forces. Never modified once the port is published.
+	// A dot1q-tunnel port has none.
 	Trunks *VLANSet
+	// CVLANs are the customer VLANs a dot1q-tunnel port admits (Port
+	// cvlans); nil means all, untagged frames (VLAN 0) included. Never
+	// modified once the port is published.
+	CVLANs *VLANSet
+	// QinQTPID is the TPID of the outer tag a dot1q-tunnel port pushes:
+	// flow.EthTypeQinQ (802.1ad, the default) or flow.EthTypeVLAN
+	// (other_config:qinq-ethtype=802.1q). Zero for the other modes.
+	QinQTPID uint16
 }
 
 // NewPortVLAN builds the VLAN configuration of a port from its database
@@ -107,6 +126,12 @@ func NewPortVLAN(mode string, tag int, trunks []int) (PortVLAN, error) {
 	}
 	if v.Mode != VLANTrunk && tag > 0 {
 		v.Tag = uint16(tag)
+	}
+	if v.Mode == VLANDot1qTunnel {
+		// As ofproto-dpif's bundle_set: trunks do not apply; the tag
+		// is the S-VLAN (0 when unset).
+		v.QinQTPID = flow.EthTypeQinQ
+		return v, nil
 	}
 	if len(trunks) > 0 {
 		if v.Mode == VLANAccess {
@@ -140,10 +165,11 @@ func NewPortVLAN(mode string, tag int, trunks []int) (PortVLAN, error) {
 
 // Equal reports whether v and w configure a port alike.
 func (v *PortVLAN) Equal(w *PortVLAN) bool {
-	if v.Mode != w.Mode || v.Tag != w.Tag || (v.Trunks == nil) != (w.Trunks == nil) {
+	if v.Mode != w.Mode || v.Tag != w.Tag || v.QinQTPID != w.QinQTPID ||
+		(v.Trunks == nil) != (w.Trunks == nil) || (v.CVLANs == nil) != (w.CVLANs == nil) {
 		return false
 	}
-	return v.Trunks == nil || *v.Trunks == *w.Trunks
+	return (v.Trunks == nil || *v.Trunks == *w.Trunks) && (v.CVLANs == nil || *v.CVLANs == *w.CVLANs)
 }
 
 // String describes the configuration for logs: "access tag=10",
@@ -155,29 +181,38 @@ func (v *PortVLAN) String() string {
 		sb.WriteString(" tag=")
 		sb.WriteString(strconv.Itoa(int(v.Tag)))
 	}
-	if v.Trunks != nil {
-		sb.WriteString(" trunks=")
-		first := true
-		for vid := 0; vid < 4096; vid++ {
-			if v.Trunks.Has(uint16(vid)) {
-				if !first {
-					sb.WriteByte(',')
-				}
-				first = false
-				sb.WriteString(strconv.Itoa(vid))
-			}
-		}
+	writeSet(&sb, " trunks=", v.Trunks)
+	writeSet(&sb, " cvlans=", v.CVLANs)
+	if v.Mode == VLANDot1qTunnel && v.QinQTPID == flow.EthTypeVLAN {
+		sb.WriteString(" qinq-ethtype=802.1q")
 	}
 	return sb.String()
 }
 
-// trunks reports whether the port carries vid tagged (xbundle_trunks_vlan).
-func (v *PortVLAN) trunks(vid uint16) bool {
-	return v.Mode != VLANAccess && (v.Trunks == nil || v.Trunks.Has(vid))
+func writeSet(sb *strings.Builder, label string, s *VLANSet) {
+	if s == nil {
+		return
+	}
+	sb.WriteString(label)
+	first := true
+	for vid := 0; vid < 4096; vid++ {
+		if s.Has(uint16(vid)) {
+			if !first {
+				sb.WriteByte(',')
+			}
+			first = false
+			sb.WriteString(strconv.Itoa(vid))
+		}
+	}
 }
 
-// includes reports whether the port carries VLAN vid at all
-// (xbundle_includes_vlan).
+// trunks reports whether the port carries vid tagged (xbundle_trunks_vlan).
+func (v *PortVLAN) trunks(vid uint16) bool {
+	return v.Mode != VLANAccess && v.Mode != VLANDot1qTunnel && (v.Trunks == nil || v.Trunks.Has(vid))
+}
+
+// includes reports whether the port carries VLAN vid at all, whatever
+// inner tag the frame has (NORMAL asks includesX, which also looks at it).
 func (v *PortVLAN) includes(vid uint16) bool { return vid == v.Tag || v.trunks(vid) }
 
 // inputVLAN maps the VID of a frame received on the port (0 for untagged
@@ -187,37 +222,12 @@ func (v *PortVLAN) inputVLAN(vid uint16) (vlan uint16, ok bool) {
 	switch v.Mode {
 	case VLANAccess:
 		return v.Tag, vid == 0
+	case VLANDot1qTunnel:
+		return v.Tag, v.allowsCVLAN(vid)
 	case VLANNativeTagged, VLANNativeUntagged:
 		if vid == 0 {
 			return v.Tag, true
 		}
 	}
 	return vid, v.includes(vid)
-}
-
-// outputVID is the VID a frame of VLAN vlan leaves the port with; tagged
-// is false when it leaves with no tag at all, not even a priority tag
-// (xvlan_output_translate).
-func (v *PortVLAN) outputVID(vlan uint16) (vid uint16, tagged bool) {
-	switch v.Mode {
-	case VLANAccess:
-		return 0, false
-	case VLANNativeUntagged:
-		if vlan == v.Tag {
-			return 0, false
-		}
-	}
-	return vlan, true
-}
-
-// vlanHeader returns the 802.1Q header a frame of VLAN vid with priority pcp
-// carries out of a port: TPID 0 and TCI 0 for untagged.
-func vlanHeader(vid, pcp uint16, tpid uint16) flow.VLAN {
-	if vid == 0 && pcp == 0 {
-		return flow.VLAN{}
-	}
-	if tpid == 0 {
-		tpid = flow.EthTypeVLAN
-	}
-	return flow.VLAN{TPID: tpid, TCI: vid | pcp<<13 | flow.VLANPresent}
 }

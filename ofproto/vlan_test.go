@@ -147,7 +147,8 @@ func TestNewPortVLAN(t *testing.T) {
 		{"trunk ignores its tag", "trunk", 10, []int{1, 2}, "trunk trunks=1,2", false},
 		{"native carries its VLAN, never 0", "native-untagged", 5, []int{0, 7}, "native-untagged tag=5 trunks=5,7", false},
 		{"access with trunks", "access", 3, []int{4}, "", true},
-		{"bad mode", "dot1q-tunnel", 3, nil, "", true},
+		{"dot1q-tunnel: its tag is the S-VLAN, trunks do not apply", "dot1q-tunnel", 4094, []int{1}, "dot1q-tunnel tag=4094", false},
+		{"bad mode", "qinq", 3, nil, "", true},
 		{"bad tag", "", 4096, nil, "", true},
 		{"bad trunk", "trunk", -1, []int{5000}, "", true},
 	}

@@ -233,6 +233,10 @@ func (x *Xlator) macVersion() uint64 {
 // whether NORMAL may update the MAC table (true on the miss path). It does
 // not allocate once out.Actions has grown to its working size.
 func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
+	if vlanLimit.Load() != 0 && key.VLANs[len(key.VLANs)-1].TCI&flow.VLANPresent != 0 {
+		x.limitedTranslate(key, now, learn, out) // vlan_qinq.go
+		return
+	}
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
@@ -305,6 +309,9 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	out.TablesVersion = x.Tables.Version()
 	c := &out.ctx
 	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	if limitVLANs(&c.flow) { // the VLAN limit, as flow_extract applies it (vlan_qinq.go)
+		c.base = c.flow
+	}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
@@ -758,9 +765,17 @@ func (c *xctx) normal() {
 	if c.inPort != nil {
 		in = &c.inPort.VLAN
 	}
-	vlan, ok := in.inputVLAN(tag.TCI & flow.VLANVIDMask)
+	ix, ok := in.inputXVLAN(extractXVLAN(&c.flow)) // vlan_qinq.go
 	if !ok {
+		if c.inPort != nil {
+			in.inputRefused(c.inPort.Name, tag.TCI&flow.VLANVIDMask)
+		}
 		return // not a VLAN the input port carries
+	}
+	vlan := ix[0].vid
+	if c.ports.vlans {
+		// Access and dot1q-tunnel ports look at the inner tag too.
+		wc.VLANs[1].TCI |= flow.VLANVIDMask | flow.VLANPresent
 	}
 	if isReservedMulticast(c.flow.EthDst) && (c.x.bridge == nil || !c.x.bridge.forwardBPDU.Load()) {
 		return // STP, LACP, pause ...: for the link, not to be switched (xlate_special.go)
@@ -776,8 +791,8 @@ func (c *xctx) normal() {
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includes(vlan) && !c.mirrorOut(pt) {
-				c.normalOutput(pt, vlan, tag)
+			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includesX(&ix) && !c.mirrorOut(pt) {
+				c.normalOutput(pt, vlan, &ix)
 			}
 			return
 		}
@@ -803,11 +818,11 @@ func (c *xctx) normal() {
 			break
 		}
 		for _, pt := range c.ports.FloodOrder() {
-			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includes(vlan) ||
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includesX(&ix) ||
 				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
-			h := c.normalHeader(pt, vlan, tag)
+			h := normalHeader(pt, &ix)
 			switch {
 			case pass == 0 && h != start, pass > 0 && h == start:
 				continue
@@ -819,7 +834,7 @@ func (c *xctx) normal() {
 			case pass == 2 && h == next:
 				continue
 			}
-			c.normalOutput(pt, vlan, tag)
+			c.normalOutput(pt, vlan, &ix)
 		}
 	}
 }
@@ -838,24 +853,20 @@ func queuePriority(q uint32) (uint32, bool) {
 // controller or LOCAL with no port behind it carries any VLAN.
 var trunkAll PortVLAN
 
-// normalHeader returns the VLAN headers a frame of VLAN vlan, received
-// with outer tag in, leaves port pt with: the outer tag replaced by the
-// port's (or removed), any inner tag kept.
-func (c *xctx) normalHeader(pt *Port, vlan uint16, in flow.VLAN) [2]flow.VLAN {
-	vs := c.flow.VLANs
-	if in.TCI&flow.VLANPresent != 0 {
-		vs[0], vs[1] = vs[1], flow.VLAN{}
-	}
-	vid, ok := pt.VLAN.outputVID(vlan)
-	if h := vlanHeader(vid, in.TCI>>13&7, in.TPID); ok && h.TCI&flow.VLANPresent != 0 {
-		vs[1], vs[0] = vs[0], h
-	}
-	return vs
+// normalHeader returns the VLAN headers a frame with internal tags ix
+// leaves port pt with (vlan_qinq.go).
+func normalHeader(pt *Port, ix *xvlan) [2]flow.VLAN {
+	return pt.VLAN.outputXVLAN(*ix).headers()
 }
 
-// normalOutput outputs the frame to pt with the VLAN headers the port
-// wants, leaving the frame as it was for the next output.
-func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
+// normalOutput outputs the frame of VLAN vlan, internal tags ix, to pt
+// with the VLAN headers the port wants, leaving the frame as it was for
+// the next output.
+func (c *xctx) normalOutput(pt *Port, vlan uint16, ix *xvlan) {
+	if pt.VLAN.Mode == VLANDot1qTunnel && pt.VLAN.CVLANs != nil {
+		// As OVS's check_and_set_cvlan_mask: the whole inner TCI.
+		c.out.WC.VLANs[1].TCI = 0xffff
+	}
 	if pt.Bond != nil {
 		if pt = c.bondOutput(pt, vlan); pt == nil {
 			return
@@ -866,7 +877,7 @@ func (c *xctx) normalOutput(pt *Port, vlan uint16, in flow.VLAN) {
 		return
 	}
 	saved := c.flow.VLANs
-	c.flow.VLANs = c.normalHeader(pt, vlan, in)
+	c.flow.VLANs = normalHeader(pt, ix)
 	c.emitOutput(pt)
 	c.flow.VLANs = saved
 }

@@ -61,16 +61,17 @@ func (c *xctx) mirrorOutput(m *mirror) {
 		return
 	}
 	c.mirrored |= m.bit
-	tag := c.flow.VLANs[0]
 	if m.out != nil {
 		if !c.sameBundle(m.out) {
-			c.normalOutput(m.out, vlan, tag)
+			x := c.xvlanIn(vlan)
+			c.normalOutput(m.out, vlan, &x)
 		}
 		return
 	}
 	// Remote SPAN: flood the copy in the output VLAN, tagged as each
 	// port carries that VLAN.
 	saved := c.flow.VLANs
+	x := c.xvlanIn(m.outVLAN)
 	for _, pt := range c.ports.FloodOrder() {
 		if c.sameBundle(pt) || pt.IsPatch() || pt.Bond == nil && pt.Down || !pt.VLAN.includes(m.outVLAN) ||
 			c.ports.mirrors.outPorts[pt.OFPort] || pt.Bond != nil && c.bondFloodSkip(pt) {
@@ -82,7 +83,7 @@ func (c *xctx) mirrorOutput(m *mirror) {
 				continue
 			}
 		}
-		c.flow.VLANs = c.normalHeader(pt, m.outVLAN, tag)
+		c.flow.VLANs = normalHeader(pt, &x)
 		c.emitOutput(out)
 		c.flow.VLANs = saved
 	}

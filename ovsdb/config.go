@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,11 @@ type Global struct {
 	Revalidators int           // n-revalidator-threads
 	// Governor is govswitch-governor: nil when absent, else true or false.
 	Governor *bool
+	// VLANLimit is vlan-limit, how many VLAN headers flows see (0: as
+	// many as the datapath parses). Unlike the other fields it is never
+	// "absent": Build gives ovs-vswitchd's default, 1, for a database
+	// without it.
+	VLANLimit int
 }
 
 // BridgeConfig is one bridge as the database asks for it.
@@ -103,27 +109,25 @@ type PortConfig struct {
 
 // VLANConfig is a Port's VLAN columns as the database holds them, checked
 // by Build: Mode is "" (unset) or one of trunk, access, native-tagged,
-// native-untagged; Tag (0-4095) is set when HasTag is; Trunks are VLAN IDs
-// 0-4095, sorted, empty for all. The zero value is no VLAN setting at all:
-// a trunk of every VLAN.
+// native-untagged, dot1q-tunnel; Tag (0-4095) is set when HasTag is;
+// Trunks are VLAN IDs 0-4095, sorted, empty for all. A dot1q-tunnel port
+// also has CVLANs (cvlans: the customer VLANs it admits, sorted, empty
+// for all) and QinQEthtype (other_config:qinq-ethtype, "802.1q" or ""
+// for 802.1ad); other modes leave both empty. The zero value is no VLAN
+// setting at all: a trunk of every VLAN.
 type VLANConfig struct {
-	Mode   string
-	HasTag bool
-	Tag    int
-	Trunks []int
+	Mode        string
+	HasTag      bool
+	Tag         int
+	Trunks      []int
+	CVLANs      []int
+	QinQEthtype string
 }
 
 // Equal reports whether v and w are the same columns.
 func (v *VLANConfig) Equal(w *VLANConfig) bool {
-	if v.Mode != w.Mode || v.HasTag != w.HasTag || v.Tag != w.Tag || len(v.Trunks) != len(w.Trunks) {
-		return false
-	}
-	for i := range v.Trunks {
-		if v.Trunks[i] != w.Trunks[i] {
-			return false
-		}
-	}
-	return true
+	return v.Mode == w.Mode && v.HasTag == w.HasTag && v.Tag == w.Tag && v.QinQEthtype == w.QinQEthtype &&
+		slices.Equal(v.Trunks, w.Trunks) && slices.Equal(v.CVLANs, w.CVLANs)
 }
 
 // String describes the columns for logs: "access tag=10", "trunk
@@ -147,6 +151,16 @@ func (v VLANConfig) String() string {
 		}
 		s += " trunks=" + strings.Join(ts, ",")
 	}
+	if len(v.CVLANs) > 0 {
+		cs := make([]string, len(v.CVLANs))
+		for i, c := range v.CVLANs {
+			cs[i] = strconv.Itoa(c)
+		}
+		s += " cvlans=" + strings.Join(cs, ",")
+	}
+	if v.QinQEthtype != "" {
+		s += " qinq-ethtype=" + v.QinQEthtype
+	}
 	return s
 }
 
@@ -157,11 +171,9 @@ func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
 		v.Mode = *p.VLANMode
 	}
 	switch v.Mode {
-	case "", "trunk", "access", "native-tagged", "native-untagged":
-	case "dot1q-tunnel":
-		return v, fmt.Sprintf("port %s: vlan_mode dot1q-tunnel (802.1ad/QinQ) is not supported by govswitchd", p.Name), ""
+	case "", "trunk", "access", "native-tagged", "native-untagged", "dot1q-tunnel":
 	default:
-		return v, fmt.Sprintf("port %s: vlan_mode %q is not one of trunk, access, native-tagged, native-untagged", p.Name, v.Mode), ""
+		return v, fmt.Sprintf("port %s: vlan_mode %q is not one of trunk, access, native-tagged, native-untagged, dot1q-tunnel", p.Name, v.Mode), ""
 	}
 	if p.Tag != nil {
 		if *p.Tag < 0 || *p.Tag > 4095 {
@@ -173,6 +185,21 @@ func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
 		if t < 0 || t > 4095 {
 			return v, fmt.Sprintf("port %s: trunk %d is not a VLAN ID (0 to 4095)", p.Name, t), ""
 		}
+	}
+	if v.Mode == "dot1q-tunnel" {
+		// Only a dot1q-tunnel port reads cvlans and qinq-ethtype, and
+		// it has no trunks (ofproto-dpif's bundle_set).
+		for _, c := range p.CVLANs {
+			if c < 0 || c > 4095 {
+				return v, fmt.Sprintf("port %s: cvlan %d is not a VLAN ID (0 to 4095)", p.Name, c), ""
+			}
+		}
+		v.CVLANs = append([]int(nil), p.CVLANs...)
+		sort.Ints(v.CVLANs)
+		if p.OtherConfig["qinq-ethtype"] == "802.1q" {
+			v.QinQEthtype = "802.1q"
+		}
+		return v, "", ""
 	}
 	if len(p.Trunks) > 0 && (v.Mode == "access" || v.Mode == "" && v.HasTag) {
 		// As ovs-vswitchd: the port runs as an access port, and the log
@@ -454,11 +481,16 @@ func parseGlobal(oc map[string]string, problems *[]string) Global {
 	}
 	g.Handlers = parseInt(oc, "n-handler-threads", 1, 1024, "Open_vSwitch", problems)
 	g.Revalidators = parseInt(oc, "n-revalidator-threads", 1, 1024, "Open_vSwitch", problems)
-	// govswitchd matches two VLAN headers, the kernel datapath's limit:
-	// vlan-limit 0 (no further limit) or 2. A lower limit, which changes
-	// what OpenFlow matches see of a double-tagged frame, is not honoured.
-	if v, ok := oc["vlan-limit"]; ok && v != "0" && v != "2" {
-		*problems = append(*problems, fmt.Sprintf("Open_vSwitch other_config:vlan-limit=%q is not supported by govswitchd: it matches 2 VLAN headers, as vlan-limit=2 or 0; ignored", v))
+	// vlan-limit, with ovs-vswitchd's default when absent or not a
+	// number (LEGACY_MAX_VLAN_HEADERS, 1: controllers written before OVS
+	// 2.8 see one tag); 0 lifts it to the datapath's two.
+	g.VLANLimit = 1
+	if v, ok := oc["vlan-limit"]; ok {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			*problems = append(*problems, fmt.Sprintf("Open_vSwitch other_config:vlan-limit=%q: want a number from 0 up; 1 applies", v))
+		} else {
+			g.VLANLimit = n
+		}
 	}
 	if v, ok := oc["govswitch-governor"]; ok {
 		switch v {

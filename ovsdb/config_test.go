@@ -225,17 +225,44 @@ func TestBuild(t *testing.T) {
 			problem: `datapath_type "netdev" is not supported`,
 		},
 		{
-			name: "dot1q-tunnel refused",
+			name: "dot1q-tunnel with cvlans and qinq-ethtype",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"eth1": {iface("eth1", "")}, "eth2": {iface("eth2", "")}})
+				mode := "dot1q-tunnel"
+				for _, p := range []string{"p-eth1", "p-eth2"} {
+					r.Ports[p].VLANMode = &mode
+					r.Ports[p].Tag = ptr(10)
+					r.Ports[p].Trunks = []int{5}
+					r.Ports[p].CVLANs = []int{200, 100}
+				}
+				r.Ports["p-eth2"].OtherConfig = map[string]string{"qinq-ethtype": "802.1q"}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				ps := d.Bridges[0].Ports
+				want := VLANConfig{Mode: "dot1q-tunnel", HasTag: true, Tag: 10, CVLANs: []int{100, 200}}
+				if ps[0].Err != "" || !ps[0].VLAN.Equal(&want) {
+					t.Errorf("eth1: Err %q VLAN %+v, want %+v", ps[0].Err, ps[0].VLAN, want)
+				}
+				want.QinQEthtype = "802.1q"
+				if ps[1].Err != "" || !ps[1].VLAN.Equal(&want) || ps[1].VLAN.String() != "dot1q-tunnel tag=10 cvlans=100,200 qinq-ethtype=802.1q" {
+					t.Errorf("eth2: Err %q VLAN %s, want %s", ps[1].Err, ps[1].VLAN, want)
+				}
+			},
+		},
+		{
+			name: "a cvlan out of range",
 			rows: func() *Rows {
 				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
 					map[string][]*Interface{"eth1": {iface("eth1", "")}})
 				mode := "dot1q-tunnel"
 				r.Ports["p-eth1"].VLANMode = &mode
-				r.Ports["p-eth1"].Tag = ptr(10)
+				r.Ports["p-eth1"].CVLANs = []int{4096}
 				return r
 			},
 			check: func(t *testing.T, d Desired) {
-				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "dot1q-tunnel (802.1ad/QinQ) is not supported") {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, "cvlan 4096 is not a VLAN ID") {
 					t.Errorf("Err %q", e)
 				}
 			},
@@ -297,7 +324,7 @@ func TestBuild(t *testing.T) {
 			},
 			check: func(t *testing.T, d Desired) {
 				f := false
-				if want := (Global{FlowLimit: 5000, MaxIdle: 1500 * time.Millisecond, Handlers: 4, Governor: &f}); !reflect.DeepEqual(d.Global, want) {
+				if want := (Global{FlowLimit: 5000, MaxIdle: 1500 * time.Millisecond, Handlers: 4, Governor: &f, VLANLimit: 1}); !reflect.DeepEqual(d.Global, want) {
 					t.Errorf("global %+v, want %+v", d.Global, want)
 				}
 				b := d.Bridges[0]
@@ -326,25 +353,40 @@ func TestBuild(t *testing.T) {
 			problem: `mac-aging-time="soon"`,
 		},
 		{
-			name: "vlan-limit below the datapath's is refused",
+			name: "vlan-limit absent is ovs-vswitchd's default, 1",
 			rows: func() *Rows {
-				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "1"}},
-					&Bridge{UUID: "b0", Name: "br0"}, nil)
+				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"}, nil)
 			},
-			check:   func(t *testing.T, d Desired) {},
-			problem: `vlan-limit="1" is not supported by govswitchd`,
+			check: func(t *testing.T, d Desired) {
+				if d.Global.VLANLimit != 1 || len(d.Problems) != 0 {
+					t.Errorf("vlan-limit %d, problems %q", d.Global.VLANLimit, d.Problems)
+				}
+			},
 		},
 		{
-			name: "vlan-limit 2 is what govswitchd does",
+			name: "vlan-limit 0 lifts the limit",
 			rows: func() *Rows {
-				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "2"}},
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "0"}},
 					&Bridge{UUID: "b0", Name: "br0"}, nil)
 			},
 			check: func(t *testing.T, d Desired) {
-				if len(d.Problems) != 0 {
-					t.Errorf("problems %q", d.Problems)
+				if d.Global.VLANLimit != 0 || len(d.Problems) != 0 {
+					t.Errorf("vlan-limit %d, problems %q", d.Global.VLANLimit, d.Problems)
 				}
 			},
+		},
+		{
+			name: "vlan-limit not a number",
+			rows: func() *Rows {
+				return rowsOf(&OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"vlan-limit": "two"}},
+					&Bridge{UUID: "b0", Name: "br0"}, nil)
+			},
+			check: func(t *testing.T, d Desired) {
+				if d.Global.VLANLimit != 1 {
+					t.Errorf("vlan-limit %d, want the default 1", d.Global.VLANLimit)
+				}
+			},
+			problem: `vlan-limit="two": want a number from 0 up; 1 applies`,
 		},
 		{
 			name: "every protocol of OVS's _ADD_BR",

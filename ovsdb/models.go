@@ -68,10 +68,12 @@ type Port struct {
 	Name        string            `ovsdb:"name"`
 	Interfaces  []string          `ovsdb:"interfaces"` // Interface UUIDs
 	OtherConfig map[string]string `ovsdb:"other_config"`
-	// VLAN settings: tag, trunks and vlan_mode (dot1q-tunnel is refused).
+	// VLAN settings: tag, trunks, vlan_mode, and a dot1q-tunnel port's
+	// cvlans (its other_config:qinq-ethtype is in OtherConfig).
 	Tag      *int    `ovsdb:"tag"`
 	Trunks   []int   `ovsdb:"trunks"`
 	VLANMode *string `ovsdb:"vlan_mode"`
+	CVLANs   []int   `ovsdb:"cvlans"`
 	// QoS is the port's QoS row (egress queues), if any.
 	QoS *string `ovsdb:"qos"`
 	// Bond settings, for a Port with several Interfaces (bond.go).

@@ -7,17 +7,18 @@ import (
 	"strconv"
 )
 
-// QoSConfig is a port's QoS row as govswitchd applies it: a linux-htb
-// queueing discipline with a root rate and queues (OVS's other_config
-// keys, rates in bit/s, burst in bits). A zero MaxRate means the device's
-// own speed. Type other than linux-htb is refused when Build reads it.
+// QoSConfig is a port's QoS row as govswitchd applies it: a linux-htb or
+// linux-hfsc queueing discipline with a root rate and queues (OVS's
+// other_config keys, rates in bit/s, burst in bits; hfsc, as OVS's, reads
+// only the rates). A zero MaxRate means the device's own speed. Other
+// types are refused when Build reads them.
 type QoSConfig struct {
 	Type    string
 	MaxRate uint64
 	Queues  map[uint32]QueueConfig
 }
 
-// QueueConfig is one Queue row of a linux-htb QoS.
+// QueueConfig is one Queue row of a linux-htb or linux-hfsc QoS.
 type QueueConfig struct {
 	MinRate, MaxRate, Burst uint64 // 0: unset
 	Priority                uint32
@@ -29,8 +30,9 @@ func (q QoSConfig) Equal(o QoSConfig) bool {
 }
 
 // buildQoS reads the QoS rows of the ports that have one, by interface
-// name. QoS types other than linux-htb are refused, as are queue ids
-// beyond HTB's (0-0xfffe), with a Problem; the port keeps no QoS then.
+// name. QoS types other than linux-htb and linux-hfsc are refused, as are
+// queue ids beyond their classes' (0-0xfffd), with a Problem; the port
+// keeps no QoS then.
 func buildQoS(r *Rows, problems *[]string) map[string]QoSConfig {
 	var out map[string]QoSConfig
 	for _, pu := range slices.Sorted(maps.Keys(r.Ports)) {
@@ -43,8 +45,8 @@ func buildQoS(r *Rows, problems *[]string) map[string]QoSConfig {
 			*problems = append(*problems, fmt.Sprintf("port %s refers to missing QoS row %s", p.Name, *p.QoS))
 			continue
 		}
-		if q.Type != "linux-htb" {
-			*problems = append(*problems, fmt.Sprintf("port %s: QoS type %q is not supported by govswitchd (linux-htb is)", p.Name, q.Type))
+		if q.Type != "linux-htb" && q.Type != "linux-hfsc" {
+			*problems = append(*problems, fmt.Sprintf("port %s: QoS type %q is not supported by govswitchd (linux-htb and linux-hfsc are)", p.Name, q.Type))
 			continue
 		}
 		cfg := QoSConfig{Type: q.Type, MaxRate: parseU64(q.OtherConfig, "max-rate", p.Name, problems), Queues: map[uint32]QueueConfig{}}
@@ -57,7 +59,7 @@ func buildQoS(r *Rows, problems *[]string) map[string]QoSConfig {
 				continue
 			}
 			if id < 0 || id >= 0xfffe {
-				*problems = append(*problems, fmt.Sprintf("port %s: QoS queue %d is beyond linux-htb's 0-65533", p.Name, id))
+				*problems = append(*problems, fmt.Sprintf("port %s: QoS queue %d is beyond %s's 0-65533", p.Name, id, q.Type))
 				ok = false
 				continue
 			}

@@ -37,6 +37,7 @@ type Daemon struct {
 	vlog     *vlog.Log    // levels and destinations, vlog/set
 	log      *slog.Logger // module "bridge"
 	provider datapath.Provider
+	qos      qosState // the applied QoS, for qos/show (appctl_qos.go)
 
 	// OnReady, if set, is called once the daemon is serving: pidfile
 	// written, control socket listening and, from a database, the first
@@ -94,6 +95,7 @@ func New(cfg Config, provider datapath.Provider, logOut io.Writer) (*Daemon, err
 		cfg: cfg, provider: provider, vlog: vl, log: vl.Logger("bridge"),
 		byName: map[string]*ofproto.Bridge{}, conns: map[string]*ofproto.ConnManager{}, exit: make(chan struct{}),
 	}
+	ofproto.SetXlateLog(vl.Logger("ofproto_dpif_xlate")) // NORMAL's dropped-VLAN warnings
 	return d, nil
 }
 

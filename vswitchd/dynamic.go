@@ -309,7 +309,11 @@ func portVLAN(c *ovsdb.VLANConfig) (ofproto.PortVLAN, error) {
 	if c.HasTag {
 		tag = c.Tag
 	}
-	return ofproto.NewPortVLAN(c.Mode, tag, c.Trunks)
+	v, err := ofproto.NewPortVLAN(c.Mode, tag, c.Trunks)
+	if err == nil {
+		err = v.SetTunnel(c.CVLANs, c.QinQEthtype) // dot1q-tunnel only
+	}
+	return v, err
 }
 
 func portByName(b *ofproto.Bridge, name string) *ofproto.Port {
@@ -401,6 +405,14 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	if g.FlowLimit > 0 && g.FlowLimit != old.FlowLimit {
 		for _, b := range s.d.Bridges() {
 			b.Udpif.SetFlowLimit(g.FlowLimit)
+		}
+	}
+	if g.VLANLimit != old.VLANLimit {
+		// Every translation sees the new number of tags: re-translate
+		// the datapath's flows now.
+		ofproto.SetVLANLimit(g.VLANLimit)
+		for _, b := range s.d.Bridges() {
+			s.invalidate(b)
 		}
 	}
 	if len(s.d.Bridges()) > 0 && (g.Handlers != old.Handlers || g.MaxIdle != old.MaxIdle ||

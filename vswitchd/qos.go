@@ -81,12 +81,13 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 	if s.qos == nil {
 		s.qos = map[string]ovsdb.QoSConfig{}
 	}
+	defer func() { s.d.qos.set(s.qos) }() // for qos/show
 	return applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
-		what:  "QoS linux-htb",
+		what:  "QoS",
 		equal: ovsdb.QoSConfig.Equal,
-		set:   setupHTB,
+		set:   setupQoS, // linux-htb or linux-hfsc (qos_hfsc.go)
 		del:   delRootQdisc,
-		attrs: func(c ovsdb.QoSConfig) []any { return []any{"queues", len(c.Queues)} },
+		attrs: func(c ovsdb.QoSConfig) []any { return []any{"type", c.Type, "queues", len(c.Queues)} },
 	})
 }
 

@@ -47,68 +47,7 @@ func TestIntegrationQoSHTB(t *testing.T) {
 		t.Fatalf("lost %d of 3 pings before QoS", loss)
 	}
 
-	// rate sends TCP from h1 to h2 (out of the bridge through v2) for
-	// 4.5 seconds and returns the goodput h2 saw from 1.5 s to 3.5 s
-	// after the first byte, in bit/s: past the htb's burst (3 Mbit, a
-	// second at the ceiling) and before the socket buffers drain.
-	rateBetween := func(from, to *testbed.Netns, addr string) float64 {
-		t.Helper()
-		var ln net.Listener
-		if err := to.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		got := make(chan float64, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- 0
-				return
-			}
-			defer c.Close()
-			buf := make([]byte, 64<<10)
-			var first, t1 time.Time
-			var total, at1 int64
-			c.SetReadDeadline(time.Now().Add(20 * time.Second))
-			for {
-				n, err := c.Read(buf)
-				now := time.Now()
-				if first.IsZero() && n > 0 {
-					first = now
-				}
-				el := now.Sub(first)
-				if err != nil || el >= 3500*time.Millisecond {
-					// The window: from 1.5 s (or the first byte, if the
-					// transfer ended sooner) to now.
-					if t1.IsZero() {
-						t1, at1 = first, 0
-					}
-					if w := now.Sub(t1); w > 500*time.Millisecond {
-						got <- float64(total-at1) * 8 / w.Seconds()
-					} else {
-						got <- 0
-					}
-					return
-				}
-				if el >= 1500*time.Millisecond && t1.IsZero() {
-					t1, at1 = now, total
-				}
-				total += int64(n)
-			}
-		}()
-		var c net.Conn
-		if err := from.Do(func() (err error) { c, err = net.DialTimeout("tcp", addr, 3*time.Second); return }); err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		buf := make([]byte, 64<<10)
-		for start := time.Now(); time.Since(start) < 4500*time.Millisecond; {
-			c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
-			c.Write(buf)
-		}
-		return <-got
-	}
-	rate := func() float64 { return rateBetween(b.h1, b.h2, "10.0.0.2:7300") }
+	rate := func() float64 { return tcpRate(t, b.h1, b.h2, "10.0.0.2:7300") }
 	free := rate()
 
 	tc("qdisc", "add", "dev", b.v2, "root", "noqueue")
@@ -156,10 +95,10 @@ func TestIntegrationQoSHTB(t *testing.T) {
 	b.ofctl(t, "del-flows", "tcp")
 
 	// A type govswitchd does not run is refused, and the port keeps none.
-	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-hfsc")
-	t.Logf("linux-hfsc: %s", out)
+	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-sfq")
+	t.Logf("linux-sfq: %s", out)
 	if q := tc("qdisc", "show", "dev", b.v1); strings.Contains(q, "htb") {
-		t.Errorf("%s keeps htb under a refused linux-hfsc QoS:\n%s", b.v1, q)
+		t.Errorf("%s keeps htb under a refused linux-sfq QoS:\n%s", b.v1, q)
 	}
 	must("clear", "port", b.v2, "qos")
 	if q := tc("qdisc", "show", "dev", b.v2); strings.Contains(q, "htb") {
@@ -176,7 +115,7 @@ func TestIntegrationQoSHTB(t *testing.T) {
 		!strings.Contains(f, "rate 2Mbit") {
 		t.Errorf("%s ingress filters:\n%s", b.v2, f)
 	}
-	policed := rateBetween(b.h2, b.h1, "10.0.0.1:7301")
+	policed := tcpRate(t, b.h2, b.h1, "10.0.0.1:7301")
 	t.Logf("TCP into the bridge through %s policed at 2000 kbit/s: %.2f Mbit/s", b.v2, policed/1e6)
 	if policed > 2.4e6 || policed < 0.1e6 {
 		t.Errorf("TCP through a 2 Mbit/s policer at %.2f Mbit/s", policed/1e6)
@@ -188,4 +127,66 @@ func TestIntegrationQoSHTB(t *testing.T) {
 	if loss := b.ping(t, 3); loss != 0 {
 		t.Errorf("lost %d of 3 pings after policing", loss)
 	}
+}
+
+// tcpRate sends TCP from one host to a listener at addr on another for
+// 4.5 seconds and returns the goodput the listener saw from 1.5 s to 3.5 s
+// after the first byte, in bit/s: past a shaper's burst (3 Mbit, a second
+// at 3 Mbit/s) and before the socket buffers drain.
+func tcpRate(t *testing.T, from, to *testbed.Netns, addr string) float64 {
+	t.Helper()
+	var ln net.Listener
+	if err := to.Do(func() (err error) { ln, err = net.Listen("tcp", addr); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan float64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- 0
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		var first, t1 time.Time
+		var total, at1 int64
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		for {
+			n, err := c.Read(buf)
+			now := time.Now()
+			if first.IsZero() && n > 0 {
+				first = now
+			}
+			el := now.Sub(first)
+			if err != nil || el >= 3500*time.Millisecond {
+				// The window: from 1.5 s (or the first byte, if the
+				// transfer ended sooner) to now.
+				if t1.IsZero() {
+					t1, at1 = first, 0
+				}
+				if w := now.Sub(t1); w > 500*time.Millisecond {
+					got <- float64(total-at1) * 8 / w.Seconds()
+				} else {
+					got <- 0
+				}
+				return
+			}
+			if el >= 1500*time.Millisecond && t1.IsZero() {
+				t1, at1 = now, total
+			}
+			total += int64(n)
+		}
+	}()
+	var c net.Conn
+	if err := from.Do(func() (err error) { c, err = net.DialTimeout("tcp", addr, 3*time.Second); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 64<<10)
+	for start := time.Now(); time.Since(start) < 4500*time.Millisecond; {
+		c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+		c.Write(buf)
+	}
+	return <-got
 }
