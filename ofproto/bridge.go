@@ -221,6 +221,7 @@ func (b *Bridge) Start() {
 // kernel.
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
+	b.stopSTP()
 	b.stopSFlow()
 	b.stopNetFlow()
 	if b.Backer.private {

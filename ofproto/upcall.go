@@ -485,6 +485,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				u.sflowUpcall(up) // xlate_sample.go
 				continue
 			}
+			if isSTPCookie(up.Userdata) {
+				u.stpUpcall(up) // xlate_stp.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}

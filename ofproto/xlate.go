@@ -101,6 +101,8 @@ type Xlator struct {
 	// netflow its NetFlow (netflow_bridge.go).
 	sflow   atomic.Pointer[sflowState]
 	netflow atomic.Pointer[netflowState]
+	// stp is the bridge's spanning tree, nil without (stp_bridge.go).
+	stp atomic.Pointer[stpBridge]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -243,14 +245,21 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	c.flow.InPort = c.inPort.OFPort
 	sflowAt := -1
 	if key.RecircID == 0 {
-		if c.inPort.NoRecv {
-			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+		if x.stp.Load() != nil && c.stpSpecial() {
+			return // a BPDU, for the spanning tree (xlate_stp.go)
+		}
+		if c.inPort.NoRecv || !stpReceives(c.inPort) {
+			return // OFPPC_NO_RECV or STP: dropped before the tables, as OVS's may_receive
 		}
 		if c.ports.mirrors != nil {
 			c.mirrorIngress() // xlate_mirror.go
 		}
 		sflowAt = c.sflowBegin()
+		n := len(out.Actions)
 		c.pipeline(0)
+		if !stpForwards(c.inPort) {
+			out.Actions, c.exit = out.Actions[:n], true // learning: NORMAL learned, nothing leaves
+		}
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
 	}
@@ -658,7 +667,7 @@ func (c *xctx) output(p uint32, maxLen uint16) {
 
 // emitOutput commits pending header changes and outputs to pt.
 func (c *xctx) emitOutput(pt *Port) {
-	if pt == nil || pt.Down || pt.NoFwd {
+	if pt == nil || pt.Down || pt.NoFwd || !c.stpOutput(pt) {
 		return
 	}
 	if pt.IsPatch() {

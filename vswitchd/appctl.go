@@ -23,6 +23,7 @@ func (d *Daemon) registerCommands() {
 	s.Register("exit", "[--cleanup]", 0, 1, d.exitCmd)
 	d.registerMoreCommands()
 	d.registerBondCommands() // appctl_bond.go
+	d.registerSTPCommands()  // appctl_stp.go
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [--names | --no-names] [DP]", 0, 4, d.dpctlDumpFlows)
