@@ -56,10 +56,10 @@ type STPStatus struct {
 // STPPortStatus is what ovs-vswitchd writes to Port status and
 // statistics.
 type STPPortStatus struct {
-	PortID     uint16
-	State      stp.State
-	Role       stp.Role
-	SecInState int
+	PortID         uint16
+	State          stp.State
+	Role           stp.Role
+	SecInState     int
 	TX, RX, Errors int
 }
 

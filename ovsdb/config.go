@@ -360,7 +360,7 @@ func Build(r *Rows) Desired {
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
 		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
-		bc.Mirrors = buildMirrors(br, r, &d.Problems) // mirror.go
+		bc.Mirrors = buildMirrors(br, r, &d.Problems)     // mirror.go
 		bc.STP = buildSTP(br, r, bc.Mirrors, &d.Problems) // stp.go
 		d.Bridges = append(d.Bridges, bc)
 	}
