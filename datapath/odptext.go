@@ -72,7 +72,9 @@ func formatAction(sb *strings.Builder, a *Action) {
 	case ActionUserspace:
 		u := &a.Userspace
 		fmt.Fprintf(sb, "userspace(pid=%d", u.PID)
-		if u.Userdata != nil {
+		if sp, ok := slowPathText(u.Userdata); ok {
+			sb.WriteString(sp) // odp_slowpath.go
+		} else if u.Userdata != nil {
 			fmt.Fprintf(sb, ",userdata(%x)", u.Userdata)
 		}
 		if u.WithActions {

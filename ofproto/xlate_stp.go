@@ -20,13 +20,14 @@ import (
 //	[0:2]   type 2 (USER_ACTION_COOKIE_SLOW_PATH)
 //	[2:4]   OpenFlow in_port: 0xffff (none)
 //	[4:20]  ofproto UUID (zero)
-//	[20:24] unused
-//	[24:28] reason: 1<<3 (SLOW_STP)
-//	[28:48] zero
+//	[20:24] padding: the union after the UUID is 8-aligned
+//	[24:28] unused
+//	[28:32] reason: 1<<3 (SLOW_STP)
+//	[32:48] zero
 var stpCookie = func() (c [48]byte) {
 	binary.LittleEndian.PutUint16(c[0:], 2)
 	binary.LittleEndian.PutUint16(c[2:], 0xffff)
-	binary.LittleEndian.PutUint32(c[24:], slowSTP)
+	binary.LittleEndian.PutUint32(c[28:], slowSTP)
 	return c
 }()
 
@@ -34,7 +35,7 @@ const slowSTP = 1 << 3
 
 // isSTPCookie reports whether userdata is stpCookie.
 func isSTPCookie(ud []byte) bool {
-	return len(ud) == len(stpCookie) && binary.LittleEndian.Uint16(ud) == 2 && binary.LittleEndian.Uint32(ud[24:]) == slowSTP
+	return len(ud) == len(stpCookie) && binary.LittleEndian.Uint16(ud) == 2 && binary.LittleEndian.Uint32(ud[28:]) == slowSTP
 }
 
 // stpSpecial handles a packet received on a bridge with a spanning tree
