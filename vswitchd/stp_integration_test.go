@@ -87,6 +87,10 @@ type stpRun struct {
 	frames uint64            // frames on the loop's links while h1 pings h2
 	loss   int
 	bpdu   []string // the datapath's BPDU flows, pid and statistics cut
+	// failShow is B's stp/show after the root link lost its carrier and
+	// the tree settled again; failLoss the pings lost then.
+	failShow string
+	failLoss int
 }
 
 var stpTable = regexp.MustCompile(`(?m)^  (\S+)\s+(root|designated|alternate|disabled)\s+(\S+)\s+(\d+)\s+(\d+\.\d+)$`)
@@ -190,6 +194,36 @@ func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) s
 	return r
 }
 
+// failover takes the root link's carrier away (a1 down, so b1 has none)
+// and waits until B's alternate port b2 is its forwarding root port; then
+// h1 pings h2 again. The link comes back up at the end.
+func (s *stpBed) failover(t *testing.T, who, ctl string, r *stpRun) {
+	t.Helper()
+	setLink := func(state string) {
+		if out, err := exec.Command("ip", "link", "set", s.links[0], state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set %s %s: %v\n%s", s.links[0], state, err, out)
+		}
+	}
+	setLink("down")
+	defer setLink("up")
+	root := regexp.MustCompile(`(?m)^  ` + s.links[3] + `\s+root\s+forwarding\s`)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		r.failShow = appctlAt(t, ctl, "stp/show", s.b).out
+		if root.MatchString(r.failShow) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: %s did not take over as root port within 30 s of %s losing carrier:\n%s", who, s.links[3], s.links[1], r.failShow)
+			return
+		}
+	}
+	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
+	r.failLoss = parseLoss(t, out)
+	if r.failLoss != 0 {
+		t.Errorf("%s: after failover h1->h2 lost %d of 3 pings", who, r.failLoss)
+	}
+}
+
 // parseOVSMap parses ovs-vsctl's {k=v, k="v"} into pairs.
 func parseOVSMap(s string) [][2]string {
 	s = strings.Trim(strings.TrimSpace(s), "{}")
@@ -256,6 +290,7 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	ovsctl := func(args ...string) string { t.Helper(); return strings.TrimSpace(o.must(t, "ovs-vsctl", args...)) }
 	s.configure(ovsctl)
 	ovs := s.run(t, "ovs-vswitchd", o.ctl, ovsctl)
+	s.failover(t, "ovs-vswitchd", o.ctl, &ovs)
 	t.Logf("ovs-vswitchd: %d frames, %d lost; stp/show:\n%s%s", ovs.frames, ovs.loss, ovs.show[s.a], ovs.show[s.b])
 	o.exitCleanup(t, s.a)
 	for deadline := time.Now().Add(5 * time.Second); linkExists(s.b) && time.Now().Before(deadline); {
@@ -266,6 +301,7 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	vsctl := func(args ...string) string { t.Helper(); return g.vsctl(t, args...) }
 	s.configure(vsctl)
 	gov := s.run(t, "govswitchd", g.ctl, vsctl)
+	s.failover(t, "govswitchd", g.ctl, &gov)
 	t.Logf("govswitchd: %d frames, %d lost; stp/show:\n%s%s", gov.frames, gov.loss, gov.show[s.a], gov.show[s.b])
 
 	s.check(t, "ovs-vswitchd", ovs)
@@ -282,6 +318,9 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("status columns:\novs-vswitchd %v\ngovswitchd   %v", ovs.status, gov.status)
+	}
+	if gov.failShow != ovs.failShow {
+		t.Errorf("stp/show %s after failover differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", s.b, ovs.failShow, gov.failShow)
 	}
 	t.Logf("BPDU flows:\novs-vswitchd %q\ngovswitchd   %q", ovs.bpdu, gov.bpdu)
 	if strings.Join(gov.bpdu, "\n") != strings.Join(ovs.bpdu, "\n") {
