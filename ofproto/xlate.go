@@ -258,7 +258,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		n := len(out.Actions)
 		c.pipeline(0)
 		if !stpForwards(c.inPort) {
-			out.Actions, c.exit = out.Actions[:n], true // learning: NORMAL learned, nothing leaves
+			out.Actions, out.Controller, c.exit = out.Actions[:n], false, true // learning: NORMAL learned, nothing leaves
 		}
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return

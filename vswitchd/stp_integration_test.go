@@ -220,7 +220,10 @@ func (s *stpBed) failover(t *testing.T, who, ctl string, r *stpRun) {
 	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
 	r.failLoss = parseLoss(t, out)
 	if r.failLoss != 0 {
-		t.Errorf("%s: after failover h1->h2 lost %d of 3 pings", who, r.failLoss)
+		dump, _ := exec.Command("ovs-dpctl", "dump-flows", "--names", "system@ovs-system").CombinedOutput()
+		t.Errorf("%s: after failover h1->h2 lost %d of 3 pings:\n%s\nfdb/show %s:\n%s\nfdb/show %s:\n%s\nstp/show:\n%s%s\ndatapath flows:\n%s",
+			who, r.failLoss, out, s.a, appctlAt(t, ctl, "fdb/show", s.a).out, s.b, appctlAt(t, ctl, "fdb/show", s.b).out,
+			appctlAt(t, ctl, "stp/show", s.a).out, r.failShow, dump)
 	}
 }
 
