@@ -106,13 +106,13 @@ func (b *Bridge) SetSTP(cfg *STPConfig, log *slog.Logger) error {
 	started := false
 	if sb == nil {
 		sb = &stpBridge{b: b, stop: make(chan struct{}), done: make(chan struct{}), last: time.Now(), log: log}
-		sb.st = stp.New(b.Name, stp.ID(b.DatapathID&(1<<48-1)), sb.send)
+		sb.st = stp.New(b.Name, stp.ID(b.DatapathID()&(1<<48-1)), sb.send)
 		started = true
 	}
 	sb.mu.Lock()
 	id := cfg.SystemID & (1<<48 - 1)
 	if id == 0 {
-		id = b.DatapathID & (1<<48 - 1)
+		id = b.DatapathID() & (1<<48 - 1)
 	}
 	sb.st.SetID(stp.ID(uint64(cfg.Priority)<<48 | id))
 	sb.st.SetTimes(int(cfg.HelloTime.Milliseconds()), int(cfg.MaxAge.Milliseconds()), int(cfg.ForwardDelay.Milliseconds()))

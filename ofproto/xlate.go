@@ -739,6 +739,9 @@ func (c *xctx) normal() {
 	if !ok {
 		return // not a VLAN the input port carries
 	}
+	if isReservedMulticast(c.flow.EthDst) && (c.x.bridge == nil || !c.x.bridge.forwardBPDU.Load()) {
+		return // STP, LACP, pause ...: for the link, not to be switched (xlate_special.go)
+	}
 	if c.inPort != nil && (c.inPort.Bond != nil && !c.bondAdmit(vlan) || c.mirrorOut(c.inPort)) {
 		return // xlate_bond.go, xlate_mirror.go
 	}

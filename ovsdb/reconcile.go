@@ -54,6 +54,24 @@ type Switch interface {
 	// SetPolicing gives the interfaces (by name) their ingress policing,
 	// replacing the last set, as SetQoS.
 	SetPolicing(p map[string]Policing) map[string]error
+	// SetBridgeRuntime applies the bridge settings that take effect
+	// without rebuilding it: its address, datapath id and the like.
+	SetBridgeRuntime(bridge string, rt BridgeRuntime) error
+}
+
+// BridgeRuntime is what a running bridge takes from its row at every
+// reconfiguration, without being rebuilt.
+type BridgeRuntime struct {
+	// MAC is the Ethernet address of the bridge's own port and
+	// DatapathID its OpenFlow datapath id (bridgeaddr.go).
+	MAC        net.HardwareAddr
+	DatapathID uint64
+	// ForwardBPDU is other_config:forward-bpdu: NORMAL forwards frames
+	// to IEEE's reserved multicast addresses instead of dropping them.
+	ForwardBPDU bool
+	// DPDesc and SerialNum are other_config dp-desc and dp-sn, for
+	// OpenFlow's switch description ("" for the default).
+	DPDesc, SerialNum string
 }
 
 // PortState is a running port as the switch reports it.
@@ -210,11 +228,12 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 			}
 			continue
 		}
-		if id, err := r.sw.DatapathID(bc.Name); err == nil {
-			dpids[bc.UUID] = id
-		}
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
+		}
+		r.applyBridgeRuntime(bc)
+		if id, err := r.sw.DatapathID(bc.Name); err == nil {
+			dpids[bc.UUID] = id
 		}
 		if a := r.running[bc.Name]; a != nil {
 			r.applySFlow(a, bc)
@@ -222,6 +241,21 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 		}
 	}
 	return ifaces, dpids
+}
+
+// applyBridgeRuntime picks the bridge's address and datapath id from its
+// configuration and its ports as they now are, and applies them with the
+// other settings a running bridge takes.
+func (r *Reconciler) applyBridgeRuntime(bc *BridgeConfig) {
+	ports, err := r.sw.Ports(bc.Name)
+	if err != nil {
+		return
+	}
+	rt := bc.Runtime
+	rt.MAC, rt.DatapathID = pickBridgeAddress(bc, ports)
+	if err := r.sw.SetBridgeRuntime(bc.Name, rt); err != nil {
+		r.problemf(slog.LevelError, "bridge %s: failed to set bridge Ethernet address: %v", bc.Name, err)
+	}
 }
 
 // lastApplied is one kind of per-interface setting as last applied

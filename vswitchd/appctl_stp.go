@@ -2,7 +2,9 @@ package vswitchd
 
 import (
 	"errors"
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +22,7 @@ import (
 // bridge starts without one).
 type stpApplied struct {
 	b   *ofproto.Bridge
-	cfg *ovsdb.STPConfig
+	cfg ofproto.STPConfig
 }
 
 // SetSTP gives the bridge its spanning tree, or stops it (nil), when that
@@ -29,9 +31,6 @@ func (s *ovsdbSwitch) SetSTP(bridge string, cfg *ovsdb.STPConfig) error {
 	b := s.d.Bridge(bridge)
 	if b == nil {
 		return errors.New("bridge not running")
-	}
-	if a, ok := s.stp[bridge]; ok && a.b == b && a.cfg.Equal(cfg) {
-		return nil
 	}
 	if s.stp == nil {
 		s.stp = map[string]stpApplied{}
@@ -43,8 +42,17 @@ func (s *ovsdbSwitch) SetSTP(bridge string, cfg *ovsdb.STPConfig) error {
 		delete(s.stp, bridge)
 		return b.SetSTP(nil, nil)
 	}
+	// Without stp-system-id the bridge identifier is the bridge's
+	// address, as ovs-vswitchd's br->ea: its own device's.
 	c := ofproto.STPConfig{SystemID: cfg.SystemID, Priority: cfg.Priority, HelloTime: cfg.HelloTime, MaxAge: cfg.MaxAge,
 		ForwardDelay: cfg.ForwardDelay}
+	if c.SystemID == 0 {
+		if ifi, err := net.InterfaceByName(bridge); err == nil && len(ifi.HardwareAddr) == 6 {
+			for _, x := range ifi.HardwareAddr {
+				c.SystemID = c.SystemID<<8 | uint64(x)
+			}
+		}
+	}
 	for _, p := range cfg.Ports {
 		cost := p.PathCost
 		if !p.HasPathCost {
@@ -52,11 +60,19 @@ func (s *ovsdbSwitch) SetSTP(bridge string, cfg *ovsdb.STPConfig) error {
 		}
 		c.Ports = append(c.Ports, ofproto.STPPortConfig{Name: p.Name, Num: p.Num, Priority: p.Priority, PathCost: cost})
 	}
+	if a, ok := s.stp[bridge]; ok && a.b == b && stpConfigEqual(&a.cfg, &c) {
+		return nil
+	}
 	if err := b.SetSTP(&c, s.d.moduleLogger("stp")); err != nil {
 		return err
 	}
-	s.stp[bridge] = stpApplied{b: b, cfg: cfg}
+	s.stp[bridge] = stpApplied{b: b, cfg: c}
 	return nil
+}
+
+func stpConfigEqual(a, b *ofproto.STPConfig) bool {
+	return a.SystemID == b.SystemID && a.Priority == b.Priority && a.HelloTime == b.HelloTime && a.MaxAge == b.MaxAge &&
+		a.ForwardDelay == b.ForwardDelay && slices.Equal(a.Ports, b.Ports)
 }
 
 // linkSpeed is the device's speed in Mb/s, 0 when unknown (a veth says

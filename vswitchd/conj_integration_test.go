@@ -49,6 +49,9 @@ func newConjBed(t *testing.T) *conjBed {
 }
 
 func (b *conjBed) configure(vsctl func(args ...string) string) {
+	// Datapath flows must outlive the test's steps for the megaflow
+	// comparison: at load 20 the steps take longer than the 10 s default.
+	vsctl("set", "Open_vSwitch", ".", "other_config:max-idle=60000")
 	vsctl("add-br", b.name, "--", "set", "Bridge", b.name, "fail-mode=secure")
 	for i, p := range b.ports {
 		vsctl("add-port", b.name, p, "--", "set", "Interface", p, "ofport_request="+strconv.Itoa(i+1))
