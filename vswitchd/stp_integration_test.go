@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,7 +87,7 @@ type stpRun struct {
 	status map[string]string // "bridge:key" and "port:key" -> value, stp_sec_in_state left out
 	frames uint64            // frames on the loop's links while h1 pings h2
 	loss   int
-	bpdu   []string // the datapath's BPDU flows, pid and statistics cut
+	bpdu   []string // the datapath's BPDU flows into B, pid and statistics cut, sorted
 	// failShow is B's stp/show after the root link lost its carrier and
 	// the tree settled again; failLoss the pings lost then.
 	failShow string
@@ -187,10 +188,13 @@ func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) s
 	cut := regexp.MustCompile(`, packets:.*, actions:`)
 	pid := regexp.MustCompile(`pid=\d+`)
 	for _, l := range strings.Split(string(dump), "\n") {
-		if strings.Contains(l, "01:80:c2:00:00:00") {
+		// B's ports get A's Configuration BPDUs every hello; A's get
+		// only B's occasional TCNs, whose flows come and go.
+		if strings.Contains(l, "01:80:c2:00:00:00") && (strings.Contains(l, "in_port("+s.links[1]+")") || strings.Contains(l, "in_port("+s.links[3]+")")) {
 			r.bpdu = append(r.bpdu, pid.ReplaceAllString(cut.ReplaceAllString(l, " actions:"), "pid=N"))
 		}
 	}
+	sort.Strings(r.bpdu)
 	return r
 }
 
