@@ -87,6 +87,7 @@ type stpRun struct {
 	status map[string]string // "bridge:key" and "port:key" -> value, stp_sec_in_state left out
 	frames uint64            // frames on the loop's links while h1 pings h2
 	loss   int
+	stats  []string // the keys of B's root port's statistics
 	bpdu   []string // the datapath's BPDU flows into B, pid and statistics cut, sorted
 	// failShow is B's stp/show after the root link lost its carrier and
 	// the tree settled again; failLoss the pings lost then.
@@ -181,6 +182,15 @@ func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) s
 			break
 		}
 	}
+	// Port statistics: the BPDU counts, B's root port having received
+	// A's BPDUs and none of them bad.
+	for _, kv := range parseOVSMap(vsctl("get", "Port", s.links[1], "statistics")) {
+		r.stats = append(r.stats, kv[0])
+		if kv[0] == "stp_rx_count" && (kv[1] == "0" || kv[1] == "") || kv[0] == "stp_error_count" && kv[1] != "0" {
+			t.Errorf("%s: Port %s statistics %s=%s", who, s.links[1], kv[0], kv[1])
+		}
+	}
+	sort.Strings(r.stats)
 	dump, err := exec.Command("ovs-dpctl", "dump-flows", "--names", "system@ovs-system").CombinedOutput()
 	if err != nil {
 		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, dump)
@@ -325,6 +335,9 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("status columns:\novs-vswitchd %v\ngovswitchd   %v", ovs.status, gov.status)
+	}
+	if strings.Join(gov.stats, ",") != strings.Join(ovs.stats, ",") {
+		t.Errorf("Port statistics keys: govswitchd %q, ovs-vswitchd %q", gov.stats, ovs.stats)
 	}
 	if gov.failShow != ovs.failShow {
 		t.Errorf("stp/show %s after failover differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", s.b, ovs.failShow, gov.failShow)
