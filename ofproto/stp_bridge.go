@@ -280,7 +280,11 @@ func (sb *stpBridge) setPortState(name string, s stp.State) {
 	}
 	np := *pt
 	np.STP = s
-	b.Ports.Add(np)
+	if b.Ports.Add(np) == nil && b.OnPortEvent != nil {
+		// The OpenFlow 1.0 port state carries the STP state: a port
+		// status tells the controllers, as ovs-vswitchd's does.
+		b.OnPortEvent(PortEvent{Reason: 2, Port: np})
+	}
 }
 
 // send transmits a BPDU of the protocol on its port: an 802.3 frame from

@@ -5,6 +5,7 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
@@ -90,4 +91,30 @@ func (u *Udpif) stpUpcall(up *datapath.Upcall) {
 	if sb := b.X.stp.Load(); sb != nil {
 		sb.receive(up.Key.InPort, up.Packet)
 	}
+}
+
+// OpenFlow 1.0's STP port state bits (OFPPS_STP_*, in bits 8-9).
+const (
+	ofpps10STPLearn   = 1 << 8
+	ofpps10STPForward = 2 << 8
+	ofpps10STPBlock   = 3 << 8
+)
+
+// stpPortState is the STP part of p's OpenFlow port state in version v,
+// as ovs-vswitchd sets it: OpenFlow 1.0's OFPPS_STP_* for a port in a
+// tree (listening and disabled are 0), nothing in later versions, which
+// have no such bits.
+func stpPortState(p *Port, v uint8) uint32 {
+	if v != openflow.Version10 {
+		return 0
+	}
+	switch p.STP {
+	case stp.Learning:
+		return ofpps10STPLearn
+	case stp.Forwarding:
+		return ofpps10STPForward
+	case stp.Blocking:
+		return ofpps10STPBlock
+	}
+	return 0
 }

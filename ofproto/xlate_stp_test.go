@@ -107,3 +107,20 @@ func TestSTPCookie(t *testing.T) {
 		t.Errorf("format %s", got)
 	}
 }
+
+func TestSTPPortState10(t *testing.T) {
+	for _, c := range []struct {
+		s    stp.State
+		v    uint8
+		want uint32
+	}{
+		{0, openflow.Version10, 0}, {stp.Listening, openflow.Version10, 0}, {stp.Learning, openflow.Version10, 1 << 8},
+		{stp.Forwarding, openflow.Version10, 2 << 8}, {stp.Blocking, openflow.Version10, 3 << 8},
+		{stp.Blocking, openflow.Version13, 0},
+	} {
+		p := Port{OFPort: 1, STP: c.s}
+		if op, _ := ofPort(&p, c.v); op.State != c.want {
+			t.Errorf("%v in version %d: state %#x, want %#x", c.s, c.v, op.State, c.want)
+		}
+	}
+}

@@ -88,7 +88,10 @@ type stpRun struct {
 	frames uint64            // frames on the loop's links while h1 pings h2
 	loss   int
 	stats  []string // the keys of B's root port's statistics
-	bpdu   []string // the datapath's BPDU flows into B, pid and statistics cut, sorted
+	// ofState is B's ports' OpenFlow 1.0 state lines (ovs-ofctl show),
+	// which carry the STP state.
+	ofState []string
+	bpdu    []string // the datapath's BPDU flows into B, pid and statistics cut, sorted
 	// failShow is B's stp/show after the root link lost its carrier and
 	// the tree settled again; failLoss the pings lost then.
 	failShow string
@@ -134,10 +137,19 @@ func linkCounter(t *testing.T, dev, name string) uint64 {
 // run converges, pings h1->h2 from cold ARP caches and counts the frames
 // the loop's links carried meanwhile, and reads stp/show, the status
 // columns and the datapath's BPDU flows.
-func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) string) stpRun {
+func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) string, showB func() string) stpRun {
 	t.Helper()
 	s.converge(t, ctl, who)
 	r := stpRun{show: map[string]string{}, status: map[string]string{}}
+	port := ""
+	for _, l := range strings.Split(showB(), "\n") {
+		if m := regexp.MustCompile(`^ \d+\((\S+)\):`).FindStringSubmatch(l); m != nil {
+			port = m[1]
+		}
+		if st, ok := strings.CutPrefix(strings.TrimSpace(l), "state:"); ok && port != s.b {
+			r.ofState = append(r.ofState, port+": "+strings.TrimSpace(st))
+		}
+	}
 	s.h1.Exec("ip", "neigh", "flush", "all")
 	s.h2.Exec("ip", "neigh", "flush", "all")
 	var before uint64
@@ -306,7 +318,7 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	o := startOVS(t)
 	ovsctl := func(args ...string) string { t.Helper(); return strings.TrimSpace(o.must(t, "ovs-vsctl", args...)) }
 	s.configure(ovsctl)
-	ovs := s.run(t, "ovs-vswitchd", o.ctl, ovsctl)
+	ovs := s.run(t, "ovs-vswitchd", o.ctl, ovsctl, func() string { return o.must(t, "ovs-ofctl", "show", s.b) })
 	s.failover(t, "ovs-vswitchd", o.ctl, &ovs)
 	t.Logf("ovs-vswitchd: %d frames, %d lost; stp/show:\n%s%s", ovs.frames, ovs.loss, ovs.show[s.a], ovs.show[s.b])
 	o.exitCleanup(t, s.a)
@@ -317,7 +329,13 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	g := startGovSwitch(t, t.TempDir())
 	vsctl := func(args ...string) string { t.Helper(); return g.vsctl(t, args...) }
 	s.configure(vsctl)
-	gov := s.run(t, "govswitchd", g.ctl, vsctl)
+	gov := s.run(t, "govswitchd", g.ctl, vsctl, func() string {
+		out, err := ofctlAt(g.mgmt(t, s.b), "show")
+		if err != nil {
+			t.Errorf("ovs-ofctl show %s: %v\n%s", s.b, err, out)
+		}
+		return out
+	})
 	s.failover(t, "govswitchd", g.ctl, &gov)
 	t.Logf("govswitchd: %d frames, %d lost; stp/show:\n%s%s", gov.frames, gov.loss, gov.show[s.a], gov.show[s.b])
 
@@ -335,6 +353,10 @@ func TestIntegrationSTPLoop(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("status columns:\novs-vswitchd %v\ngovswitchd   %v", ovs.status, gov.status)
+	}
+	t.Logf("OpenFlow 1.0 port states of %s:\novs-vswitchd %q\ngovswitchd   %q", s.b, ovs.ofState, gov.ofState)
+	if strings.Join(gov.ofState, ",") != strings.Join(ovs.ofState, ",") || len(gov.ofState) != 3 {
+		t.Errorf("ovs-ofctl show %s port states: govswitchd %q, ovs-vswitchd %q", s.b, gov.ofState, ovs.ofState)
 	}
 	if strings.Join(gov.stats, ",") != strings.Join(ovs.stats, ",") {
 		t.Errorf("Port statistics keys: govswitchd %q, ovs-vswitchd %q", gov.stats, ovs.stats)
