@@ -143,8 +143,9 @@ func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) s
 	r := stpRun{show: map[string]string{}, status: map[string]string{}}
 	port := ""
 	for _, l := range strings.Split(showB(), "\n") {
-		if m := regexp.MustCompile(`^ \d+\((\S+)\):`).FindStringSubmatch(l); m != nil {
-			port = m[1]
+		// LOCAL's state (its device's LINK_DOWN) is no part of STP.
+		if m := regexp.MustCompile(`^ (\d+|LOCAL)\((\S+)\):`).FindStringSubmatch(l); m != nil {
+			port = m[2]
 		}
 		if st, ok := strings.CutPrefix(strings.TrimSpace(l), "state:"); ok && port != s.b {
 			r.ofState = append(r.ofState, port+": "+strings.TrimSpace(st))
