@@ -274,6 +274,7 @@ func (b *Bridge) Start() {
 func (b *Bridge) Stop() {
 	b.stopLinkWatch()
 	b.stopBondRunners() // lacp_bond.go
+	b.stopSTP()
 	b.stopSFlow()
 	b.stopIPFIX()
 	b.stopNetFlow()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
+	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
 // Port is one port of the bridge as OpenFlow and the datapath know it.
@@ -43,6 +44,9 @@ type Port struct {
 	tunnel *tunnelPort
 	// Bond is the bond the port is a member of (bond.go), nil for none.
 	Bond *Bond
+	// STP is the port's spanning tree state, 0 when it takes no part in
+	// one (stp_bridge.go).
+	STP stp.State
 }
 
 // PortTypePatch is the type of a patch port.

@@ -494,6 +494,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				u.lacpUpcall(up, now, &hd.outs[i]) // lacp_bond.go
 				continue
 			}
+			if isSTPCookie(up.Userdata) {
+				u.stpUpcall(up) // xlate_stp.go
+				continue
+			}
 			hd.packetIn(up)
 			continue
 		}

@@ -106,6 +106,8 @@ type Xlator struct {
 	netflow atomic.Pointer[netflowState]
 	// ipfix is the bridge's IPFIX, nil without (ipfix_bridge.go).
 	ipfix atomic.Pointer[ipfixState]
+	// stp is the bridge's spanning tree, nil without (stp_bridge.go).
+	stp atomic.Pointer[stpBridge]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -273,15 +275,22 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	sflowAt := -1
 	if key.RecircID == 0 {
-		if c.inPort.NoRecv {
-			return // OFPPC_NO_RECV: dropped before the tables, as OVS's may_receive
+		if x.stp.Load() != nil && c.stpSpecial() {
+			return // a BPDU, for the spanning tree (xlate_stp.go)
+		}
+		if c.inPort.NoRecv || !stpReceives(c.inPort) {
+			return // OFPPC_NO_RECV or STP: dropped before the tables, as OVS's may_receive
 		}
 		if c.ports.mirrors != nil {
 			c.mirrorIngress() // xlate_mirror.go
 		}
 		sflowAt = c.sflowBegin()
+		n := len(out.Actions)
 		c.ipfixInput() // ipfix_bridge.go
 		c.pipeline(0)
+		if !stpForwards(c.inPort) {
+			out.Actions, out.Controller, c.exit = out.Actions[:n], false, true // learning: NORMAL learned, nothing leaves
+		}
 	} else if !c.resume(key) { // a packet back from ct(table=T): xlate_ct.go
 		return
 	}
@@ -695,7 +704,7 @@ func (c *xctx) output(p uint32, maxLen uint16) {
 
 // emitOutput commits pending header changes and outputs to pt.
 func (c *xctx) emitOutput(pt *Port) {
-	if pt == nil || pt.Down || pt.NoFwd {
+	if pt == nil || pt.Down || pt.NoFwd || !c.stpOutput(pt) {
 		return
 	}
 	if pt.IsPatch() {

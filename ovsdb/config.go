@@ -62,6 +62,9 @@ type BridgeConfig struct {
 	// Runtime holds other_config forward-bpdu, dp-desc and dp-sn; the
 	// reconciler fills in its address and datapath id.
 	Runtime BridgeRuntime
+	// STP is the bridge's spanning tree, nil without (stp.go), applied
+	// after the ports.
+	STP *STPConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -401,7 +404,8 @@ func Build(r *Rows) Desired {
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
 		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
-		bc.Mirrors = buildMirrors(br, r, &d.Problems) // mirror.go
+		bc.Mirrors = buildMirrors(br, r, &d.Problems)     // mirror.go
+		bc.STP = buildSTP(br, r, bc.Mirrors, &d.Problems) // stp.go
 		d.Bridges = append(d.Bridges, bc)
 	}
 	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })

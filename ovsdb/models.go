@@ -60,6 +60,10 @@ type Bridge struct {
 	SFlow   *string `ovsdb:"sflow"`
 	NetFlow *string `ovsdb:"netflow"`
 	IPFIX   *string `ovsdb:"ipfix"`
+	// Spanning tree (stp.go): the switch writes Status.
+	STPEnable  bool              `ovsdb:"stp_enable"`
+	RSTPEnable bool              `ovsdb:"rstp_enable"`
+	Status     map[string]string `ovsdb:"status"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -81,6 +85,9 @@ type Port struct {
 	LACP          *string `ovsdb:"lacp"`
 	BondUpdelay   int     `ovsdb:"bond_updelay"`
 	BondDowndelay int     `ovsdb:"bond_downdelay"`
+	// Status and Statistics are written by the switch (stp.go).
+	Status     map[string]string `ovsdb:"status"`
+	Statistics map[string]int    `ovsdb:"statistics"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,

@@ -51,6 +51,8 @@ type Monitor struct {
 	OnApplied func(cfg int)
 
 	sw Switch
+	// stpStatusAt is when STP status was last written in full (stp.go).
+	stpStatusAt time.Time
 }
 
 // NewMonitor returns a monitor that will configure sw.
@@ -259,6 +261,11 @@ func (m *Monitor) reconcile(ctx context.Context, c *dbClient, rec *Reconciler) e
 		ops = append(ops, o...)
 	}
 	o, err := datapathUpdates(c, m.sw, rows.Root)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, o...)
+	o, err = m.stpStatusUpdates(c, rows) // stp.go
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,8 @@ type ovsdbSwitch struct {
 	// qos and policing are what is applied to each interface (qos.go).
 	qos      map[string]ovsdb.QoSConfig
 	policing map[string]ovsdb.Policing
+	// stp is each bridge's applied spanning tree (appctl_stp.go).
+	stp map[string]stpApplied
 }
 
 func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }
