@@ -413,6 +413,8 @@ func applySet(pkt []byte, md *flow.Key, a *Action) error {
 			return actionErr("set mpls on a packet without MPLS")
 		}
 		maskedWrite(pkt[l.etOff+2:l.etOff+6], val, mask)
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+		return applySlowSet(pkt, &l, a.SetAttr, val, mask) // odpexec_slow.go
 	default:
 		return fmt.Errorf("%w: set of key attribute %d", ErrActionUnsupported, a.SetAttr)
 	}

@@ -145,6 +145,14 @@ type Out struct {
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
 	learns   []learnReq
+
+	// Slow holds the slow-path reasons (datapath.SlowAction, ...): the
+	// actions do what the kernel datapath cannot, so the flow installed
+	// sends its packets to userspace and each packet's Actions run
+	// there (xlate_slow.go, upcall_slow.go). slowActs is that flow's
+	// userspace action.
+	Slow     uint32
+	slowActs []byte
 }
 
 func (o *Out) reset() {
@@ -159,6 +167,8 @@ func (o *Out) reset() {
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
+	o.Slow = 0
+	o.slowActs = o.slowActs[:0]
 }
 
 // xctx is the state of one translation.
@@ -257,6 +267,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if x.netflow.Load() != nil {
 		c.netflowMask(key)
+	}
+	if out.Slow != 0 {
+		c.composeSlowPath() // xlate_slow.go
 	}
 }
 
@@ -931,6 +944,8 @@ func (c *xctx) commit() {
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
 			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
 		}
+	case flow.EthTypeARP, flow.EthTypeRARP:
+		acts = c.commitARP(acts) // xlate_slow.go
 	}
 	if (f.TpSrc != b.TpSrc || f.TpDst != b.TpDst) && f.NwFrag&flow.FragLater == 0 {
 		var attr datapath.KeyAttr
@@ -956,6 +971,7 @@ func (c *xctx) commit() {
 			b.TpSrc, b.TpDst = f.TpSrc, f.TpDst
 		}
 	}
+	acts = c.commitICMP(acts) // xlate_slow.go
 	c.out.Actions = acts
 }
 
