@@ -100,7 +100,7 @@ func TestSlowPathARPResponder(t *testing.T) {
 	key := flow.Extract(req, flow.Metadata{InPort: s.b.Ports.Snapshot().ByOF(1).DPPort})
 	tr := s.b.Trace(&key)
 	for _, w := range []string{
-		"set(arp(sip=10.0.0.9,tip=10.0.0.1,op=2/0xff,sha=00:00:5e:00:00:09,tha=80:88:88:88:88:88))",
+		"set(arp(sip=10.0.0.9,tip=10.0.0.1,op=2,sha=00:00:5e:00:00:09,tha=80:88:88:88:88:88))",
 		"\nThis flow is handled by the userspace slow path because it:\n  - Uses action(s) not supported by datapath.\n",
 	} {
 		if !strings.Contains(tr, w) {

@@ -442,10 +442,13 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.flow.Priority = saved
 	case openflow.ActSetField:
 		a.ApplySetField(&c.flow)
+		c.unwildcardDst(a.Field, 0, uint16(8*a.Field.Size())) // xlate_unwildcard.go
 	case openflow.ActRegLoad:
 		c.regLoad(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActRegMove:
 		c.regMove(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActStackPush, openflow.ActStackPop:
 		c.stackOp(a)
 	case openflow.ActSetVLANVID:

@@ -63,11 +63,20 @@ func (c *xctx) commitARP(acts []byte) []byte {
 	return acts
 }
 
-// appendSetARP appends the masked set of the ARP fields m selects.
+// appendSetARP appends the set of the ARP fields m selects: a plain set
+// when it selects all of them, as OVS's commit() chooses. The opcode is
+// OVS's get_arp_key's: an exact 8-bit opcode mask (the flow keeps the
+// low byte) is the exact 16-bit one, and so is the value 255.
 func appendSetARP(acts []byte, f *flow.Key, m *flow.Mask) []byte {
 	var v, mk [24]byte
-	binary.BigEndian.PutUint16(v[8:], uint16(f.NwProto&m.NwProto))
-	binary.BigEndian.PutUint16(mk[8:], uint16(m.NwProto))
+	arpOp := func(b uint8) uint16 {
+		if b == 0xff {
+			return 0xffff
+		}
+		return uint16(b)
+	}
+	binary.BigEndian.PutUint16(v[8:], arpOp(f.NwProto&m.NwProto))
+	binary.BigEndian.PutUint16(mk[8:], arpOp(m.NwProto))
 	for i := 0; i < 4; i++ {
 		v[i], mk[i] = f.IPv4Src[i]&m.IPv4Src[i], m.IPv4Src[i]
 		v[4+i], mk[4+i] = f.IPv4Dst[i]&m.IPv4Dst[i], m.IPv4Dst[i]
@@ -75,6 +84,13 @@ func appendSetARP(acts []byte, f *flow.Key, m *flow.Mask) []byte {
 	for i := 0; i < 6; i++ {
 		v[10+i], mk[10+i] = f.ArpSHA[i]&m.ArpSHA[i], m.ArpSHA[i]
 		v[16+i], mk[16+i] = f.ArpTHA[i]&m.ArpTHA[i], m.ArpTHA[i]
+	}
+	exact := true
+	for _, c := range mk[:22] {
+		exact = exact && c == 0xff
+	}
+	if exact {
+		return datapath.AppendSetAttr(acts, datapath.KeyAttrARP, v[:])
 	}
 	return datapath.AppendSetMaskedAttr(acts, datapath.KeyAttrARP, v[:], mk[:])
 }
