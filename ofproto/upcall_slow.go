@@ -45,8 +45,8 @@ func newSlowRunner(emit func(pkt []byte, md *flow.Key, actions []byte)) *slowRun
 // run executes actions on packet, whose metadata is key's. An action
 // before the last slow one that userspace cannot run (ct, meter, recirc,
 // ...) fails the run: nothing of the packet is sent after it.
-func (r *slowRunner) run(packet []byte, key *flow.Key, actions []byte) error {
-	split := slowSplit(actions)
+func (r *slowRunner) run(packet []byte, key *flow.Key, actions []byte, off uint32) error {
+	split := slowSplit(actions, off)
 	r.md = *key
 	pkt := packet
 	if split > 0 {
@@ -62,34 +62,39 @@ func (r *slowRunner) run(packet []byte, key *flow.Key, actions []byte) error {
 }
 
 // slowSplit returns the offset in actions just past the last top-level
-// action that needs userspace, 0 if none does.
-func slowSplit(actions []byte) int {
+// action that needs userspace, 0 if none does. off are the features
+// turned off (backer_features.go).
+func slowSplit(actions []byte, off uint32) int {
 	end := 0
-	for off := 0; off+4 <= len(actions); {
-		n := int(binary.NativeEndian.Uint16(actions[off:]))
-		if n < 4 || off+n > len(actions) {
+	for at := 0; at+4 <= len(actions); {
+		n := int(binary.NativeEndian.Uint16(actions[at:]))
+		if n < 4 || at+n > len(actions) {
 			break // malformed: the datapath's checks report it
 		}
-		next := min((off+n+3)&^3, len(actions))
-		it := datapath.NewActionIter(actions[off : off+n])
-		if it.Next() && needsUserspace(it.Action()) {
+		next := min((at+n+3)&^3, len(actions))
+		it := datapath.NewActionIter(actions[at : at+n])
+		if it.Next() && needsUserspace(it.Action(), off) {
 			end = next
 		}
-		off = next
+		at = next
 	}
 	return end
 }
 
 // needsUserspace reports whether a, or an action nested in it, is one
-// the kernel cannot carry out.
-func needsUserspace(a *datapath.Action) bool {
+// the kernel cannot carry out, or may not with the features off. With
+// truncation off every output runs here too: a truncation applies to the
+// output after it.
+func needsUserspace(a *datapath.Action, off uint32) bool {
 	switch a.Type {
 	case datapath.ActionSet, datapath.ActionSetMasked:
 		return datapath.IsSlowSet(a)
+	case datapath.ActionTrunc, datapath.ActionOutput, datapath.ActionUserspace:
+		return off&FeatureTrunc != 0
 	case datapath.ActionClone, datapath.ActionSample, datapath.ActionDecTTL:
-		return slowSplit(a.Actions) > 0
+		return slowSplit(a.Actions, off) > 0
 	case datapath.ActionCheckPktLen:
-		return slowSplit(a.IfGreater) > 0 || slowSplit(a.IfLessEq) > 0
+		return slowSplit(a.IfGreater, off) > 0 || slowSplit(a.IfLessEq, off) > 0
 	}
 	return false
 }
@@ -127,7 +132,7 @@ func (s *slowOps) emit(pkt []byte, md *flow.Key, actions []byte) {
 // execute adds the executes of a slow-pathed translation of up to the
 // batch.
 func (s *slowOps) execute(up *datapath.Upcall, out *Out) {
-	if err := s.r.run(up.Packet, &up.Key, out.Actions); err != nil {
+	if err := s.r.run(up.Packet, &up.Key, out.Actions, out.slowOff); err != nil {
 		s.hd.u.c.execFailed.Add(1)
 		s.hd.u.noteError("execute", err)
 	}
@@ -145,7 +150,7 @@ func executeWithHelp(dp datapath.Datapath, packet []byte, key *flow.Key, out *Ou
 			first = err
 		}
 	})
-	if err := r.run(packet, key, out.Actions); err != nil {
+	if err := r.run(packet, key, out.Actions, out.slowOff); err != nil {
 		return err
 	}
 	return first

@@ -232,3 +232,52 @@ func (r *recordOperate) Operate(ops []datapath.Op) error {
 }
 
 func (*recordOperate) Stats() (datapath.Stats, error) { return datapath.Stats{}, nil }
+
+// TestSlowPathTruncOff: with the truncate feature turned off (as
+// dpif/set-dp-features trunc false), output(port,max_len) still
+// translates to trunc, the flow is slow-pathed, and the truncation and
+// every output run in userspace: one execute per output, the packet cut.
+func TestSlowPathTruncOff(t *testing.T) {
+	b, _ := dummyBridge(t, UpcallConfig{})
+	mustAdd(t, b.X, 0, func(k *flow.Key, m *flow.Mask) {}, 100, apply(
+		openflow.Action{Type: openflow.ActOutputTrunc, Port: 2, TruncLen: 20},
+		openflow.Action{Type: openflow.ActOutput, Port: 2}))
+	b.X.ControllerPID.Store(77)
+	rec := &recordOperate{Datapath: b.DP}
+	u := NewUdpif(rec, b.X, UpcallConfig{})
+	hd := u.newHandler(b.DP.Handlers()[0])
+	frame := synFrame(1)
+	in, out := b.Ports.Snapshot().ByOF(1).DPPort, b.Ports.Snapshot().ByOF(2).DPPort
+	up := []datapath.Upcall{{Cmd: datapath.UpcallMiss, Packet: frame}}
+	flow.ExtractInto(&up[0].Key, frame, &flow.Metadata{InPort: in})
+
+	hd.handleBatch(up, time.Now())
+	if n := len(rec.ops); n != 2 || rec.ops[0].Kind != datapath.OpPut || rec.ops[1].Kind != datapath.OpExecute {
+		t.Fatalf("with truncation on: %d ops, want a put and an execute", n)
+	}
+	if a := datapath.FormatActions(rec.ops[0].Flow.Actions); a != "trunc(20),"+strconv.Itoa(int(out))+","+strconv.Itoa(int(out)) {
+		t.Errorf("with truncation on, the flow's actions are %s", a)
+	}
+
+	b.Backer.SetFeatureOff(FeatureTrunc, true)
+	rec.ops = nil
+	u.ukeys = newUkeyTable(16)
+	hd.handleBatch(up, time.Now())
+	var lens []int
+	for _, op := range rec.ops {
+		switch op.Kind {
+		case datapath.OpPut:
+			if a := datapath.FormatActions(op.Flow.Actions); a != "userspace(pid=77,slow_path(action))" {
+				t.Errorf("with truncation off, the flow's actions are %s", a)
+			}
+		case datapath.OpExecute:
+			if a := datapath.FormatActions(op.Flow.Actions); a != strconv.Itoa(int(out)) {
+				t.Errorf("execute actions %s, want one output", a)
+			}
+			lens = append(lens, len(op.Packet))
+		}
+	}
+	if len(lens) != 2 || lens[0] != 20 || lens[1] != len(frame) {
+		t.Errorf("executed packets of %v bytes, want [20 %d]", lens, len(frame))
+	}
+}

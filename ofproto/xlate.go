@@ -153,6 +153,7 @@ type Out struct {
 	// userspace action.
 	Slow     uint32
 	slowActs []byte
+	slowOff  uint32 // the turned-off features that made it slow (backer_features.go)
 }
 
 func (o *Out) reset() {
@@ -169,6 +170,7 @@ func (o *Out) reset() {
 	o.learns = o.learns[:0]
 	o.Slow = 0
 	o.slowActs = o.slowActs[:0]
+	o.slowOff = 0
 }
 
 // xctx is the state of one translation.
