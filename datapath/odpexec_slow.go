@@ -13,6 +13,7 @@ import (
 // its next run. It allocates nothing once the scratch buffers have grown.
 func (e *Executor) RunOn(pkt []byte, md *flow.Key, actions []byte) ([]byte, error) {
 	e.bufs[0] = append(e.bufs[0][:0], pkt...)
+	e.l3[0] = 0
 	err := e.run(0, md, actions)
 	return e.bufs[0], err
 }
@@ -51,3 +52,73 @@ func applySlowSet(pkt []byte, l *pktLayout, attr KeyAttr, val, mask []byte) erro
 	}
 	return nil
 }
+
+// packetType runs an action that changes what the packet starts with, as
+// the kernel's: add_mpls (without MPLSL3Tunnel) puts the label stack entry
+// at the very start, leaving an MPLS packet with no Ethernet header;
+// push_eth puts an Ethernet header before a packet without one, its
+// ethertype the packet's; pop_eth takes it off; pop_mpls of a packet
+// without Ethernet takes the entry at its start, and the packet is an
+// Ethernet frame again when the new type is TEB.
+func (e *Executor) packetType(depth int, a *Action) error {
+	pkt := e.bufs[depth]
+	switch a.Type {
+	case ActionAddMPLS:
+		at := 0
+		if a.MPLSFlags&MPLSL3Tunnel != 0 && e.l3[depth] == 0 {
+			// After the Ethernet header, which stays, with the new
+			// ethertype.
+			l := layoutOf(pkt)
+			if !l.eth {
+				return actionErr("add_mpls on a %d-byte packet", len(pkt))
+			}
+			at = l.etOff + 2
+			binary.BigEndian.PutUint16(pkt[l.etOff:], a.EthType)
+		}
+		pkt = append(pkt, 0, 0, 0, 0)
+		copy(pkt[at+4:], pkt[at:len(pkt)-4])
+		binary.BigEndian.PutUint32(pkt[at:], a.MPLSLSE)
+		if at == 0 {
+			e.l3[depth] = a.EthType
+		}
+	case ActionPushEth:
+		if e.l3[depth] == 0 {
+			return actionErr("push_eth on an Ethernet packet")
+		}
+		pkt = append(pkt, make14[:]...)
+		copy(pkt[14:], pkt[:len(pkt)-14])
+		copy(pkt[0:6], a.EthDst[:])
+		copy(pkt[6:12], a.EthSrc[:])
+		binary.BigEndian.PutUint16(pkt[12:], e.l3[depth])
+		e.l3[depth] = 0
+	case ActionPopEth:
+		if e.l3[depth] != 0 {
+			return nil
+		}
+		l := layoutOf(pkt)
+		if !l.eth {
+			return actionErr("pop_eth on a %d-byte packet", len(pkt))
+		}
+		n := l.etOff + 2
+		copy(pkt, pkt[n:])
+		pkt = pkt[:len(pkt)-n]
+		e.l3[depth] = l.ethType
+	case ActionPopMPLS:
+		if len(pkt) < 4 || !isMPLSType(e.l3[depth]) {
+			return actionErr("pop_mpls on a packet without MPLS")
+		}
+		copy(pkt, pkt[4:])
+		pkt = pkt[:len(pkt)-4]
+		e.l3[depth] = a.EthType
+		if a.EthType == ethTypeTEB {
+			e.l3[depth] = 0
+		}
+	}
+	e.bufs[depth] = pkt
+	return nil
+}
+
+// ethTypeTEB is transparent Ethernet bridging: what follows is a frame.
+const ethTypeTEB = 0x6558
+
+var make14 [14]byte

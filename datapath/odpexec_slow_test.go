@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"testing"
@@ -108,4 +109,36 @@ func mustParseF(f *testing.F, s string) []byte {
 		f.Fatal(err)
 	}
 	return b
+}
+
+// TestExecutorPacketTypes: OVS test 45's encapsulation and test 49's
+// decapsulation, in userspace: add_mpls and push_eth put an MPLS label
+// and a new Ethernet header before the frame; pop_eth and pop_mpls to TEB
+// take them off again.
+func TestExecutorPacketTypes(t *testing.T) {
+	inner, _ := hex.DecodeString("36b1ee7c010236b1ee7c01030800" + "4500001c00000000400100000a0000010a000002" + "0800f7fd00010001")
+	var got []byte
+	e := Executor{Output: func(_ uint32, pkt []byte) { got = append([]byte(nil), pkt...) }}
+	md := flow.Key{InPort: 1}
+	enc := mustParse(t, "add_mpls(label=2,tc=0,ttl=64,bos=1,eth_type=0x8847),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),2")
+	if err := e.Execute(inner, &md, enc); err != nil {
+		t.Fatal(err)
+	}
+	want := "000000000002" + "000000000001" + "8847" + "00002140" + hex.EncodeToString(inner)
+	if hex.EncodeToString(got) != want {
+		t.Fatalf("encapsulated:\n%x\nwant\n%s", got, want)
+	}
+	outer := got
+	var md2 flow.Key
+	var back []byte
+	e.Recirc = func(m flow.Key, pkt []byte) { md2, back = m, append([]byte(nil), pkt...) }
+	if err := e.Execute(outer, &md, mustParse(t, "pop_eth,pop_mpls(eth_type=0x6558),recirc(0x5)")); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back, inner) || md2.RecircID != 5 {
+		t.Errorf("decapsulated (recirc %d):\n%x\nwant\n%x", md2.RecircID, back, inner)
+	}
+	if err := e.Execute(inner, &md, mustParse(t, "push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02)")); err == nil {
+		t.Error("push_eth on an Ethernet frame ran")
+	}
 }

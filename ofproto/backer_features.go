@@ -10,6 +10,9 @@ import "github.com/govswitch/govswitch/datapath"
 const (
 	// FeatureTrunc is the truncate action (output(port,max_len)).
 	FeatureTrunc uint32 = 1 << iota
+	// FeatureAddMPLS is the add_mpls action: encap(mpls) and decap() of
+	// MPLS, with the push_eth and pop_eth around them, go to userspace.
+	FeatureAddMPLS
 )
 
 // SetFeatureOff turns feature (a Feature* bit) off or back on and has

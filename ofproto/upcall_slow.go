@@ -91,6 +91,8 @@ func needsUserspace(a *datapath.Action, off uint32) bool {
 		return datapath.IsSlowSet(a)
 	case datapath.ActionTrunc, datapath.ActionOutput, datapath.ActionUserspace:
 		return off&FeatureTrunc != 0
+	case datapath.ActionAddMPLS, datapath.ActionPushEth, datapath.ActionPopEth, datapath.ActionPopMPLS:
+		return off&FeatureAddMPLS != 0
 	case datapath.ActionClone, datapath.ActionSample, datapath.ActionDecTTL:
 		return slowSplit(a.Actions, off) > 0
 	case datapath.ActionCheckPktLen:

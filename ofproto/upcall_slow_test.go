@@ -281,3 +281,41 @@ func TestSlowPathTruncOff(t *testing.T) {
 		t.Errorf("executed packets of %v bytes, want [20 %d]", lens, len(frame))
 	}
 }
+
+// TestSlowPathAddMPLSOff: with add_mpls turned off (OVS test 45), OVS
+// test 33's encapsulation is slow-pathed and done in userspace: the
+// execute carries the encapsulated frame and only the output.
+func TestSlowPathAddMPLSOff(t *testing.T) {
+	b, _ := dummyBridge(t, UpcallConfig{})
+	dst, src := setEthDst([6]byte{0, 0, 0, 0, 0, 2}), openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}
+	src.Value[5] = 1
+	mustAdd(t, b.X, 0, func(k *flow.Key, m *flow.Mask) {}, 100, apply(
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeMPLS)},
+		openflow.Action{Type: openflow.ActSetMPLSLabel, Load: 2},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		dst, src, openflow.Output(2, 0)))
+	b.X.ControllerPID.Store(77)
+	b.Backer.SetFeatureOff(FeatureAddMPLS, true)
+	rec := &recordOperate{Datapath: b.DP}
+	u := NewUdpif(rec, b.X, UpcallConfig{})
+	hd := u.newHandler(b.DP.Handlers()[0])
+	frame := synFrame(1)
+	in, out := b.Ports.Snapshot().ByOF(1).DPPort, b.Ports.Snapshot().ByOF(2).DPPort
+	up := []datapath.Upcall{{Cmd: datapath.UpcallMiss, Packet: frame}}
+	flow.ExtractInto(&up[0].Key, frame, &flow.Metadata{InPort: in})
+	hd.handleBatch(up, time.Now())
+	if len(rec.ops) != 2 {
+		t.Fatalf("%d ops, want a put and an execute (%s)", len(rec.ops), u.Stats().LastError)
+	}
+	if a := datapath.FormatActions(rec.ops[0].Flow.Actions); a != "userspace(pid=77,slow_path(action))" {
+		t.Errorf("the flow's actions are %s", a)
+	}
+	ex := rec.ops[1]
+	if a := datapath.FormatActions(ex.Flow.Actions); a != strconv.Itoa(int(out)) {
+		t.Errorf("execute actions %s, want the output alone", a)
+	}
+	want := append([]byte{0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0x88, 0x47, 0, 0, 0x21, 0x40}, frame...)
+	if !bytes.Equal(ex.Packet, want) {
+		t.Errorf("executed\n%x\nwant\n%x", ex.Packet, want)
+	}
+}

@@ -242,7 +242,7 @@ var dpFeatures = []dpFeature{
 	{name: "trunc", title: "Truncate action", on: func(f datapath.Features) bool { return f.Trunc }, off: ofproto.FeatureTrunc},
 	{name: "clone", title: "Clone action", on: func(f datapath.Features) bool { return f.Clone }},
 	{name: "check_pkt_len", title: "Check pkt length action", on: func(f datapath.Features) bool { return f.CheckPktLen }},
-	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }},
+	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }, off: ofproto.FeatureAddMPLS},
 }
 
 func yesNo(b bool) string {
@@ -270,8 +270,12 @@ func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
 // run time.
 func runTimeFeatures(b *ofproto.Bridge) datapath.Features {
 	f := b.DP.Features()
-	if b.Backer.FeaturesOff()&ofproto.FeatureTrunc != 0 {
+	off := b.Backer.FeaturesOff()
+	if off&ofproto.FeatureTrunc != 0 {
 		f.Trunc = false
+	}
+	if off&ofproto.FeatureAddMPLS != 0 {
+		f.AddMPLS = false
 	}
 	return f
 }
