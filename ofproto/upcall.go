@@ -489,7 +489,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				u.sflowUpcall(up) // xlate_sample.go
 				continue
 			}
-			if _, ok := datapath.ParseSlowPathCookie(up.Userdata); ok {
+			if isSlowPathCookie(up.Userdata) {
 				hd.slowUpcall(up, &hd.outs[i], now) // upcall_slow.go
 				continue
 			}

@@ -319,3 +319,23 @@ func TestSlowPathAddMPLSOff(t *testing.T) {
 		t.Errorf("executed\n%x\nwant\n%x", ex.Packet, want)
 	}
 }
+
+// TestIsSlowPathCookie: only our own cookie is one; a controller action's
+// userdata of the same size and first bytes is not.
+func TestIsSlowPathCookie(t *testing.T) {
+	var ours [datapath.SlowPathCookieLen]byte
+	u := instanceUUID
+	u[15] = 3
+	datapath.PutSlowPathCookie(ours[:], datapath.SlowAction, 1, &u)
+	if !isSlowPathCookie(ours[:]) {
+		t.Error("our cookie is not recognised")
+	}
+	ctrl := make([]byte, datapath.SlowPathCookieLen)
+	ctrl[0], ctrl[1] = UserdataController2, ReasonNoMatch
+	if isSlowPathCookie(ctrl) {
+		t.Error("a controller userdata is taken for a slow-path cookie")
+	}
+	if isSlowPathCookie(ours[:40]) {
+		t.Error("a short cookie is taken for one")
+	}
+}

@@ -1,7 +1,7 @@
 package ofproto
 
 import (
-	"crypto/rand"
+	"bytes"
 	"encoding/binary"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -19,15 +19,15 @@ import (
 // megaflow mask is the translation's, so the flow catches exactly the
 // packets that would translate alike.
 
-// instanceUUID is this process's random bridge UUID stem: a bridge's slow
-// path cookie carries it with the bridge's number in the last two bytes
-// (OVS puts its ofproto's random UUID there; nothing reads it back).
-var instanceUUID = func() (u [16]byte) {
-	rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return u
-}()
+// instanceUUID is the UUID stem of the bridges' slow-path cookies: a
+// bridge's cookie carries it with the bridge's number in the last two
+// bytes. OVS puts its ofproto's random UUID there and reads it back to find
+// the bridge; here it is a constant, so a restarted switch knows (and
+// adopts) the slow-pathed flows its predecessor installed, and so a
+// controller action's userdata that happens to share the cookie's type
+// and size is not taken for one (isSlowPathCookie).
+var instanceUUID = [16]byte{0x67, 0x6f, 0x76, 0x73, 0x77, 0x69, 0x74, 0x63, // "govswitc"
+	0x68, 0x20, 0x73, 0x6c, 0x6f, 0x77} // "h slow"
 
 // commitARP emits the set(arp(...)) that turns the base's ARP fields into
 // the flow's, as a masked set of the fields that changed, which become
@@ -150,4 +150,15 @@ func (o *Out) InstallActions() (acts []byte, ok bool) {
 		return o.Actions, true
 	}
 	return o.slowActs, len(o.slowActs) > 0
+}
+
+// isSlowPathCookie reports whether userdata is a slow-path cookie this
+// process wrote: its type and size, and the UUID stem. A controller
+// action's userdata of the cookie's size can share its first two bytes
+// (UserdataController2, reason 0); it cannot share the UUID.
+func isSlowPathCookie(userdata []byte) bool {
+	if _, ok := datapath.ParseSlowPathCookie(userdata); !ok {
+		return false
+	}
+	return bytes.Equal(userdata[4:18], instanceUUID[:14])
 }

@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -32,6 +33,8 @@ type slowRun struct {
 	neigh    string   // h1's neighbour entry for the responder
 	dpflows  []string // the datapath flows of the responder's traffic, counters and pid masked
 	arpTrace string   // ofproto/trace of an ARP request for the responder
+	// dpctlSlow counts the flows ovs-dpctl dump-flows shows slow-pathed.
+	dpctlSlow int
 }
 
 var (
@@ -62,6 +65,13 @@ func (b *bed) responderTraffic(t *testing.T, appctl func(args ...string) string)
 		r.dpflows = append(r.dpflows, strings.TrimSpace(l))
 	}
 	sort.Strings(r.dpflows)
+	// The real ovs-dpctl reads the kernel's flows and decodes the
+	// userspace action's cookie with OVS's own struct.
+	if out, err := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput(); err != nil {
+		t.Errorf("ovs-dpctl dump-flows: %v\n%s", err, out)
+	} else {
+		r.dpctlSlow = strings.Count(string(out), ",slow_path(action))")
+	}
 	r.arpTrace = appctl("ofproto/trace", b.name, "in_port=1,arp,arp_op=1,arp_spa=10.0.0.1,arp_tpa="+responderIP+
 		",dl_src="+b.mac1.String()+",dl_dst=ff:ff:ff:ff:ff:ff,arp_sha="+b.mac1.String())
 	return r
@@ -99,6 +109,10 @@ func TestIntegrationARPResponder(t *testing.T) {
 		if strings.HasSuffix(f, "actions:userspace(pid=N,slow_path(action))") {
 			slow++
 		}
+	}
+	if gov.dpctlSlow != slow || ovs.dpctlSlow != gov.dpctlSlow {
+		t.Errorf("ovs-dpctl dump-flows shows %d slow-pathed flows under govswitchd, %d under ovs-vswitchd; dpctl/dump-flows %d",
+			gov.dpctlSlow, ovs.dpctlSlow, slow)
 	}
 	if slow < 2 {
 		t.Errorf("%d slow-pathed datapath flows, want the ARP and the ICMP responder's", slow)
