@@ -17,10 +17,14 @@ import (
 //	[0:2]   type, 2 (USER_ACTION_COOKIE_SLOW_PATH)
 //	[2:4]   OpenFlow input port (0xffff none)
 //	[4:20]  the bridge's UUID
-//	[20:22] 0
-//	[22:24] padding
-//	[24:28] slow-path reasons (SlowAction, ...)
-//	[28:48] 0
+//	[20:24] padding: the union starts 8-aligned (sizeof is 48)
+//	[24:26] 0
+//	[26:28] padding
+//	[28:32] slow-path reasons (SlowAction, ...)
+//	[32:48] 0
+//
+// (The offsets are those the real ovs-dpctl decodes: vswitchd's
+// TestIntegrationARPResponder reads the kernel's flows with it.)
 const (
 	SlowPathCookieLen  = 48
 	cookieTypeSlowPath = 2
@@ -55,7 +59,7 @@ func PutSlowPathCookie(b []byte, reasons uint32, ofInPort uint16, uuid *[16]byte
 	binary.NativeEndian.PutUint16(b[0:], cookieTypeSlowPath)
 	binary.NativeEndian.PutUint16(b[2:], ofInPort)
 	copy(b[4:20], uuid[:])
-	binary.NativeEndian.PutUint32(b[24:], reasons)
+	binary.NativeEndian.PutUint32(b[28:], reasons)
 }
 
 // ParseSlowPathCookie returns the reasons of a slow-path cookie; ok is
@@ -65,7 +69,7 @@ func ParseSlowPathCookie(b []byte) (reasons uint32, ok bool) {
 	if len(b) != SlowPathCookieLen || binary.NativeEndian.Uint16(b) != cookieTypeSlowPath {
 		return 0, false
 	}
-	return binary.NativeEndian.Uint32(b[24:]), true
+	return binary.NativeEndian.Uint32(b[28:]), true
 }
 
 // SlowPathReasonString names the reasons as OVS's format_flags does:

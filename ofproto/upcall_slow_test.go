@@ -198,7 +198,7 @@ func TestSlowPathAllocs(t *testing.T) {
 		switch op.Kind {
 		case datapath.OpPut:
 			puts++
-			if a := datapath.FormatActions(op.Flow.Actions); a != "userspace(pid=77,slow_path(action))" {
+			if a := datapath.FormatActions(op.Flow.Actions); a != slowFlowText(b) {
 				t.Errorf("put actions %s", a)
 			}
 		case datapath.OpExecute:
@@ -267,7 +267,7 @@ func TestSlowPathTruncOff(t *testing.T) {
 	for _, op := range rec.ops {
 		switch op.Kind {
 		case datapath.OpPut:
-			if a := datapath.FormatActions(op.Flow.Actions); a != "userspace(pid=77,slow_path(action))" {
+			if a := datapath.FormatActions(op.Flow.Actions); a != slowFlowText(b) {
 				t.Errorf("with truncation off, the flow's actions are %s", a)
 			}
 		case datapath.OpExecute:
@@ -307,7 +307,7 @@ func TestSlowPathAddMPLSOff(t *testing.T) {
 	if len(rec.ops) != 2 {
 		t.Fatalf("%d ops, want a put and an execute (%s)", len(rec.ops), u.Stats().LastError)
 	}
-	if a := datapath.FormatActions(rec.ops[0].Flow.Actions); a != "userspace(pid=77,slow_path(action))" {
+	if a := datapath.FormatActions(rec.ops[0].Flow.Actions); a != slowFlowText(b) {
 		t.Errorf("the flow's actions are %s", a)
 	}
 	ex := rec.ops[1]
@@ -338,4 +338,13 @@ func TestIsSlowPathCookie(t *testing.T) {
 	if isSlowPathCookie(ours[:40]) {
 		t.Error("a short cookie is taken for one")
 	}
+}
+
+// slowFlowText is the slow-pathed flow's actions on b's datapath: pid 77
+// (the tests' controller pid), or OVS's per-CPU pid under per-CPU dispatch.
+func slowFlowText(b *Bridge) string {
+	if b.DP.Features().PerCPUDispatch {
+		return "userspace(pid=4294967295,slow_path(action))"
+	}
+	return "userspace(pid=77,slow_path(action))"
 }

@@ -130,6 +130,11 @@ func (c *xctx) composeSlowPath() {
 	if pid == 0 {
 		return
 	}
+	if bk := c.x.backer; bk != nil && bk.DP.Features().PerCPUDispatch {
+		// As ovs-vswitchd's DPIF_NETLINK_PER_CPU_PID: the kernel picks
+		// the handler by CPU and ignores the pid, which dumps show.
+		pid = perCPUPID
+	}
 	in := uint16(0xffff) // OFPP_NONE
 	if c.inPort != nil && c.inPort.OFPort <= 0xffff {
 		in = uint16(c.inPort.OFPort)
@@ -140,6 +145,10 @@ func (c *xctx) composeSlowPath() {
 	datapath.PutSlowPathCookie(cookie[:], o.Slow, in, &u)
 	o.slowActs = datapath.AppendUserspace(o.slowActs[:0], pid, cookie[:])
 }
+
+// perCPUPID is the pid ovs-vswitchd puts in the userspace actions of a
+// datapath with per-CPU upcall dispatch.
+const perCPUPID = 0xffffffff
 
 // InstallActions returns the actions of the datapath flow to install for
 // this translation: Actions, or for a slow-pathed one its userspace
