@@ -90,6 +90,8 @@ func FuzzExecuteSlow(f *testing.F) {
 		"set(arp(sip=10.0.0.9,tip=10.0.0.1,op=2/0xff,sha=00:00:5e:00:00:09,tha=80:88:88:88:88:88)),1",
 		"set(arp(sip=10.0.0.9,tip=10.0.0.1,op=2,sha=00:00:5e:00:00:09,tha=80:88:88:88:88:88)),pop_vlan,1",
 		"set(icmp(type=0,code=0)),1", "push_vlan(vid=5,pcp=0),set(icmpv6(type=129,code=0)),2",
+		"add_mpls(label=2,tc=0,ttl=64,bos=1,eth_type=0x8847),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),2",
+		"pop_eth,pop_mpls(eth_type=0x6558),1", "pop_eth,push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),clone(pop_eth,1),1",
 	} {
 		a := mustParseF(f, s)
 		f.Add(arp, a)
