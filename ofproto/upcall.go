@@ -364,6 +364,8 @@ type handler struct {
 	ops   []datapath.Op
 	// opUkey[i] is the ukey of ops[i] when it is a put, for error handling.
 	opUkey []*ukey
+	// slow executes slow-pathed packets (upcall_slow.go).
+	slow slowOps
 	// busy is odd while the handler is translating and installing a batch
 	// (see Udpif.quiesce).
 	busy atomic.Uint64
@@ -378,6 +380,7 @@ func (u *Udpif) newHandler(h datapath.Handler) *handler {
 		opUkey: make([]*ukey, 0, 2*UpcallBatch),
 	}
 	hd.bufs, hd.unmap = mapUpcallBuffers(UpcallBatch)
+	hd.initSlow()
 	for i := range hd.outs {
 		hd.outs[i].Actions = make([]byte, 0, 1024)
 	}
@@ -477,6 +480,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 	limit := int(u.flowLimit.Load())
 	nflows := u.datapathFlows(now)
 	exact := u.disableMegaflows.Load()
+	hd.slow.arena = hd.slow.arena[:0]
 	hd.mu.Lock()
 
 	for i := range ups {
@@ -496,6 +500,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 			}
 			if isSTPCookie(up.Userdata) {
 				u.stpUpcall(up) // xlate_stp.go
+				continue
+			}
+			if isSlowPathCookie(up.Userdata) {
+				hd.slowUpcall(up, &hd.outs[i], now) // upcall_slow.go
 				continue
 			}
 			hd.packetIn(up)
@@ -526,8 +534,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		hash, maskHash := up.Key.HashMaskedPair(&out.WC, 0, ufidMaskBasis)
 		ufid := makeUFID(hash, maskHash)
 
-		install := true
+		acts, install := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
 		switch {
+		case !install:
 		case nflows >= limit:
 			u.c.limitHits.Add(1)
 			install = false
@@ -548,7 +557,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				// The masked key: re-translation starts from it. The put
 				// carries the full key, as the datapath sent it.
 				u.ukeys.setFlow(k, &up.Key, &out.WC)
-				k.actions = append(k.actions[:0], out.Actions...)
+				k.actions = append(k.actions[:0], acts...)
 				k.setRules(&out.Rules, out.NRules)
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
@@ -566,12 +575,14 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				// not the ukey's: a purge may recycle the ukey while the
 				// batch is being encoded.
 				hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutCreate,
-					Flow: datapath.Flow{UFID: ufid, Key: up.Key, Mask: out.WC, Actions: out.Actions}})
+					Flow: datapath.Flow{UFID: ufid, Key: up.Key, Mask: out.WC, Actions: acts}})
 				hd.opUkey = append(hd.opUkey, k)
 				nflows++
 			}
 		}
-		if len(out.Actions) > 0 && out.lacp == nil {
+		if out.Slow != 0 {
+			hd.slow.execute(up, out) // upcall_slow.go
+		} else if len(out.Actions) > 0 && out.lacp == nil {
 			hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpExecute, Packet: up.Packet,
 				Flow: datapath.Flow{Key: up.Key, Actions: out.Actions}})
 			hd.opUkey = append(hd.opUkey, nil)

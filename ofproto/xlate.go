@@ -161,6 +161,15 @@ type Out struct {
 	// acct is the balanced bond and bucket the output hashed into
 	// (bond_rebalance.go), nil bond when none.
 	acct bondAcct
+
+	// Slow holds the slow-path reasons (datapath.SlowAction, ...): the
+	// actions do what the kernel datapath cannot, so the flow installed
+	// sends its packets to userspace and each packet's Actions run
+	// there (xlate_slow.go, upcall_slow.go). slowActs is that flow's
+	// userspace action.
+	Slow     uint32
+	slowActs []byte
+	slowOff  uint32 // the turned-off features that made it slow (backer_features.go)
 }
 
 func (o *Out) reset() {
@@ -177,6 +186,9 @@ func (o *Out) reset() {
 	o.learns = o.learns[:0]
 	o.lacp, o.lacpPort = nil, ""
 	o.acct = bondAcct{}
+	o.Slow = 0
+	o.slowActs = o.slowActs[:0]
+	o.slowOff = 0
 }
 
 // xctx is the state of one translation: xstate, which every translation
@@ -305,6 +317,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if x.netflow.Load() != nil {
 		c.netflowMask(key)
+	}
+	if out.Slow != 0 {
+		c.composeSlowPath() // xlate_slow.go
 	}
 }
 
@@ -481,10 +496,13 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.flow.Priority = saved
 	case openflow.ActSetField:
 		a.ApplySetField(&c.flow)
+		c.unwildcardDst(a.Field, 0, uint16(8*a.Field.Size())) // xlate_unwildcard.go
 	case openflow.ActRegLoad:
 		c.regLoad(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActRegMove:
 		c.regMove(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActStackPush, openflow.ActStackPop:
 		c.stackOp(a)
 	case openflow.ActSetVLANVID:
@@ -995,6 +1013,8 @@ func (c *xctx) commit() {
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
 			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
 		}
+	case flow.EthTypeARP, flow.EthTypeRARP:
+		acts = c.commitARP(acts) // xlate_slow.go
 	}
 	if (f.TpSrc != b.TpSrc || f.TpDst != b.TpDst) && f.NwFrag&flow.FragLater == 0 {
 		var attr datapath.KeyAttr
@@ -1020,6 +1040,7 @@ func (c *xctx) commit() {
 			b.TpSrc, b.TpDst = f.TpSrc, f.TpDst
 		}
 	}
+	acts = c.commitICMP(acts) // xlate_slow.go
 	c.out.Actions = acts
 }
 
