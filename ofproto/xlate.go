@@ -428,7 +428,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.output(a.Port, a.MaxLen)
 		c.flow.Priority = saved
 	case openflow.ActSetField:
-		a.ApplySetField(&c.flow)
+		a.ApplySetFieldScratch(&c.flow, &c.scratch[0])
 	case openflow.ActRegLoad:
 		c.regLoad(a)
 	case openflow.ActRegMove:
@@ -462,7 +462,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 	case openflow.ActMeter:
 		c.meter(a.Queue)
 	case openflow.ActDecNwTTL:
-		c.decTTL()
+		c.decTTL(a)
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
 	case openflow.ActCT:
@@ -562,7 +562,7 @@ func (c *xctx) regMove(a *openflow.Action) {
 	a.Field.SetValue(&c.flow, dst)
 }
 
-func (c *xctx) decTTL() {
+func (c *xctx) decTTL(a *openflow.Action) {
 	switch c.flow.EthType {
 	case flow.EthTypeIPv4, flow.EthTypeIPv6:
 		c.out.WC.EthType = 0xffff
@@ -570,8 +570,9 @@ func (c *xctx) decTTL() {
 		if c.flow.NwTTL <= 1 {
 			// TTL expired: as OVS, the packet goes no further but to
 			// the controllers that asked for invalid_ttl packet-ins
-			// (the connection's async config filters the reason).
-			c.controller(ReasonInvalidTTL, c.table, 0xffff, c.cookie)
+			// (the connection's async config filters the reason);
+			// dec_ttl(ids) names the controller ids (xlate_decttl.go).
+			c.invalidTTL(a)
 			c.out.Dropped = "ttl expired"
 			c.exit = true
 			return
