@@ -588,15 +588,22 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		c.exit = true
 		return
 	}
-	c.depth++
+	table := a.Table
+	if table == openflow.TableAll {
+		table = c.table
+	}
+	// Only a resubmit to this table or an earlier one deepens the
+	// translation, as in OVS's xlate_table_action: a pipeline that only
+	// moves forward (OVN's, through a chain of a hundred tables and
+	// more across logical datapaths) is bounded by MaxResubmits alone.
+	deepens := table <= c.table
+	if deepens {
+		c.depth++
+	}
 	c.resubmits++
 	saveIn, saveTable, saveCookie := c.flow.InPort, c.table, c.cookie
 	if a.Port != openflow.PortInPort {
 		c.flow.InPort = a.Port
-	}
-	table := a.Table
-	if table == openflow.TableAll {
-		table = c.table
 	}
 	// The rule found runs whole, goto_table and write-actions included,
 	// as ovs-vswitchd runs it; a miss (in the first table or one gone to)
@@ -614,7 +621,9 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		table = next
 	}
 	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
-	c.depth--
+	if deepens {
+		c.depth--
+	}
 }
 
 // output sends the packet to OpenFlow port p.

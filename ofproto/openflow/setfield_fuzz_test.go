@@ -78,6 +78,13 @@ func FuzzSetField(f *testing.F) {
 				t.Fatalf("masked set_field:\n in  %x\n out %x", in, out)
 			}
 		}
+		if hasOpaque(acts) {
+			// A vendor action this codec does not model is carried as
+			// bytes, which may mean something else in another version
+			// (ONF's copy_field is 1.3's alone); the switch refuses such
+			// actions.
+			return
+		}
 		for _, w := range []uint8{Version10, Version13, Version15} {
 			o, err := appendActionsFor(nil, w, acts)
 			if err != nil {
@@ -88,4 +95,16 @@ func FuzzSetField(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hasOpaque reports whether acts, nested lists included, hold an
+// ActVendor.
+func hasOpaque(acts []Action) bool {
+	for i := range acts {
+		a := &acts[i]
+		if a.Type == ActVendor || hasOpaque(a.Nested) || a.Ct != nil && hasOpaque(a.Ct.Actions) {
+			return true
+		}
+	}
+	return false
 }
