@@ -390,6 +390,10 @@ func setAttrLen(t KeyAttr) int {
 		return sizeL4Ports
 	case KeyAttrMPLS:
 		return sizeMPLS
+	case KeyAttrARP:
+		return sizeARP
+	case KeyAttrICMP, KeyAttrICMPv6:
+		return sizeICMP
 	case KeyAttrTunnel:
 		return -1
 	}
@@ -674,6 +678,8 @@ func putSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		binary.BigEndian.PutUint16(p[2:], v.TpDst)
 	case KeyAttrMPLS:
 		binary.BigEndian.PutUint32(p, v.MPLSLSE)
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+		putSlowSetValue(p, attr, v) // odpaction_slow.go
 	}
 }
 
@@ -740,6 +746,8 @@ func getSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		v.TpDst = binary.BigEndian.Uint16(p[2:])
 	case KeyAttrMPLS:
 		v.MPLSLSE = binary.BigEndian.Uint32(p)
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+		getSlowSetValue(p, attr, v) // odpaction_slow.go
 	}
 }
 
@@ -776,6 +784,10 @@ func fillSetMask(attr KeyAttr, m *flow.Mask) {
 		m.TpSrc, m.TpDst = e.TpSrc, e.TpDst
 	case KeyAttrMPLS:
 		m.MPLSLSE = e.MPLSLSE
+	case KeyAttrARP:
+		m.IPv4Src, m.IPv4Dst, m.NwProto, m.ArpSHA, m.ArpTHA = e.IPv4Src, e.IPv4Dst, e.NwProto, e.ArpSHA, e.ArpTHA
+	case KeyAttrICMP, KeyAttrICMPv6:
+		m.TpSrc, m.TpDst = 0x00ff, 0x00ff
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 // in-memory datapath (datapath/dummy) and for tests.
 
 // ErrActionUnsupported is returned by Executor for actions it does not
-// implement: ct, hash, push_eth/pop_eth, push_nsh/pop_nsh, meter, dec_ttl,
-// add_mpls and a set of the tunnel or of conntrack fields.
+// implement: ct, hash, push_nsh/pop_nsh, meter, dec_ttl and a set of the
+// tunnel or of conntrack fields.
 var ErrActionUnsupported = errors.New("datapath action not supported by the executor")
 
 // maxExecDepth bounds nested action lists (clone, sample, check_pkt_len),
@@ -46,6 +46,10 @@ type Executor struct {
 	Sample func(p uint32) bool
 
 	bufs [maxExecDepth + 1][]byte
+	// l3 is the ethertype of a packet without an Ethernet header at each
+	// depth (after add_mpls or pop_eth), 0 for an Ethernet frame
+	// (odpexec_slow.go).
+	l3 [maxExecDepth + 1]uint16
 }
 
 // Execute runs actions on a copy of pkt (pkt itself is not modified) whose
@@ -55,6 +59,7 @@ type Executor struct {
 // ErrActionUnsupported.
 func (e *Executor) Execute(pkt []byte, md *flow.Key, actions []byte) error {
 	e.bufs[0] = append(e.bufs[0][:0], pkt...)
+	e.l3[0] = 0
 	meta := *md
 	return e.run(0, &meta, actions)
 }
@@ -107,7 +112,17 @@ func (e *Executor) run(depth int, md *flow.Key, actions []byte) error {
 			binary.BigEndian.PutUint32(pkt[at:], a.MPLSLSE)
 			binary.BigEndian.PutUint16(pkt[l.etOff:], a.EthType)
 			e.bufs[depth] = pkt
+		case ActionAddMPLS, ActionPushEth, ActionPopEth:
+			if err := e.packetType(depth, a); err != nil { // odpexec_slow.go
+				return err
+			}
 		case ActionPopMPLS:
+			if e.l3[depth] != 0 {
+				if err := e.packetType(depth, a); err != nil {
+					return err
+				}
+				break
+			}
 			l := layoutOf(pkt)
 			if l.eth && isMPLSType(l.ethType) && len(pkt) >= l.etOff+6 {
 				at := l.etOff + 2
@@ -165,6 +180,7 @@ func (e *Executor) nested(depth int, md *flow.Key, actions []byte) error {
 		return actionErr("actions nested more than %d deep", maxExecDepth)
 	}
 	e.bufs[depth+1] = append(e.bufs[depth+1][:0], e.bufs[depth]...)
+	e.l3[depth+1] = e.l3[depth]
 	meta := *md
 	return e.run(depth+1, &meta, actions)
 }
@@ -413,6 +429,8 @@ func applySet(pkt []byte, md *flow.Key, a *Action) error {
 			return actionErr("set mpls on a packet without MPLS")
 		}
 		maskedWrite(pkt[l.etOff+2:l.etOff+6], val, mask)
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+		return applySlowSet(pkt, &l, a.SetAttr, val, mask) // odpexec_slow.go
 	default:
 		return fmt.Errorf("%w: set of key attribute %d", ErrActionUnsupported, a.SetAttr)
 	}

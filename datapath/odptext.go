@@ -70,7 +70,9 @@ func formatAction(sb *strings.Builder, a *Action) {
 	case ActionUserspace:
 		u := &a.Userspace
 		fmt.Fprintf(sb, "userspace(pid=%d", u.PID)
-		if u.Userdata != nil {
+		if reason, ok := ParseSlowPathCookie(u.Userdata); ok {
+			sb.WriteString(",slow_path(" + SlowPathReasonString(reason) + ")") // slowpath.go
+		} else if u.Userdata != nil {
 			fmt.Fprintf(sb, ",userdata(%x)", u.Userdata)
 		}
 		if u.WithActions {
@@ -321,12 +323,17 @@ var setFields = map[KeyAttr][]setField{
 	KeyAttrTCP:  {{"src", 0, 2, kindDec}, {"dst", 2, 2, kindDec}},
 	KeyAttrUDP:  {{"src", 0, 2, kindDec}, {"dst", 2, 2, kindDec}},
 	KeyAttrSCTP: {{"src", 0, 2, kindDec}, {"dst", 2, 2, kindDec}},
+	KeyAttrARP: {{"sip", 0, 4, kindIPv4}, {"tip", 4, 4, kindIPv4}, {"op", 8, 2, kindDec},
+		{"sha", 10, 6, kindMAC}, {"tha", 16, 6, kindMAC}},
+	KeyAttrICMP:   {{"type", 0, 1, kindDec}, {"code", 1, 1, kindDec}},
+	KeyAttrICMPv6: {{"type", 0, 1, kindDec}, {"code", 1, 1, kindDec}},
 }
 
 var setAttrNames = map[KeyAttr]string{
 	KeyAttrPriority: "skb_priority", KeyAttrSkbMark: "skb_mark", KeyAttrCtMark: "ct_mark",
 	KeyAttrCtLabels: "ct_label", KeyAttrEthernet: "eth", KeyAttrIPv4: "ipv4", KeyAttrIPv6: "ipv6",
 	KeyAttrTCP: "tcp", KeyAttrUDP: "udp", KeyAttrSCTP: "sctp", KeyAttrMPLS: "mpls", KeyAttrTunnel: "tunnel",
+	KeyAttrARP: "arp", KeyAttrICMP: "icmp", KeyAttrICMPv6: "icmpv6",
 }
 
 func beUint(b []byte) uint64 {
@@ -731,6 +738,16 @@ func parseUserspace(b []byte, args string) ([]byte, error) {
 			u.TunnelOutPort, u.HasTunnelOutPort = uint32(v), true
 		default:
 			n, data, ok := call(p[0])
+			if ok && n == "slow_path" && p[1] == "" {
+				// As OVS parses it: no input port, a zero UUID.
+				reasons, err := parseSlowPathReasons(data)
+				if err != nil {
+					return nil, err
+				}
+				u.Userdata = make([]byte, SlowPathCookieLen)
+				PutSlowPathCookie(u.Userdata, reasons, 0xffff, &[16]byte{})
+				continue
+			}
 			if !ok || n != "userdata" || p[1] != "" {
 				return nil, fmt.Errorf("unknown userspace option %q", p[0])
 			}

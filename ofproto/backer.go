@@ -96,6 +96,9 @@ type Backer struct {
 	// CTZones, if set, are the conntrack zones' timeout policies that
 	// ct(commit) translations name (ct_timeout.go).
 	CTZones *CTZoneTimeouts
+	// featOff holds the datapath features turned off at run time
+	// (dpif/set-dp-features: backer_features.go).
+	featOff atomic.Uint32
 }
 
 // backerSet is one immutable version of the backer's bridges.

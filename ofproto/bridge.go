@@ -387,7 +387,7 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	if len(out.Actions) == 0 {
 		return nil
 	}
-	if err := b.DP.Execute(packet, &key, out.Actions); err != nil {
+	if err := executeWithHelp(b.DP, packet, &key, &out); err != nil { // upcall_slow.go
 		exact := flow.ExactMask()
 		return &ExecuteError{DP: b.DP.Name(), Actions: datapath.FormatActions(out.Actions), Packet: flow.Format(&key, &exact), Err: err}
 	}

@@ -118,7 +118,7 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 	if len(out.Actions) == 0 {
 		return nil
 	}
-	return b.DP.Execute(packet, &key, out.Actions)
+	return executeWithHelp(b.DP, packet, &key, &out) // upcall_slow.go
 }
 
 // TranslateResume translates a continuation: its action set written

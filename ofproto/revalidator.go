@@ -369,10 +369,14 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}
-	if bytes.Equal(out.Actions, k.actions) {
+	acts, ok := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
+	if !ok {
+		return retransDelete
+	}
+	if bytes.Equal(acts, k.actions) {
 		return retransKeep
 	}
-	k.actions = append(k.actions[:0], out.Actions...)
+	k.actions = append(k.actions[:0], acts...)
 	return retransModify
 }
 
@@ -383,7 +387,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) bool {
 	key := f.Key.Apply(&f.Mask)
 	u.translateFlow(&key, now, exact, out)
-	if out.WC != f.Mask || !bytes.Equal(out.Actions, f.Actions) {
+	if acts, ok := out.InstallActions(); !ok || out.WC != f.Mask || !bytes.Equal(acts, f.Actions) {
 		return false
 	}
 	if f.UFID.IsZero() {

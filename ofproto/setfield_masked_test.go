@@ -71,6 +71,10 @@ func TestXlateMaskedSetField(t *testing.T) {
 	if got := datapath.FormatActions(out.Actions); got != want {
 		t.Errorf("actions %q, want %q (dropped %q)", got, want, out.Dropped)
 	}
+	// Only the written byte of eth_dst becomes exact in the megaflow.
+	if out.WC.EthDst != [6]byte{5: 0xff} {
+		t.Errorf("megaflow eth_dst mask %x, want the masked set_field's 0000000000ff", out.WC.EthDst)
+	}
 }
 
 // TestXlateCtMaskedSetField: masked set_fields of ct_mark and ct_label

@@ -27,7 +27,9 @@ func settable(f openflow.Field) bool {
 		openflow.FieldTunIPv4Src, openflow.FieldTunIPv4Dst, openflow.FieldTunIPv6Src, openflow.FieldTunIPv6Dst, // tunnel ports: xlate_tunnel.go
 		openflow.FieldTunFlags,
 		openflow.FieldInPort, openflow.FieldNXMInPort,
-		openflow.FieldMPLSLabel, openflow.FieldMPLSTC:
+		openflow.FieldMPLSLabel, openflow.FieldMPLSTC,
+		openflow.FieldARPOp, openflow.FieldARPSPA, openflow.FieldARPTPA, openflow.FieldARPSHA, openflow.FieldARPTHA, // slow path: xlate_slow.go
+		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code:
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||

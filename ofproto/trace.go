@@ -84,7 +84,15 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 		wc.MPLSLSE = 0
 	}
 	sb.Write(openflow.AppendMatchText(nil, &of, &wc, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
-	fmt.Fprintf(&sb, "\nDatapath actions: %s\n", datapath.FormatActions(out.Actions))
+	fmt.Fprintf(&sb, "\nDatapath actions: %s", datapath.FormatActions(out.Actions))
+	if out.Slow != 0 {
+		// As ovs-vswitchd's explain_slow_path.
+		sb.WriteString("\nThis flow is handled by the userspace slow path because it:")
+		for _, why := range datapath.SlowPathExplanations(out.Slow) {
+			sb.WriteString("\n  - " + why + ".")
+		}
+	}
+	sb.WriteByte('\n')
 	return sb.String()
 }
 

@@ -362,6 +362,8 @@ type handler struct {
 	ops   []datapath.Op
 	// opUkey[i] is the ukey of ops[i] when it is a put, for error handling.
 	opUkey []*ukey
+	// slow executes slow-pathed packets (upcall_slow.go).
+	slow slowOps
 	// busy is odd while the handler is translating and installing a batch
 	// (see Udpif.quiesce).
 	busy atomic.Uint64
@@ -376,6 +378,7 @@ func (u *Udpif) newHandler(h datapath.Handler) *handler {
 		opUkey: make([]*ukey, 0, 2*UpcallBatch),
 	}
 	hd.bufs, hd.unmap = mapUpcallBuffers(UpcallBatch)
+	hd.initSlow()
 	for i := range hd.outs {
 		hd.outs[i].Actions = make([]byte, 0, 1024)
 	}
@@ -475,6 +478,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 	limit := int(u.flowLimit.Load())
 	nflows := u.datapathFlows(now)
 	exact := u.disableMegaflows.Load()
+	hd.slow.arena = hd.slow.arena[:0]
 	hd.mu.Lock()
 
 	for i := range ups {
@@ -483,6 +487,10 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 			u.c.actions.Add(1)
 			if len(up.Userdata) > 0 && up.Userdata[0] == UserdataSFlow {
 				u.sflowUpcall(up) // xlate_sample.go
+				continue
+			}
+			if _, ok := datapath.ParseSlowPathCookie(up.Userdata); ok {
+				hd.slowUpcall(up, &hd.outs[i], now) // upcall_slow.go
 				continue
 			}
 			hd.packetIn(up)
@@ -510,8 +518,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		hash := up.Key.HashMasked(&out.WC, 0)
 		ufid := makeUFID(hash, &up.Key, &out.WC)
 
-		install := true
+		acts, install := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
 		switch {
+		case !install:
 		case nflows >= limit:
 			u.c.limitHits.Add(1)
 			install = false
@@ -532,7 +541,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				// The masked key: re-translation starts from it. The put
 				// carries the full key, as the datapath sent it.
 				u.ukeys.setFlow(k, &up.Key, &out.WC)
-				k.actions = append(k.actions[:0], out.Actions...)
+				k.actions = append(k.actions[:0], acts...)
 				k.setRules(&out.Rules, out.NRules)
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
@@ -548,12 +557,14 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				// not the ukey's: a purge may recycle the ukey while the
 				// batch is being encoded.
 				hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpPut, Flags: datapath.PutCreate,
-					Flow: datapath.Flow{UFID: ufid, Key: up.Key, Mask: out.WC, Actions: out.Actions}})
+					Flow: datapath.Flow{UFID: ufid, Key: up.Key, Mask: out.WC, Actions: acts}})
 				hd.opUkey = append(hd.opUkey, k)
 				nflows++
 			}
 		}
-		if len(out.Actions) > 0 {
+		if out.Slow != 0 {
+			hd.slow.execute(up, out) // upcall_slow.go
+		} else if len(out.Actions) > 0 {
 			hd.ops = append(hd.ops, datapath.Op{Kind: datapath.OpExecute, Packet: up.Packet,
 				Flow: datapath.Flow{Key: up.Key, Actions: out.Actions}})
 			hd.opUkey = append(hd.opUkey, nil)

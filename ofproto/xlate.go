@@ -145,6 +145,15 @@ type Out struct {
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
 	learns   []learnReq
+
+	// Slow holds the slow-path reasons (datapath.SlowAction, ...): the
+	// actions do what the kernel datapath cannot, so the flow installed
+	// sends its packets to userspace and each packet's Actions run
+	// there (xlate_slow.go, upcall_slow.go). slowActs is that flow's
+	// userspace action.
+	Slow     uint32
+	slowActs []byte
+	slowOff  uint32 // the turned-off features that made it slow (backer_features.go)
 }
 
 func (o *Out) reset() {
@@ -159,6 +168,9 @@ func (o *Out) reset() {
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
+	o.Slow = 0
+	o.slowActs = o.slowActs[:0]
+	o.slowOff = 0
 }
 
 // xctx is the state of one translation.
@@ -257,6 +269,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	if x.netflow.Load() != nil {
 		c.netflowMask(key)
+	}
+	if out.Slow != 0 {
+		c.composeSlowPath() // xlate_slow.go
 	}
 }
 
@@ -429,10 +444,13 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.flow.Priority = saved
 	case openflow.ActSetField:
 		a.ApplySetFieldScratch(&c.flow, &c.scratch[0])
+		c.unwildcardSetField(a) // xlate_setfield.go
 	case openflow.ActRegLoad:
 		c.regLoad(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActRegMove:
 		c.regMove(a)
+		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
 	case openflow.ActStackPush, openflow.ActStackPop:
 		c.stackOp(a)
 	case openflow.ActSetVLANVID:
@@ -941,6 +959,8 @@ func (c *xctx) commit() {
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
 			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
 		}
+	case flow.EthTypeARP, flow.EthTypeRARP:
+		acts = c.commitARP(acts) // xlate_slow.go
 	}
 	if (f.TpSrc != b.TpSrc || f.TpDst != b.TpDst) && f.NwFrag&flow.FragLater == 0 {
 		var attr datapath.KeyAttr
@@ -966,6 +986,7 @@ func (c *xctx) commit() {
 			b.TpSrc, b.TpDst = f.TpSrc, f.TpDst
 		}
 	}
+	acts = c.commitICMP(acts) // xlate_slow.go
 	c.out.Actions = acts
 }
 

@@ -97,6 +97,7 @@ func (c *xctx) outputTrunc(a *openflow.Action) {
 		return
 	}
 	c.out.Actions = datapath.AppendTrunc(c.out.Actions, a.TruncLen)
+	c.slowIfOff(FeatureTrunc) // backer_features.go
 	c.output(a.Port, 0)
 }
 

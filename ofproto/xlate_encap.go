@@ -137,6 +137,7 @@ func (c *xctx) doDecap(a *openflow.Action) {
 			return
 		}
 		c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, uint16(pt))
+		c.slowIfOff(FeatureAddMPLS) // backer_features.go
 		f.EthType, f.MPLSLSE = uint16(pt), 0
 		c.base.EthType, c.base.MPLSLSE = uint16(pt), 0
 		e.lseUnknown = true
@@ -149,6 +150,7 @@ func (c *xctx) doDecap(a *openflow.Action) {
 	// The last label goes: what is under it is an Ethernet frame the
 	// datapath parses after a recirculation.
 	c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, ethTypeTEB)
+	c.slowIfOff(FeatureAddMPLS)
 	f.EthType, f.MPLSLSE = ethTypeTEB, 0
 	c.base.EthType, c.base.MPLSLSE = ethTypeTEB, 0
 	e.noEth, e.baseNoEth, e.lseUnknown = false, false, false
@@ -161,6 +163,7 @@ func (c *xctx) commitEncap(acts []byte) []byte {
 	f, b, e := &c.flow, &c.base, &c.encap
 	if e.addMPLS {
 		acts = datapath.AppendAddMPLS(acts, f.MPLSLSE, f.EthType, 0)
+		c.slowIfOff(FeatureAddMPLS)
 		b.EthType, b.MPLSLSE = f.EthType, f.MPLSLSE
 		b.EthSrc, b.EthDst = [6]byte{}, [6]byte{}
 		e.baseNoEth, e.addMPLS = true, false

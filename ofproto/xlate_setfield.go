@@ -33,3 +33,26 @@ func ctSetField(n *openflow.Action, d *datapath.CT) {
 		}
 	}
 }
+
+// unwildcardSetField makes the bits a set_field writes exact in the
+// megaflow (xlate_unwildcard.go): the whole field, or a masked one's mask
+// bits, run by run, as OVS's mf_mask_field_masked.
+func (c *xctx) unwildcardSetField(a *openflow.Action) {
+	n := a.Field.Size()
+	if !a.Masked {
+		c.unwildcardDst(a.Field, 0, uint16(8*n))
+		return
+	}
+	bit := func(p int) bool { return a.Mask[n-1-p/8]>>(p%8)&1 != 0 }
+	for p := 0; p < 8*n; {
+		if !bit(p) {
+			p++
+			continue
+		}
+		ofs := p
+		for p < 8*n && bit(p) {
+			p++
+		}
+		c.unwildcardDst(a.Field, uint16(ofs), uint16(p-ofs))
+	}
+}

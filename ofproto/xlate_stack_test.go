@@ -34,10 +34,10 @@ func TestOfctlStack(t *testing.T) {
 	if out, err := s.ofctlErr(nil, "add-flow", "table=2,actions=push:NXM_OF_ARP_SPA[]"); err == nil {
 		t.Errorf("push of arp_spa without an arp match was accepted:\n%s", out)
 	}
-	// Rewriting ARP fields is not implemented (ovs-vswitchd does it in
-	// userspace, on the slow path: the kernel cannot set them): refused.
-	if out, err := s.ofctlErr(nil, "add-flow", "table=2,arp,actions=pop:NXM_OF_ARP_SPA[]"); err == nil {
-		t.Errorf("pop into arp_spa was accepted:\n%s", out)
+	// ND fields are not rewritten (ARP fields are, on the slow path:
+	// xlate_slow.go): refused.
+	if out, err := s.ofctlErr(nil, "add-flow", "table=2,icmp6,icmp_type=135,actions=pop:NXM_NX_ND_TARGET[]"); err == nil {
+		t.Errorf("pop into nd_target was accepted:\n%s", out)
 	}
 }
 

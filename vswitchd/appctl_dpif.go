@@ -204,6 +204,9 @@ type dpFeature struct {
 	on          func(datapath.Features) bool
 	// size is set for a numeric feature (on is then nil).
 	size func(datapath.Features) int
+	// off is the ofproto.Feature* bit that turns the feature off at run
+	// time (0: it cannot be changed).
+	off uint32
 }
 
 // value is the feature's value as show-dp-features prints it.
@@ -236,10 +239,10 @@ var dpFeatures = []dpFeature{
 	{name: "ct_mark", title: "CT mark", on: func(f datapath.Features) bool { return f.CtMark }},
 	{name: "ct_label", title: "CT label", on: func(f datapath.Features) bool { return f.CtLabel }},
 	{name: "ct_state_nat", title: "CT state NAT", on: func(f datapath.Features) bool { return f.CtNAT }},
-	{name: "trunc", title: "Truncate action", on: func(f datapath.Features) bool { return f.Trunc }},
+	{name: "trunc", title: "Truncate action", on: func(f datapath.Features) bool { return f.Trunc }, off: ofproto.FeatureTrunc},
 	{name: "clone", title: "Clone action", on: func(f datapath.Features) bool { return f.Clone }},
 	{name: "check_pkt_len", title: "Check pkt length action", on: func(f datapath.Features) bool { return f.CheckPktLen }},
-	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }},
+	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }, off: ofproto.FeatureAddMPLS},
 }
 
 func yesNo(b bool) string {
@@ -255,7 +258,7 @@ func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f := b.DP.Features()
+	f := runTimeFeatures(b)
 	var sb strings.Builder
 	for i := range dpFeatures {
 		fmt.Fprintf(&sb, "%s: %s\n", dpFeatures[i].title, dpFeatures[i].value(f))
@@ -263,29 +266,69 @@ func (d *Daemon) dpifShowDPFeatures(args []string) (string, error) {
 	return sb.String(), nil
 }
 
+// runTimeFeatures are the datapath's features less those turned off at
+// run time.
+func runTimeFeatures(b *ofproto.Bridge) datapath.Features {
+	f := b.DP.Features()
+	off := b.Backer.FeaturesOff()
+	if off&ofproto.FeatureTrunc != 0 {
+		f.Trunc = false
+	}
+	if off&ofproto.FeatureAddMPLS != 0 {
+		f.AddMPLS = false
+	}
+	return f
+}
+
 // dpifSetDPFeatures is dpif/set-dp-features BRIDGE [FEATURE [true|false]].
-// Alone it lists the probed features as ovs-vswitchd does ("[run
-// time]" and "[boot time]" are the same: govswitchd changes none at run
-// time). Asking to change one is refused.
+// Alone it lists the features as ovs-vswitchd does, at run time and as
+// probed at boot time; with a feature, that one. A feature govswitchd can
+// turn off (off set: translation then marks its actions for the slow path)
+// is turned off or back on as ovs-vswitchd does, its datapath's flows
+// flushed; changing any other is refused.
 func (d *Daemon) dpifSetDPFeatures(args []string) (string, error) {
 	b, err := d.bridgeArg(args[0])
 	if err != nil {
 		return "", err
 	}
-	f := b.DP.Features()
+	boot, rt := b.DP.Features(), runTimeFeatures(b)
+	line := func(ft *dpFeature) string {
+		return fmt.Sprintf("%s (%s) : [run time]:%s, [boot time]:%s\n", ft.name, ft.title, ft.setValue(rt), ft.setValue(boot))
+	}
 	if len(args) == 1 {
 		var sb strings.Builder
 		for i := range dpFeatures {
-			v := dpFeatures[i].setValue(f)
-			fmt.Fprintf(&sb, "%s (%s) : [run time]:%s, [boot time]:%s\n", dpFeatures[i].name, dpFeatures[i].title, v, v)
+			sb.WriteString(line(&dpFeatures[i]))
 		}
 		return sb.String(), nil
 	}
 	for i := range dpFeatures {
-		if ft := &dpFeatures[i]; ft.name == args[1] {
-			return "", fmt.Errorf("dpif/set-dp-features: govswitchd cannot change %s at run time (it is %s, as probed when the datapath was opened)",
-				ft.name, ft.setValue(f))
+		ft := &dpFeatures[i]
+		if ft.name != args[1] {
+			continue
 		}
+		switch {
+		case len(args) == 2:
+			return line(ft), nil
+		case ft.off == 0:
+			return "", fmt.Errorf("dpif/set-dp-features: govswitchd cannot change %s at run time (it is %s, as probed when the datapath was opened)",
+				ft.name, ft.setValue(boot))
+		case strings.EqualFold(args[2], "false"):
+			b.Backer.SetFeatureOff(ft.off, true)
+		case strings.EqualFold(args[2], "true"):
+			if !ft.on(boot) {
+				return "Can not enable features not supported by the datapth", nil // sic, as ovs-vswitchd
+			}
+			b.Backer.SetFeatureOff(ft.off, false)
+		default:
+			return "Boolean value expected", nil
+		}
+		// As ovs-vswitchd's udpif_flush: no flow of the old translation
+		// survives.
+		if err := b.Udpif.Purge(); err != nil {
+			return "", fmt.Errorf("dpif/set-dp-features: flush the datapath's flows: %w", err)
+		}
+		return "", nil
 	}
 	return "", fmt.Errorf("dpif/set-dp-features: unknown feature %q (govswitchd knows %s)", args[1], featureNames())
 }

@@ -43,6 +43,11 @@ func TestDpifAndBridgeCommands(t *testing.T) {
 			q(`  Total number of port moved MAC entries  : 0`) + `\n$`}},
 		{[]string{"fdb/stats-clear", "br0"}, []string{`^statistics successfully cleared\n$`}},
 		{[]string{"fdb/stats-show", "br0"}, []string{`(?m)entries in the table: 1/8192$`, `(?m)learned MAC entries     : 0$`}},
+		// Truncation turned off at run time, as OVS's truncate test does.
+		{[]string{"dpif/set-dp-features", "br0", "trunc", "false"}, []string{`^$`}},
+		{[]string{"dpif/show-dp-features", "br0"}, []string{`(?m)^Truncate action: No$`}},
+		{[]string{"dpif/set-dp-features", "br0", "trunc"}, []string{`^` + q(`trunc (Truncate action) : [run time]:false, [boot time]:`) + `(true|false)\n$`}},
+		{[]string{"dpif/set-dp-features", "br0", "trunc", "maybe"}, []string{`^Boolean value expected`}},
 	}
 	for _, tt := range tests {
 		out := s.appctl(t, tt.args[0], tt.args[1:]...)

@@ -1,0 +1,153 @@
+package ofproto
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+)
+
+// The userspace slow path, as ovs-vswitchd's: a rewrite the kernel
+// datapath cannot do (its validate_set has no ARP, ICMP or ICMPv6 case) is
+// still committed as a datapath set action, as OVS's commit_set_arp_action
+// and commit_set_icmp_action commit it, and the translation is marked
+// SLOW_ACTION. The upcall handler then runs those actions on the packet in
+// userspace and hands what the kernel can do to it (upcall_slow.go), and
+// the flow it installs holds only userspace(pid,slow_path(action)): every
+// later packet of the megaflow comes up and is handled the same way. The
+// megaflow mask is the translation's, so the flow catches exactly the
+// packets that would translate alike.
+
+// instanceUUID is this process's random bridge UUID stem: a bridge's slow
+// path cookie carries it with the bridge's number in the last two bytes
+// (OVS puts its ofproto's random UUID there; nothing reads it back).
+var instanceUUID = func() (u [16]byte) {
+	rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u
+}()
+
+// commitARP emits the set(arp(...)) that turns the base's ARP fields into
+// the flow's, as a masked set of the fields that changed, which become
+// exact in the megaflow (OVS unwildcards a field that set_field, load or
+// move writes).
+func (c *xctx) commitARP(acts []byte) []byte {
+	f, b, wc := &c.flow, &c.base, &c.out.WC
+	if f.IPv4Src == b.IPv4Src && f.IPv4Dst == b.IPv4Dst && f.NwProto == b.NwProto && f.ArpSHA == b.ArpSHA && f.ArpTHA == b.ArpTHA {
+		return acts
+	}
+	var m flow.Mask
+	ones4 := [4]byte{0xff, 0xff, 0xff, 0xff}
+	if f.IPv4Src != b.IPv4Src {
+		m.IPv4Src, wc.IPv4Src = ones4, ones4
+	}
+	if f.IPv4Dst != b.IPv4Dst {
+		m.IPv4Dst, wc.IPv4Dst = ones4, ones4
+	}
+	if f.NwProto != b.NwProto {
+		m.NwProto, wc.NwProto = 0xff, 0xff
+	}
+	if f.ArpSHA != b.ArpSHA {
+		m.ArpSHA, wc.ArpSHA = ones6, ones6
+	}
+	if f.ArpTHA != b.ArpTHA {
+		m.ArpTHA, wc.ArpTHA = ones6, ones6
+	}
+	// AppendSetMasked leaves NwProto out of the mask (for IP it is the
+	// protocol, which no set may change); for ARP it is the opcode.
+	acts = appendSetARP(acts, f, &m)
+	b.IPv4Src, b.IPv4Dst, b.NwProto, b.ArpSHA, b.ArpTHA = f.IPv4Src, f.IPv4Dst, f.NwProto, f.ArpSHA, f.ArpTHA
+	c.out.Slow |= datapath.SlowAction
+	return acts
+}
+
+// appendSetARP appends the set of the ARP fields m selects: a plain set
+// when it selects all of them, as OVS's commit() chooses. The opcode is
+// OVS's get_arp_key's: an exact 8-bit opcode mask (the flow keeps the
+// low byte) is the exact 16-bit one, and so is the value 255.
+func appendSetARP(acts []byte, f *flow.Key, m *flow.Mask) []byte {
+	var v, mk [24]byte
+	arpOp := func(b uint8) uint16 {
+		if b == 0xff {
+			return 0xffff
+		}
+		return uint16(b)
+	}
+	binary.BigEndian.PutUint16(v[8:], arpOp(f.NwProto&m.NwProto))
+	binary.BigEndian.PutUint16(mk[8:], arpOp(m.NwProto))
+	for i := 0; i < 4; i++ {
+		v[i], mk[i] = f.IPv4Src[i]&m.IPv4Src[i], m.IPv4Src[i]
+		v[4+i], mk[4+i] = f.IPv4Dst[i]&m.IPv4Dst[i], m.IPv4Dst[i]
+	}
+	for i := 0; i < 6; i++ {
+		v[10+i], mk[10+i] = f.ArpSHA[i]&m.ArpSHA[i], m.ArpSHA[i]
+		v[16+i], mk[16+i] = f.ArpTHA[i]&m.ArpTHA[i], m.ArpTHA[i]
+	}
+	exact := true
+	for _, c := range mk[:22] {
+		exact = exact && c == 0xff
+	}
+	if exact {
+		return datapath.AppendSetAttr(acts, datapath.KeyAttrARP, v[:])
+	}
+	return datapath.AppendSetMaskedAttr(acts, datapath.KeyAttrARP, v[:], mk[:])
+}
+
+// commitICMP emits the set(icmp(...)) or set(icmpv6(...)) of a changed
+// ICMP type or code, a plain set as OVS's commit_set_icmp_action emits it;
+// both fields become exact in the megaflow.
+func (c *xctx) commitICMP(acts []byte) []byte {
+	f, b, wc := &c.flow, &c.base, &c.out.WC
+	if f.TpSrc == b.TpSrc && f.TpDst == b.TpDst || f.NwFrag&flow.FragLater != 0 {
+		return acts
+	}
+	var attr datapath.KeyAttr
+	switch {
+	case f.EthType == flow.EthTypeIPv4 && f.NwProto == flow.IPProtoICMP:
+		attr = datapath.KeyAttrICMP
+	case f.EthType == flow.EthTypeIPv6 && f.NwProto == flow.IPProtoICMPv6:
+		attr = datapath.KeyAttrICMPv6
+	default:
+		return acts
+	}
+	wc.EthType, wc.NwProto, wc.NwFrag = 0xffff, 0xff, 0xff
+	wc.TpSrc, wc.TpDst = 0x00ff, 0x00ff
+	acts = datapath.AppendSet(acts, attr, f)
+	b.TpSrc, b.TpDst = f.TpSrc, f.TpDst
+	c.out.Slow |= datapath.SlowAction
+	return acts
+}
+
+// composeSlowPath builds the slow-pathed flow's one action, as OVS's
+// compose_slow_path: userspace to the upcall socket with the slow-path
+// cookie. Without an upcall socket (pid 0) there is none, and the flow is
+// not installed (InstallActions).
+func (c *xctx) composeSlowPath() {
+	o := c.out
+	pid := c.x.ControllerPID.Load()
+	if pid == 0 {
+		return
+	}
+	in := uint16(0xffff) // OFPP_NONE
+	if c.inPort != nil && c.inPort.OFPort <= 0xffff {
+		in = uint16(c.inPort.OFPort)
+	}
+	u := instanceUUID
+	binary.BigEndian.PutUint16(u[14:], c.x.ID)
+	var cookie [datapath.SlowPathCookieLen]byte
+	datapath.PutSlowPathCookie(cookie[:], o.Slow, in, &u)
+	o.slowActs = datapath.AppendUserspace(o.slowActs[:0], pid, cookie[:])
+}
+
+// InstallActions returns the actions of the datapath flow to install for
+// this translation: Actions, or for a slow-pathed one its userspace
+// action; ok is false when a slow-pathed flow cannot be installed (no
+// upcall socket).
+func (o *Out) InstallActions() (acts []byte, ok bool) {
+	if o.Slow == 0 {
+		return o.Actions, true
+	}
+	return o.slowActs, len(o.slowActs) > 0
+}
