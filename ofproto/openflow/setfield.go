@@ -56,7 +56,9 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 	}
 	for _, c := range act[8+plen:] {
 		if c != 0 {
-			return Action{}, errOf(v, kActBadArgument, "set_field %s: nonzero padding", f)
+			// decode_ofpat_set_field's OFPBAC_BAD_SET_ARGUMENT.
+			return Action{}, &Error{Version: v, Type: ErrTypeBadAction, Code: BadAction13BadSetArgment,
+				Err: ErrUnsupported, Detail: fmt.Sprintf("set_field %s: nonzero padding", f)}
 		}
 	}
 	a := Action{Type: ActSetField, Field: f}
