@@ -3,6 +3,7 @@ package datapath
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/netlinkio"
+	"golang.org/x/sys/unix"
 )
 
 // The text form of datapath actions, as ovs-dpctl prints and parses them
@@ -1341,4 +1343,15 @@ func parseTunnelSet(s string, t *flow.Tunnel) error {
 		}
 	}
 	return nil
+}
+
+// ErrnoText words an error as OVS's tools word an errno (strerror, with a
+// capital: "File exists"); an error that wraps no errno keeps its text.
+func ErrnoText(err error) string {
+	var en unix.Errno
+	if errors.As(err, &en) {
+		s := en.Error()
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	return err.Error()
 }

@@ -74,6 +74,9 @@ func TestMaskOps(t *testing.T) {
 	if a.Hash(7) != k1.HashMasked(&m, 7) {
 		t.Errorf("Apply+Hash != HashMasked")
 	}
+	if kh, mh := k1.HashMaskedPair(&m, 7, 9); kh != k1.HashMasked(&m, 7) || mh != m.Key().Hash(9) {
+		t.Errorf("HashMaskedPair = %x, %x; want %x, %x", kh, mh, k1.HashMasked(&m, 7), m.Key().Hash(9))
+	}
 	if k1.HashWords(&m, 0, KeyWords, 7) != k1.HashMasked(&m, 7) {
 		t.Errorf("HashWords over all words != HashMasked")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,9 +81,12 @@ type Bridge struct {
 	Udpif  *Udpif
 	Config BridgeConfig
 
-	// DatapathID is the OpenFlow datapath id: the low 48 bits are the
-	// bridge's MAC address, as OVS picks it.
-	DatapathID uint64
+	// dpid is the OpenFlow datapath id (DatapathID, SetDatapathID).
+	dpid atomic.Uint64
+	// forwardBPDU is other_config:forward-bpdu (SetForwardBPDU).
+	forwardBPDU atomic.Bool
+	// desc is OpenFlow's switch description (SetDescription).
+	desc atomic.Pointer[Description]
 
 	mu sync.Mutex
 	// hostDevices is set when the datapath's ports are this host's
@@ -154,7 +156,7 @@ func buildBridge(cfg BridgeConfig, bk *Backer) (*Bridge, error) {
 	b.Groups, b.Meters = NewGroups(b.Tables), newMeters(b.Tables, bk.DP, &bk.meterIDs)
 	b.Tables.Groups, b.Tables.Meters = b.Groups, b.Meters
 	b.X = &Xlator{Tables: b.Tables, Ports: b.Ports, MAC: b.MAC, Groups: b.Groups, Meters: b.Meters, bridge: b, backer: bk}
-	b.DatapathID = datapathID(cfg.Name)
+	b.dpid.Store(datapathID(cfg.Name))
 	if cfg.FailMode == FailStandalone && !cfg.HasControllers {
 		// OVS's bridge starts as a learning switch: one visible flow,
 		// priority 0, NORMAL, that ovs-ofctl can delete.
@@ -167,9 +169,58 @@ func buildBridge(cfg BridgeConfig, bk *Backer) (*Bridge, error) {
 	return b, nil
 }
 
+// DatapathID returns the bridge's OpenFlow datapath id.
+func (b *Bridge) DatapathID() uint64 { return b.dpid.Load() }
+
+// SetDatapathID changes the datapath id: switches configured from the
+// database take it from the bridge's address or other_config:datapath-id
+// (ovsdb.pickBridgeAddress). Feature replies sent after it carry it.
+func (b *Bridge) SetDatapathID(id uint64) { b.dpid.Store(id) }
+
+// SetForwardBPDU sets whether NORMAL forwards frames to IEEE's reserved
+// multicast addresses (STP, LACP, pause, 802.1X ...), which it otherwise
+// drops, as ovs-vswitchd's other_config:forward-bpdu. Datapath flows are
+// translated again.
+func (b *Bridge) SetForwardBPDU(on bool) {
+	if b.forwardBPDU.Swap(on) != on {
+		b.Tables.Invalidate()
+	}
+}
+
+// Description is what OFPST_DESC (ovs-ofctl dump-desc) reports.
+type Description struct {
+	Mfr, HW, SW, Serial, DP string
+}
+
+// defaultDescription is the description of a bridge whose configuration
+// sets none of it.
+var defaultDescription = Description{Mfr: DescMfr, HW: DescHW, SW: DescSW, Serial: DescSerial, DP: DescDP}
+
+// Description returns the bridge's switch description.
+func (b *Bridge) Description() Description {
+	if d := b.desc.Load(); d != nil {
+		return *d
+	}
+	return defaultDescription
+}
+
+// SetDescription sets the serial number and datapath description of the
+// switch description, as other_config dp-sn and dp-desc do ("" for the
+// default).
+func (b *Bridge) SetDescription(serial, dp string) {
+	d := defaultDescription
+	if serial != "" {
+		d.Serial = serial
+	}
+	if dp != "" {
+		d.DP = dp
+	}
+	b.desc.Store(&d)
+}
+
 // datapathID derives a stable 48-bit datapath id from the bridge name, a
-// locally administered MAC address, as OVS does when the bridge has no
-// physical port to take one from.
+// locally administered MAC address: the id of a bridge until its
+// configuration gives it another.
 func datapathID(name string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
@@ -404,13 +455,8 @@ type ExecuteError struct {
 }
 
 func (e *ExecuteError) Error() string {
-	msg := e.Err.Error()
-	var en unix.Errno
-	if errors.As(e.Err, &en) {
-		msg = en.Error()
-		msg = strings.ToUpper(msg[:1]) + msg[1:]
-	}
-	return fmt.Sprintf("system@%s: execute %s failed (%s) on packet %s", e.DP, e.Actions, msg, e.Packet)
+	return fmt.Sprintf("system@%s: execute %s failed (%s) on packet %s", e.DP, e.Actions, datapath.ErrnoText(e.Err),
+		e.Packet)
 }
 
 func (e *ExecuteError) Unwrap() error { return e.Err }

@@ -148,8 +148,8 @@ func (c *Conn) handle(raw []byte) error {
 		c.mu.Unlock()
 		return nil
 	case *openflow.DescStatsRequest:
-		return c.queueMsg(&openflow.DescStatsReply{Envelope: env, Mfr: DescMfr, HW: DescHW, SW: DescSW,
-			Serial: DescSerial, DP: DescDP})
+		d := c.m.b.Description()
+		return c.queueMsg(&openflow.DescStatsReply{Envelope: env, Mfr: d.Mfr, HW: d.HW, SW: d.SW, Serial: d.Serial, DP: d.DP})
 	case *openflow.FlowStatsRequest:
 		return c.flowStats(env, m)
 	case *openflow.AggregateStatsRequest:
@@ -292,7 +292,7 @@ func (m *ConnManager) ofPorts(v uint8) []openflow.Port {
 }
 
 func (c *Conn) features(env openflow.Envelope) error {
-	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID, NBuffers: 0, NTables: NumTables,
+	r := &openflow.FeaturesReply{Envelope: env, DatapathID: c.m.b.DatapathID(), NBuffers: 0, NTables: NumTables,
 		Capabilities: openflow.CapFlowStats | openflow.CapTableStats | openflow.CapPortStats}
 	if env.Version >= openflow.Version13 {
 		// Group stats, as ovs-vswitchd advertises them (OFPC_GROUP_STATS).

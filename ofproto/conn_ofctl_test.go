@@ -171,7 +171,7 @@ func TestConnOvsOfctl(t *testing.T) {
 
 	t.Run("show", func(t *testing.T) {
 		out := s.ofctl(t, nil, "show")
-		for _, want := range []string{fmt.Sprintf("dpid:%016x", s.b.DatapathID), "n_tables:255",
+		for _, want := range []string{fmt.Sprintf("dpid:%016x", s.b.DatapathID()), "n_tables:255",
 			" 1(p1): addr:", " 2(p2): addr:", " LOCAL(br0): addr:", "miss_send_len=128"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("show lacks %q:\n%s", want, out)

@@ -311,7 +311,7 @@ func TestConnFeaturesAndConfig(t *testing.T) {
 			if !ok {
 				t.Fatal("no features reply")
 			}
-			if fr.DatapathID != s.b.DatapathID || fr.NTables != NumTables || fr.NBuffers != 0 || fr.AuxiliaryID != 0 {
+			if fr.DatapathID != s.b.DatapathID() || fr.NTables != NumTables || fr.NBuffers != 0 || fr.AuxiliaryID != 0 {
 				t.Errorf("features %+v", fr)
 			}
 			wantPorts := 0

@@ -130,9 +130,22 @@ func (x *Xlator) TranslateResume(key *flow.Key, ofInPort uint32, cont *openflow.
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
 	c := &out.ctx
-	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
+	c.runContinuation(cont)
+	if !c.exit {
+		c.runActionSet()
+	}
+	if c.ctrl.pausing {
+		c.finishPause()
+	}
+}
+
+// runContinuation writes a continuation's action set and runs its
+// actions as if in the tables and under the cookies its unrolls name,
+// for an NXT_RESUME or a packet back from a recirculation frozen as one.
+func (c *xctx) runContinuation(cont *openflow.Continuation) {
 	for _, a := range cont.ActionSet {
 		c.writeAction(a)
 	}
@@ -152,11 +165,5 @@ func (x *Xlator) TranslateResume(key *flow.Key, ofInPort uint32, cont *openflow.
 			c.table, c.cookie = cont.Unrolls[i].TableID, cont.Unrolls[i].Cookie
 		}
 		from = to
-	}
-	if !c.exit {
-		c.runActionSet()
-	}
-	if c.ctrl.pausing {
-		c.finishPause()
 	}
 }

@@ -55,6 +55,7 @@ func (b *Bridge) startLinkWatch() {
 				continue
 			}
 			b.setLinkDown(u.Attrs().Name, u.Flags&unix.IFF_LOWER_UP == 0 && u.Flags&unix.IFF_RUNNING == 0)
+			b.setHWAddr(u.Attrs().Name, u.Attrs().HardwareAddr)
 		}
 	}()
 }
@@ -80,4 +81,22 @@ func (b *Bridge) setLinkDown(name string, down bool) {
 	if b.Ports.Add(np) == nil {
 		b.Tables.Invalidate()
 	}
+}
+
+// setHWAddr records the Ethernet address of the port whose device is
+// name (the bridge's own port takes the bridge's address when it is
+// configured), for OpenFlow's port descriptions.
+func (b *Bridge) setHWAddr(name string, mac net.HardwareAddr) {
+	if len(mac) != 6 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.portNamed(name)
+	if err != nil || [6]byte(mac) == p.HWAddr {
+		return
+	}
+	np := *p
+	np.HWAddr = [6]byte(mac)
+	b.Ports.Add(np)
 }

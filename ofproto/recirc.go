@@ -36,11 +36,17 @@ type frozenState struct {
 	// packet resumes at the lookup in table.
 	instr *openflow.Instructions
 	act   int
+	// cont, when set, is a frozen translation that resumes as a
+	// continuation does (recircEntry.cont, decoded; this is its encoding,
+	// by which equal freezes share an id): a recirculation after pop_mpls
+	// frozen inside a resubmit, clone or packet-out (xlate_mpls.go).
+	cont string
 }
 
 type recircEntry struct {
 	id    uint32
 	state frozenState
+	cont  *openflow.Continuation // state.cont decoded
 	// used is the unix nanosecond time of the last translation that
 	// emitted or resumed this id; the sweep keeps entries used recently
 	// even when no ukey names them yet (a handler may be installing one).
@@ -68,6 +74,12 @@ const recircGrace = 30 * time.Second
 // id returns the recirculation id of s, allocating one if needed; 0 when
 // the registry is full. It does not allocate when s has an id.
 func (r *recircRegistry) id(s *frozenState, now time.Time) uint32 {
+	return r.idCont(s, nil, now)
+}
+
+// idCont is id for a state frozen as a continuation: cont (which the
+// entry keeps; the caller must not change it) is what s.cont encodes.
+func (r *recircRegistry) idCont(s *frozenState, cont *openflow.Continuation, now time.Time) uint32 {
 	r.mu.RLock()
 	e := r.byState[*s]
 	r.mu.RUnlock()
@@ -81,7 +93,7 @@ func (r *recircRegistry) id(s *frozenState, now time.Time) uint32 {
 			for r.next == 0 || r.byID[r.next] != nil {
 				r.next++
 			}
-			e = &recircEntry{id: r.next, state: *s}
+			e = &recircEntry{id: r.next, state: *s, cont: cont}
 			r.next++
 			r.byID[e.id] = e
 			r.byState[*s] = e
@@ -94,14 +106,21 @@ func (r *recircRegistry) id(s *frozenState, now time.Time) uint32 {
 
 // lookup returns the frozen state of id, or false.
 func (r *recircRegistry) lookup(id uint32, now time.Time) (frozenState, bool) {
+	s, _, ok := r.lookupCont(id, now)
+	return s, ok
+}
+
+// lookupCont returns the frozen state of id and, for a continuation, the
+// continuation, or false.
+func (r *recircRegistry) lookupCont(id uint32, now time.Time) (frozenState, *openflow.Continuation, bool) {
 	r.mu.RLock()
 	e := r.byID[id]
 	r.mu.RUnlock()
 	if e == nil {
-		return frozenState{}, false
+		return frozenState{}, nil, false
 	}
 	e.used.Store(now.UnixNano())
-	return e.state, true
+	return e.state, e.cont, true
 }
 
 // len returns the number of ids in use.

@@ -512,11 +512,11 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		// Translation always puts in_port in the mask, so it is never
 		// empty; only the exact-match regime replaces it.
 		if exact {
-			out.WC = flow.ExactMask()
+			out.WC = exactMask
 		}
 		datapath.FitMask(&up.Key, &out.WC)
-		hash := up.Key.HashMasked(&out.WC, 0)
-		ufid := makeUFID(hash, &up.Key, &out.WC)
+		hash, maskHash := up.Key.HashMaskedPair(&out.WC, 0, ufidMaskBasis)
+		ufid := makeUFID(hash, maskHash)
 
 		acts, install := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
 		switch {
@@ -616,14 +616,22 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 	}
 }
 
-// makeUFID names a megaflow: the same masked key and mask always give the
-// same UFID, so two upcalls of one megaflow find one ukey.
-func makeUFID(hash uint64, k *flow.Key, m *flow.Mask) datapath.UFID {
+// makeUFID names a megaflow from the hash of its masked key and the hash
+// of its mask (flow.Key.HashMaskedPair with ufidMaskBasis): the same
+// masked key and mask always give the same UFID, so two upcalls of one
+// megaflow find one ukey, and one masked key under two masks gives two.
+func makeUFID(hash, maskHash uint64) datapath.UFID {
 	var u datapath.UFID
 	binary.LittleEndian.PutUint64(u[:8], hash)
-	binary.LittleEndian.PutUint64(u[8:], m.Key().Hash(hash^0x5bd1e995))
+	binary.LittleEndian.PutUint64(u[8:], maskHash)
 	return u
 }
+
+// exactMask is the megaflow mask of the exact-match regime.
+var exactMask = flow.ExactMask()
+
+// ufidMaskBasis seeds the mask's half of a UFID.
+const ufidMaskBasis = 0x5bd1e995
 
 // packetIn hands a controller-bound packet to its bridge.
 func (hd *handler) packetIn(up *datapath.Upcall) {

@@ -173,8 +173,17 @@ func (o *Out) reset() {
 	o.slowOff = 0
 }
 
-// xctx is the state of one translation.
+// xctx is the state of one translation: xstate, which every translation
+// starts from zero, and the action set, whose live part is
+// actionSet[:nActionSet], kept out of the zeroing because it is two
+// thirds of the whole and most translations never write it.
 type xctx struct {
+	xstate
+	actionSet [maxActionSet]openflow.Action
+}
+
+// xstate is the part of a translation's state that starts from zero.
+type xstate struct {
 	view  *View // the tables as of the translation's start: goto_table and resubmit see one version
 	x     *Xlator
 	ports *PortSet
@@ -189,7 +198,6 @@ type xctx struct {
 	inPort     *Port
 
 	depth, resubmits int
-	actionSet        [maxActionSet]openflow.Action
 	nActionSet       int
 	table            uint8
 	cookie           uint64
@@ -225,7 +233,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
 	c := &out.ctx
-	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
+	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
 	// Some fields are always part of the megaflow, as in OVS: the input
 	// port (every decision below can depend on it), the ethertype (the
 	// datapath rejects a key whose ethertype is wildcarded to zero, and
@@ -284,7 +292,7 @@ func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflo
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	c := &out.ctx
-	*c = xctx{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
+	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort
 	c.packetOut = true
@@ -749,6 +757,9 @@ func (c *xctx) normal() {
 	vlan, ok := in.inputVLAN(tag.TCI & flow.VLANVIDMask)
 	if !ok {
 		return // not a VLAN the input port carries
+	}
+	if isReservedMulticast(c.flow.EthDst) && (c.x.bridge == nil || !c.x.bridge.forwardBPDU.Load()) {
+		return // STP, LACP, pause ...: for the link, not to be switched (xlate_special.go)
 	}
 	if c.inPort != nil && (c.inPort.Bond != nil && !c.bondAdmit(vlan) || c.mirrorOut(c.inPort)) {
 		return // xlate_bond.go, xlate_mirror.go

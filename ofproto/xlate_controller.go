@@ -52,6 +52,9 @@ const (
 // unwound.
 type ctrlState struct {
 	pausing bool
+	// recirc says the pause freezes the translation for a
+	// recirculation rather than for a controller (xlate_mpls.go).
+	recirc bool
 }
 
 // ctrlOut is the part of an Out the controller actions use; its buffers
@@ -211,6 +214,10 @@ func (c *xctx) freezeInstructions(in *openflow.Instructions) {
 func (c *xctx) finishPause() {
 	o := &c.out.ctrl
 	cont := openflow.Continuation{ActionSet: c.actionSet[:c.nActionSet], Actions: o.frozen, Unrolls: o.unrolls}
+	if c.ctrl.recirc {
+		c.finishRecircFreeze(&cont) // xlate_mpls.go
+		return
+	}
 	start := len(o.buf)
 	b, err := appendContinuationBody(o.buf, &cont)
 	if err != nil {

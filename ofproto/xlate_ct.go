@@ -16,7 +16,7 @@ import (
 // where its frozen state says. ok is false when the id is unknown (freed,
 // or another bridge's): the packet is dropped.
 func (c *xctx) resume(key *flow.Key) bool {
-	s, ok := recircs.lookup(key.RecircID, c.now)
+	s, cont, ok := recircs.lookupCont(key.RecircID, c.now)
 	if !ok || s.x != c.x {
 		c.out.Dropped = "unknown recirculation id"
 		return false
@@ -26,6 +26,11 @@ func (c *xctx) resume(key *flow.Key) bool {
 	c.flow.OFMetadata = s.metadata
 	if s.instr != nil {
 		c.resumeFrozen(&s) // after pop_mpls: xlate_mpls.go
+		return true
+	}
+	if cont != nil {
+		c.table = s.table
+		c.runContinuation(cont) // after pop_mpls deeper in: xlate_mpls.go
 		return true
 	}
 	c.pipeline(s.table)

@@ -197,8 +197,13 @@ func l2Field(f openflow.Field) bool {
 // resubmit, clone, group or packet-out) the translation ends in a drop.
 func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 	if in == nil || c.depth != 0 || len(rest) > len(in.Apply) {
-		c.out.Actions = c.out.Actions[:0]
-		c.out.Dropped = "recirculation after pop_mpls here is not implemented"
+		// Deeper in (a resubmit, clone or packet-out), the translation
+		// is frozen as a controller pause freezes it, each level adding
+		// what it has left as it unwinds, and resumes from the
+		// continuation: finishRecircFreeze.
+		c.commit()
+		c.freezeRest(rest)
+		c.ctrl = ctrlState{pausing: true, recirc: true}
 		c.exit = true
 		return
 	}
@@ -215,6 +220,32 @@ func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 	c.encap.freezeNext = false
 	c.exit = true
+}
+
+// finishRecircFreeze ends a translation frozen deeper than a rule's own
+// actions (mplsFreeze): the continuation gets a recirculation id (equal
+// continuations with equal pipeline metadata share one) and the packet
+// recirculates to resume it.
+func (c *xctx) finishRecircFreeze(cont *openflow.Continuation) {
+	c.ctrl = ctrlState{}
+	body, err := appendContinuationBody(nil, cont)
+	if err != nil {
+		c.out.Actions = c.out.Actions[:0]
+		c.out.Dropped = "cannot freeze: " + err.Error()
+		return
+	}
+	// The entry keeps its own copy: cont's slices are this Out's buffers.
+	kept := &openflow.Continuation{ActionSet: append([]openflow.Action(nil), cont.ActionSet...),
+		Actions: append([]openflow.Action(nil), cont.Actions...), Unrolls: append([]openflow.Unroll(nil), cont.Unrolls...)}
+	s := frozenState{x: c.x, table: c.table, inPort: c.inPortOF(), metadata: c.flow.OFMetadata, regs: c.flow.Regs,
+		cont: string(body)}
+	id := recircs.idCont(&s, kept, c.now)
+	if id == 0 {
+		c.out.Actions = c.out.Actions[:0]
+		c.out.Dropped = "recirculation ids exhausted"
+		return
+	}
+	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 }
 
 // resumeFrozen runs the rest of a frozen rule's instructions (s.instr

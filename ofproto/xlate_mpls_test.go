@@ -108,6 +108,47 @@ func TestXlateMPLSRecirc(t *testing.T) {
 	}
 }
 
+// TestXlateMPLSRecircInResubmit: a pop to IP inside a resubmit, then a
+// resubmit that needs the IP header: the translation freezes as a
+// continuation (the inner level's rest, then the outer rule's), the
+// packet recirculates, and back with the new key it resumes at the inner
+// resubmit and then runs what the outer rule had left (OVS test 32's
+// label-by-label pops).
+func TestXlateMPLSRecircInResubmit(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+	}, 100, apply(openflow.Resubmit(openflow.PortInPort, 1), openflow.Output(3, 0)))
+	mustAdd(t, x, 1, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+	}, 100, apply(openflow.Action{Type: openflow.ActPopMPLS, EthType: flow.EthTypeIPv4}, openflow.Resubmit(openflow.PortInPort, 2)))
+	mustAdd(t, x, 2, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff
+		k.IPv4Dst, m.IPv4Dst = [4]byte{10, 0, 0, 2}, [4]byte{255, 255, 255, 255}
+	}, 10, apply(openflow.Output(2, 0)))
+	out := translate(x, mplsPkt(11, 3))
+	got := datapath.FormatActions(out.Actions)
+	if !strings.HasPrefix(got, "pop_mpls(eth_type=0x800),recirc(") || out.Dropped != "" {
+		t.Fatalf("first pass: %s (dropped %q)", got, out.Dropped)
+	}
+	var id uint32
+	datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionRecirc {
+			id = a.ID
+		}
+		return nil
+	})
+	// The same freeze again shares the id.
+	if again := datapath.FormatActions(translate(x, mplsPkt(11, 3)).Actions); again != got {
+		t.Errorf("second packet: %s, want %s", again, got)
+	}
+	k := pkt(11)
+	k.RecircID = id
+	if got := datapath.FormatActions(translate(x, k).Actions); got != "12,13" {
+		t.Errorf("resumed: %s, want 12,13 (table 2's output, then the outer rule's)", got)
+	}
+}
+
 func TestXlateMPLSAllocs(t *testing.T) {
 	x := testBridge(t)
 	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff }, 1, apply(openflow.Action{Type: openflow.ActPushMPLS, EthType: flow.EthTypeMPLS},

@@ -2,6 +2,7 @@ package ovsdb
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,15 @@ type BridgeConfig struct {
 	SFlow *SFlowConfig
 	// NetFlow is the bridge's NetFlow, nil without, applied likewise.
 	NetFlow *NetFlowConfig
+	// HWAddr is other_config:hwaddr and DatapathID other_config:datapath-id
+	// (nil and 0 when unset or unusable): see bridgeaddr.go. They, and
+	// Runtime's settings, are applied apart from the others, without
+	// rebuilding the bridge.
+	HWAddr     net.HardwareAddr
+	DatapathID uint64
+	// Runtime holds other_config forward-bpdu, dp-desc and dp-sn; the
+	// reconciler fills in its address and datapath id.
+	Runtime BridgeRuntime
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -243,6 +253,7 @@ func Build(r *Rows) Desired {
 	}
 	d.NextCfg = r.Root.NextCfg
 	d.Global = parseGlobal(r.Root.OtherConfig, &d.Problems)
+	warnUnsupportedConfig(r, &d.Problems)
 	d.CTZoneTimeouts = buildCTZones(r, &d.Problems)
 	d.QoS = buildQoS(r, &d.Problems)
 	d.Policing = buildPolicing(r)
@@ -269,6 +280,8 @@ func Build(r *Rows) Desired {
 			d.Problems = append(d.Problems, fmt.Sprintf("bridge %s: datapath_type %q is not supported; it runs on the kernel datapath (system)", br.Name, br.DatapathTyp))
 		}
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
+		parseBridgeAddress(br.OtherConfig, &bc, &d.Problems)
+		parseBridgeRuntime(br.OtherConfig, &bc, &d.Problems)
 		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {

@@ -24,6 +24,7 @@ type fakeSwitch struct {
 type fakeBridge struct {
 	cfg   BridgeConfig
 	ports map[string]PortState
+	rt    BridgeRuntime // SetBridgeRuntime's
 }
 
 func newFakeSwitch(devices ...string) *fakeSwitch {
@@ -153,7 +154,21 @@ func (f *fakeSwitch) DatapathID(bridge string) (uint64, error) {
 	if f.bridges[bridge] == nil {
 		return 0, syscall.ENOENT
 	}
+	if id := f.bridges[bridge].rt.DatapathID; id != 0 {
+		return id, nil
+	}
 	return 0x0200_0000_0000 | uint64(len(bridge)), nil
+}
+
+func (f *fakeSwitch) SetBridgeRuntime(bridge string, rt BridgeRuntime) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.bridges[bridge]
+	if b == nil {
+		return syscall.ENOENT
+	}
+	b.rt = rt
+	return nil
 }
 
 func (f *fakeSwitch) SetGlobal(g Global) {

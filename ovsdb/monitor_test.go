@@ -81,9 +81,22 @@ func TestMonitorDrivenByVsctl(t *testing.T) {
 	if got := mustVsctl(t, srv, "get", "Interface", "br0", "ofport"); got != "65534" {
 		t.Errorf("br0 ofport = %q, want 65534", got)
 	}
-	if got := mustVsctl(t, srv, "get", "Bridge", "br0", "datapath_id"); got != `"0000020000000003"` {
-		t.Errorf("datapath_id = %s", got)
+	// The datapath id is the bridge's address, which with no port to
+	// take one from is made from the Bridge row's UUID, as in OVS.
+	uuid := mustVsctl(t, srv, "get", "Bridge", "br0", "_uuid")
+	mac := uuidAddress(uuid)
+	if want := fmt.Sprintf(`"0000%x"`, []byte(mac)); mustVsctl(t, srv, "get", "Bridge", "br0", "datapath_id") != want {
+		t.Errorf("datapath_id = %s, want %s (from _uuid %s)", mustVsctl(t, srv, "get", "Bridge", "br0", "datapath_id"), want, uuid)
 	}
+	mustVsctl(t, srv, "set", "Bridge", "br0", `other_config:hwaddr="00:11:22:33:44:55"`)
+	if got := mustVsctl(t, srv, "get", "Bridge", "br0", "datapath_id"); got != `"0000001122334455"` {
+		t.Errorf("with hwaddr 00:11:22:33:44:55: datapath_id = %s", got)
+	}
+	mustVsctl(t, srv, "set", "Bridge", "br0", "other_config:datapath-id=0x1234")
+	if got := mustVsctl(t, srv, "get", "Bridge", "br0", "datapath_id"); got != `"0000000000001234"` {
+		t.Errorf("with datapath-id 0x1234: datapath_id = %s", got)
+	}
+	mustVsctl(t, srv, "remove", "Bridge", "br0", "other_config", "hwaddr", "datapath-id")
 
 	steps := []struct {
 		name    string

@@ -99,11 +99,6 @@ func parseU64(m map[string]string, key, port string, problems *[]string) uint64 
 	return v
 }
 
-// equalQoS reports whether two interface QoS sets are the same.
-func equalQoS(a, b map[string]QoSConfig) bool {
-	return maps.EqualFunc(a, b, func(x, y QoSConfig) bool { return x.Equal(y) })
-}
-
 // Policing is an interface's ingress policer: at most RateKbps kbit/s
 // with BurstKb kbit of burst (0: ovs-vswitchd's default of 8000).
 type Policing struct {

@@ -54,6 +54,24 @@ type Switch interface {
 	// SetPolicing gives the interfaces (by name) their ingress policing,
 	// replacing the last set, as SetQoS.
 	SetPolicing(p map[string]Policing) map[string]error
+	// SetBridgeRuntime applies the bridge settings that take effect
+	// without rebuilding it: its address, datapath id and the like.
+	SetBridgeRuntime(bridge string, rt BridgeRuntime) error
+}
+
+// BridgeRuntime is what a running bridge takes from its row at every
+// reconfiguration, without being rebuilt.
+type BridgeRuntime struct {
+	// MAC is the Ethernet address of the bridge's own port and
+	// DatapathID its OpenFlow datapath id (bridgeaddr.go).
+	MAC        net.HardwareAddr
+	DatapathID uint64
+	// ForwardBPDU is other_config:forward-bpdu: NORMAL forwards frames
+	// to IEEE's reserved multicast addresses instead of dropping them.
+	ForwardBPDU bool
+	// DPDesc and SerialNum are other_config dp-desc and dp-sn, for
+	// OpenFlow's switch description ("" for the default).
+	DPDesc, SerialNum string
 }
 
 // PortState is a running port as the switch reports it.
@@ -107,11 +125,9 @@ type Reconciler struct {
 	// tells an empty set applied from none yet.
 	ctZones    map[uint16]map[string]uint32
 	ctZonesSet bool
-	// qos is the QoS last applied without error.
-	qos         map[string]QoSConfig
-	qosSet      bool
-	policing    map[string]Policing
-	policingSet bool
+	// qos and policing are what was last applied without error.
+	qos      lastApplied[QoSConfig]
+	policing lastApplied[Policing]
 	// Logf receives one line per change (at slog.LevelInfo) and per
 	// problem (LevelWarn for configuration refused, LevelError for an
 	// operation that failed); nil discards. A problem is logged when it
@@ -212,11 +228,12 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 			}
 			continue
 		}
-		if id, err := r.sw.DatapathID(bc.Name); err == nil {
-			dpids[bc.UUID] = id
-		}
 		for k, v := range r.applyPorts(bc) {
 			ifaces[k] = v
+		}
+		r.applyBridgeRuntime(bc)
+		if id, err := r.sw.DatapathID(bc.Name); err == nil {
+			dpids[bc.UUID] = id
 		}
 		if a := r.running[bc.Name]; a != nil {
 			r.applySFlow(a, bc)
@@ -226,29 +243,53 @@ func (r *Reconciler) Apply(d *Desired) (ifaces map[string]ifaceStatus, dpids map
 	return ifaces, dpids
 }
 
+// applyBridgeRuntime picks the bridge's address and datapath id from its
+// configuration and its ports as they now are, and applies them with the
+// other settings a running bridge takes.
+func (r *Reconciler) applyBridgeRuntime(bc *BridgeConfig) {
+	ports, err := r.sw.Ports(bc.Name)
+	if err != nil {
+		return
+	}
+	rt := bc.Runtime
+	rt.MAC, rt.DatapathID = pickBridgeAddress(bc, ports)
+	if err := r.sw.SetBridgeRuntime(bc.Name, rt); err != nil {
+		r.problemf(slog.LevelError, "bridge %s: failed to set bridge Ethernet address: %v", bc.Name, err)
+	}
+}
+
+// lastApplied is one kind of per-interface setting as last applied
+// without error; ok is false until then, and after a failure, so that a
+// device that appears later is tried again.
+type lastApplied[C any] struct {
+	m  map[string]C
+	ok bool
+}
+
+// applyPerInterface hands want to set when it differs from what last
+// applied cleanly, and warns of each interface set could not configure.
+func applyPerInterface[C any](r *Reconciler, last *lastApplied[C], want map[string]C, equal func(a, b C) bool,
+	what string, set func(map[string]C) map[string]error) {
+	if last.ok && maps.EqualFunc(want, last.m, equal) {
+		return
+	}
+	errs := set(want)
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		r.problemf(slog.LevelWarn, "interface %s: %s: %v", name, what, errs[name])
+	}
+	last.m, last.ok = want, len(errs) == 0
+}
+
 // applyQoS applies the interfaces' QoS when it changed (or failed last
 // time: a device may appear later), after the ports are in.
 func (r *Reconciler) applyQoS(d *Desired) {
-	if r.qosSet && equalQoS(d.QoS, r.qos) {
-		return
-	}
-	errs := r.sw.SetQoS(d.QoS)
-	for _, name := range slices.Sorted(maps.Keys(errs)) {
-		r.problemf(slog.LevelWarn, "interface %s: QoS: %v", name, errs[name])
-	}
-	r.qos, r.qosSet = d.QoS, len(errs) == 0
+	applyPerInterface(r, &r.qos, d.QoS, QoSConfig.Equal, "QoS", r.sw.SetQoS)
 }
 
 // applyPolicing is applyQoS for ingress policing.
 func (r *Reconciler) applyPolicing(d *Desired) {
-	if r.policingSet && maps.Equal(d.Policing, r.policing) {
-		return
-	}
-	errs := r.sw.SetPolicing(d.Policing)
-	for _, name := range slices.Sorted(maps.Keys(errs)) {
-		r.problemf(slog.LevelWarn, "interface %s: ingress policing: %v", name, errs[name])
-	}
-	r.policing, r.policingSet = d.Policing, len(errs) == 0
+	applyPerInterface(r, &r.policing, d.Policing, func(a, b Policing) bool { return a == b }, "ingress policing",
+		r.sw.SetPolicing)
 }
 
 // applyBridge creates the bridge or applies changed settings.

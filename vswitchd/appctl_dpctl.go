@@ -71,16 +71,6 @@ func dpctlKey(bk *ofproto.Backer, text string) (flow.Key, flow.Mask, error) {
 	return k, m, nil
 }
 
-// errnoText words an errno as ovs-dpctl does: "File exists".
-func errnoText(err error) string {
-	var en unix.Errno
-	if errors.As(err, &en) {
-		s := en.Error()
-		return strings.ToUpper(s[:1]) + s[1:]
-	}
-	return err.Error()
-}
-
 func statsText(s datapath.FlowStats) string {
 	return fmt.Sprintf("packets:%d, bytes:%d, used:%s", s.Packets, s.Bytes, usedString(s.Used))
 }
@@ -124,11 +114,11 @@ func (d *Daemon) dpctlPutFlow(modify bool) func([]string) (string, error) {
 		if stats && modify {
 			// The stats the flow had before the change, as ovs-dpctl -s prints.
 			if err := b.DP.GetFlow(datapath.UFID{}, &k, &old); err != nil && !errors.Is(err, unix.ENOENT) {
-				return "", fmt.Errorf("updating flow table (%s)", errnoText(err))
+				return "", fmt.Errorf("updating flow table (%s)", datapath.ErrnoText(err))
 			}
 		}
 		if err := b.DP.PutFlow(&f, flags); err != nil {
-			return "", fmt.Errorf("updating flow table (%s)", errnoText(err))
+			return "", fmt.Errorf("updating flow table (%s)", datapath.ErrnoText(err))
 		}
 		if stats {
 			return statsText(old.Stats) + "\n", nil
@@ -155,7 +145,7 @@ func (d *Daemon) dpctlDelFlow(args []string) (string, error) {
 	}
 	st, err := b.DP.DeleteFlow(ufid, &k)
 	if err != nil {
-		return "", fmt.Errorf("deleting flow (%s)", errnoText(err))
+		return "", fmt.Errorf("deleting flow (%s)", datapath.ErrnoText(err))
 	}
 	if stats {
 		return statsText(st) + "\n", nil
@@ -170,7 +160,7 @@ func (d *Daemon) dpctlDelFlows(args []string) (string, error) {
 		return "", err
 	}
 	if err := b.DP.FlushFlows(); err != nil {
-		return "", fmt.Errorf("deleting all flows (%s)", errnoText(err))
+		return "", fmt.Errorf("deleting all flows (%s)", datapath.ErrnoText(err))
 	}
 	return "", nil
 }

@@ -382,7 +382,7 @@ func (s *ovsdbSwitch) DatapathID(bridge string) (uint64, error) {
 	if b == nil {
 		return 0, fmt.Errorf("bridge %s: not running", bridge)
 	}
-	return b.DatapathID, nil
+	return b.DatapathID(), nil
 }
 
 // SetGlobal records the Open_vSwitch other_config knobs. flow-limit

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/internal/testbed"
-	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
 
 // groupBed is three hosts on one bridge, configured with ovs-vsctl:
@@ -277,42 +276,14 @@ func TestIntegrationGroupsMeters(t *testing.T) {
 	ovs := b.steps(t, func(args ...string) (string, error) {
 		return ofctlAt(ovsMgmt, args...)
 	}, "system@ovs-system")
-	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
-		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ovs-vswitchd's exit --cleanup left %s for 5 s", b.name)
-		}
-	}
+	o.exitCleanup(t, b.name)
 	for _, h := range b.hosts {
 		h.Exec("ip", "neigh", "flush", "all")
 	}
 
-	srv := ovsdbtest.Start(t)
-	d, err := NewForOVSDB(Config{Datapath: "system", Rundir: b.rundir, Pidfile: "-", Handlers: 1,
-		Unixctl: filepath.Join(b.rundir, "gov.ctl")}, nil, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
-	b.configure(func(args ...string) string {
-		t.Helper()
-		out, err := srv.Vsctl(15*time.Second, args...)
-		if err != nil {
-			t.Fatalf("ovs-vsctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	})
-	govMgmt := filepath.Join(b.rundir, b.name+".mgmt")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := ofctlAt(govMgmt, "show"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("govswitchd's %s does not answer", govMgmt)
-		}
-	}
+	g := startGovSwitch(t, b.rundir)
+	b.configure(func(args ...string) string { t.Helper(); return g.vsctl(t, args...) })
+	govMgmt := g.mgmt(t, b.name)
 	gov := b.steps(t, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) }, "system@ovs-system")
 
 	checkGroupRun(t, "ovs-vswitchd", ovs)

@@ -11,10 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/govswitch/govswitch/internal/testbed"
-	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
 
 // learnBed is three hosts on a fail-mode=secure bridge whose only
@@ -138,39 +136,11 @@ func TestIntegrationLearnMAC(t *testing.T) {
 	b.configure(func(args ...string) string { return o.must(t, "ovs-vsctl", args...) })
 	ovsMgmt := filepath.Join(o.dir, b.name+".mgmt")
 	ovs := b.steps(t, func(args ...string) (string, error) { return ofctlAt(ovsMgmt, args...) })
-	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
-		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ovs-vswitchd's exit --cleanup left %s for 5 s", b.name)
-		}
-	}
+	o.exitCleanup(t, b.name)
 
-	srv := ovsdbtest.Start(t)
-	d, err := NewForOVSDB(Config{Datapath: "system", Rundir: b.rundir, Pidfile: "-", Handlers: 1,
-		Unixctl: filepath.Join(b.rundir, "gov.ctl")}, nil, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
-	b.configure(func(args ...string) string {
-		t.Helper()
-		out, err := srv.Vsctl(15*time.Second, args...)
-		if err != nil {
-			t.Fatalf("ovs-vsctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	})
-	govMgmt := filepath.Join(b.rundir, b.name+".mgmt")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := ofctlAt(govMgmt, "show"); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("govswitchd's %s does not answer", govMgmt)
-		}
-	}
+	g := startGovSwitch(t, b.rundir)
+	b.configure(func(args ...string) string { t.Helper(); return g.vsctl(t, args...) })
+	govMgmt := g.mgmt(t, b.name)
 	gov := b.steps(t, func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) })
 
 	t.Logf("ovs-vswitchd: lost %v\nlearned:\n%s\nmegaflows:\n%s", ovs.loss, strings.Join(ovs.learned, "\n"), strings.Join(ovs.megaflows, "\n"))

@@ -26,42 +26,68 @@ const (
 	htbRate2Quantum = 10
 )
 
-// SetQoS applies the interfaces' QoS: those whose configuration changed,
-// or failed before, are set up again; those left out lose theirs.
-func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
+// devSetting is one kind of per-device configuration that govswitchd
+// keeps on the kernel's devices (egress QoS, ingress policing): how to
+// compare, set up and remove it, and how to name it in logs and errors.
+type devSetting[C any] struct {
+	what  string // "QoS linux-htb", "ingress policing"
+	equal func(a, b C) bool
+	set   func(dev string, c C) error
+	del   func(dev string) error
+	attrs func(c C) []any // what the INFO line adds about c
+}
+
+// applyDevSettings brings the devices' settings of one kind from have to
+// want: those whose configuration changed, or failed before, are set up
+// again; those left out lose theirs. have is updated to what holds now;
+// the result has an error for each device that could not be brought there.
+// The in-memory datapath's ports are no devices: every wanted setting is
+// refused there.
+func applyDevSettings[C any](s *ovsdbSwitch, have, want map[string]C, k devSetting[C]) map[string]error {
 	errs := map[string]error{}
 	if _, inMemory := s.d.provider.(*dummy.Provider); inMemory {
 		for name := range want {
-			errs[name] = errors.New("the in-memory datapath's ports have no queueing disciplines")
+			errs[name] = fmt.Errorf("the in-memory datapath's ports have no devices for %s", k.what)
 		}
 		return errs
 	}
-	if s.qos == nil {
-		s.qos = map[string]ovsdb.QoSConfig{}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.qos)) {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := want[name]; !ok {
-			if err := delRootQdisc(name); err != nil && !errors.Is(err, unix.ENODEV) {
+			if err := k.del(name); err != nil && !errors.Is(err, unix.ENODEV) {
 				errs[name] = err
 			}
-			delete(s.qos, name)
-			s.d.log.Info("QoS removed", "interface", name)
+			delete(have, name)
+			s.d.log.Info(k.what+" removed", "interface", name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		cfg := want[name]
-		if old, ok := s.qos[name]; ok && old.Equal(cfg) {
+		c := want[name]
+		if old, ok := have[name]; ok && k.equal(old, c) {
 			continue
 		}
-		if err := setupHTB(name, cfg); err != nil {
+		if err := k.set(name, c); err != nil {
 			errs[name] = err
-			delete(s.qos, name)
+			delete(have, name)
 			continue
 		}
-		s.qos[name] = cfg
-		s.d.log.Info("QoS linux-htb set", "interface", name, "queues", len(cfg.Queues))
+		have[name] = c
+		s.d.log.Info(k.what+" set", append([]any{"interface", name}, k.attrs(c)...)...)
 	}
 	return errs
+}
+
+// SetQoS applies the interfaces' egress QoS.
+func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
+	if s.qos == nil {
+		s.qos = map[string]ovsdb.QoSConfig{}
+	}
+	return applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
+		what:  "QoS linux-htb",
+		equal: ovsdb.QoSConfig.Equal,
+		set:   setupHTB,
+		del:   delRootQdisc,
+		attrs: func(c ovsdb.QoSConfig) []any { return []any{"queues", len(c.Queues)} },
+	})
 }
 
 // delRootQdisc deletes the device's root qdisc, giving it the default
@@ -163,41 +189,18 @@ func htbClassReplace(idx, mtu int, handle, parent uint32, c htbClass) error {
 
 const policePrio = 1 // ovs-vswitchd's TC_RESERVED_PRIORITY_POLICE
 
-// SetPolicing applies the interfaces' ingress policing, as SetQoS.
+// SetPolicing applies the interfaces' ingress policing.
 func (s *ovsdbSwitch) SetPolicing(want map[string]ovsdb.Policing) map[string]error {
-	errs := map[string]error{}
-	if _, inMemory := s.d.provider.(*dummy.Provider); inMemory {
-		for name := range want {
-			errs[name] = errors.New("the in-memory datapath's ports have no ingress policing")
-		}
-		return errs
-	}
 	if s.policing == nil {
 		s.policing = map[string]ovsdb.Policing{}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.policing)) {
-		if _, ok := want[name]; !ok {
-			if err := delIngress(name); err != nil && !errors.Is(err, unix.ENODEV) {
-				errs[name] = err
-			}
-			delete(s.policing, name)
-			s.d.log.Info("ingress policing removed", "interface", name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(want)) {
-		p := want[name]
-		if old, ok := s.policing[name]; ok && old == p {
-			continue
-		}
-		if err := setPolicing(name, p); err != nil {
-			errs[name] = err
-			delete(s.policing, name)
-			continue
-		}
-		s.policing[name] = p
-		s.d.log.Info("ingress policing set", "interface", name, "kbps", p.RateKbps, "burst_kb", policeBurst(p))
-	}
-	return errs
+	return applyDevSettings(s, s.policing, want, devSetting[ovsdb.Policing]{
+		what:  "ingress policing",
+		equal: func(a, b ovsdb.Policing) bool { return a == b },
+		set:   setPolicing,
+		del:   delIngress,
+		attrs: func(p ovsdb.Policing) []any { return []any{"kbps", p.RateKbps, "burst_kb", policeBurst(p)} },
+	})
 }
 
 func policeBurst(p ovsdb.Policing) uint32 {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/internal/testbed"
-	"github.com/govswitch/govswitch/ovsdb/ovsdbtest"
 )
 
 // vlanBed is four hosts on one bridge, configured with ovs-vsctl:
@@ -207,31 +205,11 @@ func TestIntegrationVLAN(t *testing.T) {
 	ovs.flows = b.ipFlows(t, "system@ovs-system")
 	ovsNative := b.nativePings(t, func(args ...string) string { return o.must(t, "ovs-vsctl", args...) })
 	t.Logf("ovs-vswitchd: pings lost %v; fdb/show:\n%s", ovs.loss, ovs.fdb)
-	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
-		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); linkExists(b.name); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ovs-vswitchd's exit --cleanup left %s for 5 s", b.name)
-		}
-	}
+	o.exitCleanup(t, b.name)
 
 	// govswitchd from its own ovsdb-server.
-	srv := ovsdbtest.Start(t)
-	d, err := NewForOVSDB(Config{Datapath: "system", Rundir: b.rundir, Pidfile: "-", Handlers: 1,
-		Unixctl: filepath.Join(b.rundir, "gov.ctl")}, nil, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer runOVSDB(t, d, srv.Remote, 15*time.Second)()
-	vsctl := func(args ...string) string {
-		t.Helper()
-		out, err := srv.Vsctl(15*time.Second, args...)
-		if err != nil {
-			t.Fatalf("ovs-vsctl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	g := startGovSwitch(t, b.rundir)
+	vsctl := func(args ...string) string { t.Helper(); return g.vsctl(t, args...) }
 	b.configure(vsctl)
 	for i, p := range b.ports {
 		if e := vsctl("get", "Interface", p, "error"); e != "[]" {
@@ -242,7 +220,7 @@ func TestIntegrationVLAN(t *testing.T) {
 		}
 	}
 	gov := b.pings(t)
-	gov.fdb = appctlAt(t, filepath.Join(b.rundir, "gov.ctl"), "fdb/show", b.name).out
+	gov.fdb = appctlAt(t, g.ctl, "fdb/show", b.name).out
 	gov.flows = b.ipFlows(t, "system@ovs-system")
 	govNative := b.nativePings(t, vsctl)
 	t.Logf("govswitchd: pings lost %v; fdb/show:\n%s", gov.loss, gov.fdb)
@@ -287,7 +265,7 @@ func TestIntegrationVLAN(t *testing.T) {
 		t.Errorf("after tag=10 on %s: h1->h3 lost pings:\n%s", b.ports[2], out)
 	}
 	// Refused loudly: QinQ tunnels are not implemented.
-	out, _ := srv.Vsctl(15*time.Second, "set", "Port", b.ports[2], "vlan_mode=dot1q-tunnel")
+	out, _ := g.srv.Vsctl(15*time.Second, "set", "Port", b.ports[2], "vlan_mode=dot1q-tunnel")
 	t.Logf("vlan_mode=dot1q-tunnel: %s", out)
 	if e := vsctl("get", "Interface", b.ports[2], "error"); !strings.Contains(e, "dot1q-tunnel") {
 		t.Errorf("dot1q-tunnel: Interface error %s, want it refused", e)
