@@ -198,6 +198,7 @@ type xstate struct {
 	inPort     *Port
 
 	depth, resubmits int
+	fwd              int // forward resubmits within depth (deep)
 	nActionSet       int
 	table            uint8
 	cookie           uint64
@@ -608,7 +609,7 @@ func (c *xctx) decTTL(a *openflow.Action) {
 }
 
 func (c *xctx) resubmit(a *openflow.Action) {
-	if c.depth >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
+	if c.deep() >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "resubmit limit exceeded"
 		c.exit = true
@@ -619,13 +620,16 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		table = c.table
 	}
 	// Only a resubmit to this table or an earlier one deepens the
-	// translation, as in OVS's xlate_table_action: a pipeline that only
-	// moves forward (OVN's, through a chain of a hundred tables and
-	// more across logical datapaths) is bounded by MaxResubmits alone.
-	deepens := table <= c.table
-	if deepens {
-		c.depth++
+	// translation against MaxResubmitDepth (deep), as in OVS's
+	// xlate_table_action: a pipeline that only moves forward (OVN's,
+	// through a chain of a hundred tables and more across logical
+	// datapaths) is bounded by MaxResubmits alone. depth still counts
+	// every level, for what needs to know it is inside a resubmit.
+	forward := table > c.table
+	if forward {
+		c.fwd++
 	}
+	c.depth++
 	c.resubmits++
 	saveIn, saveTable, saveCookie := c.flow.InPort, c.table, c.cookie
 	if a.Port != openflow.PortInPort {
@@ -647,10 +651,15 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		table = next
 	}
 	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
-	if deepens {
-		c.depth--
+	c.depth--
+	if forward {
+		c.fwd--
 	}
 }
+
+// deep is the translation's depth as OVS counts it against
+// MaxResubmitDepth: its nesting less the forward resubmits in it.
+func (c *xctx) deep() int { return c.depth - c.fwd }
 
 // output sends the packet to OpenFlow port p.
 func (c *xctx) output(p uint32, maxLen uint16) {
