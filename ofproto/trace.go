@@ -169,6 +169,9 @@ func ActionString(a *openflow.Action) string {
 		a.ApplySetField(&k)
 		var buf [16]byte
 		v, _ := a.Field.Value(buf[:0], &k)
+		if a.Masked {
+			return fmt.Sprintf("set_field:%x/%x->%s", v, a.Mask[:len(v)], a.Field)
+		}
 		return fmt.Sprintf("set_field:%x->%s", v, a.Field)
 	case openflow.ActResubmit:
 		in := ""

@@ -216,6 +216,7 @@ type xstate struct {
 	inPort     *Port
 
 	depth, resubmits int
+	fwd              int // forward resubmits within depth (deep)
 	nActionSet       int
 	table            uint8
 	cookie           uint64
@@ -495,8 +496,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.output(a.Port, a.MaxLen)
 		c.flow.Priority = saved
 	case openflow.ActSetField:
-		a.ApplySetField(&c.flow)
-		c.unwildcardDst(a.Field, 0, uint16(8*a.Field.Size())) // xlate_unwildcard.go
+		a.ApplySetFieldScratch(&c.flow, &c.scratch[0])
+		c.unwildcardSetField(a) // xlate_setfield.go
 	case openflow.ActRegLoad:
 		c.regLoad(a)
 		c.unwildcardDst(a.Field, a.Ofs, a.NBits)
@@ -532,7 +533,7 @@ func (c *xctx) doAction(a *openflow.Action) {
 	case openflow.ActMeter:
 		c.meter(a.Queue)
 	case openflow.ActDecNwTTL:
-		c.decTTL()
+		c.decTTL(a)
 	case openflow.ActSetNwTTL:
 		c.flow.NwTTL = a.TTL
 	case openflow.ActCT:
@@ -634,7 +635,7 @@ func (c *xctx) regMove(a *openflow.Action) {
 	a.Field.SetValue(&c.flow, dst)
 }
 
-func (c *xctx) decTTL() {
+func (c *xctx) decTTL(a *openflow.Action) {
 	switch c.flow.EthType {
 	case flow.EthTypeIPv4, flow.EthTypeIPv6:
 		c.out.WC.EthType = 0xffff
@@ -642,8 +643,9 @@ func (c *xctx) decTTL() {
 		if c.flow.NwTTL <= 1 {
 			// TTL expired: as OVS, the packet goes no further but to
 			// the controllers that asked for invalid_ttl packet-ins
-			// (the connection's async config filters the reason).
-			c.controller(ReasonInvalidTTL, c.table, 0xffff, c.cookie)
+			// (the connection's async config filters the reason);
+			// dec_ttl(ids) names the controller ids (xlate_decttl.go).
+			c.invalidTTL(a)
 			c.out.Dropped = "ttl expired"
 			c.exit = true
 			return
@@ -653,21 +655,31 @@ func (c *xctx) decTTL() {
 }
 
 func (c *xctx) resubmit(a *openflow.Action) {
-	if c.depth >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
+	if c.deep() >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "resubmit limit exceeded"
 		c.exit = true
 		return
+	}
+	table := a.Table
+	if table == openflow.TableAll {
+		table = c.table
+	}
+	// Only a resubmit to this table or an earlier one deepens the
+	// translation against MaxResubmitDepth (deep), as in OVS's
+	// xlate_table_action: a pipeline that only moves forward (OVN's,
+	// through a chain of a hundred tables and more across logical
+	// datapaths) is bounded by MaxResubmits alone. depth still counts
+	// every level, for what needs to know it is inside a resubmit.
+	forward := table > c.table
+	if forward {
+		c.fwd++
 	}
 	c.depth++
 	c.resubmits++
 	saveIn, saveTable, saveCookie := c.flow.InPort, c.table, c.cookie
 	if a.Port != openflow.PortInPort {
 		c.flow.InPort = a.Port
-	}
-	table := a.Table
-	if table == openflow.TableAll {
-		table = c.table
 	}
 	// The rule found runs whole, goto_table and write-actions included,
 	// as ovs-vswitchd runs it; a miss (in the first table or one gone to)
@@ -686,7 +698,14 @@ func (c *xctx) resubmit(a *openflow.Action) {
 	}
 	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
 	c.depth--
+	if forward {
+		c.fwd--
+	}
 }
+
+// deep is the translation's depth as OVS counts it against
+// MaxResubmitDepth: its nesting less the forward resubmits in it.
+func (c *xctx) deep() int { return c.depth - c.fwd }
 
 // output sends the packet to OpenFlow port p.
 func (c *xctx) output(p uint32, maxLen uint16) {

@@ -83,16 +83,7 @@ func (c *xctx) ct(a *openflow.Action) {
 		n := &ct.Actions[i]
 		switch n.Type {
 		case openflow.ActSetField:
-			switch n.Field {
-			case openflow.FieldCtMark:
-				d.Mark = uint32(n.Value[0])<<24 | uint32(n.Value[1])<<16 | uint32(n.Value[2])<<8 | uint32(n.Value[3])
-				d.MarkMask = ^uint32(0)
-			case openflow.FieldCtLabel:
-				for j := range d.Labels {
-					d.Labels[j] = n.Value[15-j] // big-endian on the wire, the kernel's order in the action
-					d.LabelsMask[j] = 0xff
-				}
-			}
+			ctSetField(n, &d)
 		case openflow.ActRegLoad:
 			for b := uint16(0); b < n.NBits; b++ {
 				p, on := n.Ofs+b, n.Load>>b&1 != 0

@@ -39,7 +39,7 @@ func (c *xctx) group(id uint32) {
 		// deletes its flows; a bucket may still name one that went.
 		return
 	}
-	if c.depth >= MaxResubmitDepth {
+	if c.deep() >= MaxResubmitDepth {
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "group chaining too deep"
 		c.exit = true

@@ -19,7 +19,7 @@ func (c *xctx) patchOutput(pt *Port) {
 	if pb == nil {
 		return // not connected: the packet goes nowhere, as in OVS
 	}
-	if c.depth >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
+	if c.deep() >= MaxResubmitDepth || c.resubmits >= MaxResubmits {
 		c.out.Dropped = "resubmit limit exceeded"
 		return
 	}

@@ -3,6 +3,7 @@ package openflow
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/govswitch/govswitch/flow"
 )
@@ -25,7 +26,7 @@ const (
 	ActSetQueue              // Queue
 	ActGroup                 // Group
 	ActSetNwTTL              // TTL
-	ActDecNwTTL              //
+	ActDecNwTTL              // IDs: dec_ttl(ids) when non-nil
 	ActSetMPLSTTL            // TTL
 	ActDecMPLSTTL            //
 	ActCopyTTLOut            //
@@ -105,6 +106,18 @@ type Action struct {
 	// Value is the set_field value, big-endian, in its first Field.Size()
 	// bytes; the rest is zero.
 	Value [16]byte
+	// Masked says an ActSetField sets only the bits of Mask (big-endian as
+	// Value), OpenFlow 1.5's masked set_field (setfield.go); Value has no
+	// bit outside Mask. Unmasked, Mask is zero and the whole field is set.
+	Masked bool
+	Mask   [16]byte
+	// CopyField says an ActRegMove came as a copy_field (OpenFlow 1.5's,
+	// or ONF's 1.3 extension), which 1.3 writes back as ONF's copy_field
+	// (action_copyfield.go).
+	CopyField bool
+	// IDs are an ActDecNwTTL's controller ids when it came as
+	// dec_ttl(ids) (action_decttl.go); nil for plain dec_ttl.
+	IDs []uint16
 	// Data is the body of an ActVendor action after the vendor id. It
 	// aliases the decoded message.
 	Data []byte
@@ -140,6 +153,14 @@ func Resubmit(port uint32, table uint8) Action {
 // ApplySetField writes an ActSetField action's value into k. It reports
 // false for another action type or an out-of-range value.
 func (a *Action) ApplySetField(k *flow.Key) bool {
+	var buf [16]byte
+	return a.ApplySetFieldScratch(k, &buf)
+}
+
+// ApplySetFieldScratch is ApplySetField reading a masked set_field's old
+// value into scratch, so that a caller that keeps one (the translation)
+// allocates nothing.
+func (a *Action) ApplySetFieldScratch(k *flow.Key, scratch *[16]byte) bool {
 	if a.Type != ActSetField {
 		return false
 	}
@@ -147,7 +168,18 @@ func (a *Action) ApplySetField(k *flow.Key) bool {
 	if n == 0 {
 		return false
 	}
-	if !a.Field.SetValue(k, a.Value[:n]) {
+	if a.Masked {
+		v, ok := a.Field.Value(scratch[:0], k)
+		if !ok || len(v) != n {
+			return false
+		}
+		for i := range v {
+			v[i] = v[i]&^a.Mask[i] | a.Value[i]&a.Mask[i]
+		}
+		if !a.Field.SetValue(k, v) {
+			return false
+		}
+	} else if !a.Field.SetValue(k, a.Value[:n]) {
 		return false
 	}
 	// Setting a VLAN's VID or PCP rewrites a tag, never removes one: OVS
@@ -193,6 +225,8 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
+		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField &&
+		(a.IDs == nil) == (b.IDs == nil) && slices.Equal(a.IDs, b.IDs) &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
 		a.Learn.equal(b.Learn) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
 }

@@ -219,17 +219,27 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			return Action{}, err
 		}
 		return Action{Type: ActDecNwTTL}, nil
+	case NXASTDecTTLCntIDs:
+		return decodeDecTTLCntIDs(v, act)
 	case NXASTGroup:
 		if err := need(16); err != nil {
 			return Action{}, err
 		}
 		return Action{Type: ActGroup, Group: u32(act[12:])}, nil
 	case NXASTRegMove:
+		if v >= Version15 {
+			// OpenFlow 1.5 has copy_field instead (action_copyfield.go).
+			return Action{}, errOf(v, kActBadVendorType, "NXAST_REG_MOVE in OpenFlow 1.5")
+		}
 		if err := need(24); err != nil {
 			return Action{}, err
 		}
 		return decodeRegMove(v, act)
 	case NXASTRegLoad:
+		if v >= Version15 {
+			// OpenFlow 1.5 has set_field with a mask instead (setfield.go).
+			return Action{}, errOf(v, kActBadVendorType, "NXAST_REG_LOAD in OpenFlow 1.5")
+		}
 		if err := need(24); err != nil {
 			return Action{}, err
 		}
@@ -319,6 +329,9 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 	case ActSetQueue:
 		return be32(be16(nxActionHeader(b, 16, NXASTSetQueue), 0), a.Queue), nil
 	case ActDecNwTTL:
+		if a.IDs != nil {
+			return appendDecTTLCntIDs(b, a)
+		}
 		return zeros(nxActionHeader(b, 16, NXASTDecTTL), 6), nil
 	case ActGroup:
 		return be32(zeros(nxActionHeader(b, 16, NXASTGroup), 2), a.Group), nil
@@ -347,6 +360,9 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 }
 
 func appendSetField10(b []byte, a *Action) ([]byte, error) {
+	if a.Masked && !legacySetField(a.Field) {
+		return appendLoadSegments(b, a)
+	}
 	k, ok := a.setFieldKey()
 	if !ok {
 		return b, fmt.Errorf("openflow: set_field %s: bad value: %w", a.Field, ErrUnsupported)

@@ -145,6 +145,9 @@ func appendAction11(b []byte, a *Action) ([]byte, error) {
 	case ActSetVLANPCP:
 		return append(act13(b, Act11SetVLANPCP, 8), a.VLANPCP&7, 0, 0, 0), nil
 	case ActSetField:
+		if a.Masked && !legacySetField(a.Field) {
+			return appendLoadSegments(b, a)
+		}
 		return appendSetField11(b, a)
 	case ActResubmit, ActRegLoad, ActRegMove, ActVendor:
 		return appendNXAction(b, a)
@@ -152,7 +155,7 @@ func appendAction11(b []byte, a *Action) ([]byte, error) {
 		return appendExtAction(b, a, Version11)
 	}
 	// The rest is numbered and laid out as in 1.3.
-	return appendAction13(b, a)
+	return appendAction13(b, a, Version11)
 }
 
 func appendSetField11(b []byte, a *Action) ([]byte, error) {

@@ -41,7 +41,12 @@ const (
 // DecodeActions13 appends the OpenFlow 1.3 actions in b (an action list of
 // exactly len(b) bytes) to dst.
 func DecodeActions13(dst []Action, b []byte) ([]Action, error) {
-	const v = Version13
+	return decodeActions13(dst, Version13, b)
+}
+
+// decodeActions13 decodes the action list of version v (1.2+), whose
+// set_field may carry a mask from 1.5 on (setfield.go).
+func decodeActions13(dst []Action, v uint8, b []byte) ([]Action, error) {
 	for len(b) > 0 {
 		act, typ, rest, err := splitAction(v, b)
 		if err != nil {
@@ -52,7 +57,7 @@ func DecodeActions13(dst []Action, b []byte) ([]Action, error) {
 		switch typ {
 		case Act13Output:
 			want = 16
-		case Act13SetField, ActVendorType:
+		case Act13SetField, ActVendorType, Act15CopyField:
 			want = len(act)
 		}
 		if len(act) != want {
@@ -95,11 +100,23 @@ func DecodeActions13(dst []Action, b []byte) ([]Action, error) {
 		case Act13DecNwTTL:
 			a = Action{Type: ActDecNwTTL}
 		case Act13SetField:
-			if a, err = decodeSetField13(act); err != nil {
+			if a, err = decodeSetField(v, act); err != nil {
 				return dst, err
 			}
 		case ActVendorType:
-			if a, err = decodeVendorAction(v, act); err != nil {
+			if isONFCopyField(v, act) {
+				a, err = decodeCopyField(v, act, 12)
+			} else {
+				a, err = decodeVendorAction(v, act)
+			}
+			if err != nil {
+				return dst, err
+			}
+		case Act15CopyField:
+			if v < Version15 {
+				return dst, errOf(v, kActBadType, "action type %d", typ)
+			}
+			if a, err = decodeCopyField(v, act, 4); err != nil {
 				return dst, err
 			}
 		default:
@@ -110,40 +127,21 @@ func DecodeActions13(dst []Action, b []byte) ([]Action, error) {
 	return dst, nil
 }
 
-func decodeSetField13(act []byte) (Action, error) {
-	const v = Version13
-	h := u32(act[4:])
-	plen := int(h & 0xff)
-	if 8+plen > len(act) {
-		return Action{}, errOf(v, kActBadSetLen, "set_field: %d value bytes in a %d-byte action", plen, len(act))
-	}
-	f := FieldByHeader(h)
-	if f == FieldNone || fields[f].enc == 0 {
-		return Action{}, errOf(v, kActBadSetType, "set_field: unknown field %08x", h)
-	}
-	if fields[f].tunmd {
-		return decodeTunMDSetField(v, f, h, act[8:8+plen]) // field_tunmd.go
-	}
-	if h&(1<<8) != 0 || plen != fields[f].size {
-		return Action{}, errOf(v, kActBadSetLen, "set_field %s: length %d, want %d unmasked", f, plen, fields[f].size)
-	}
-	a := Action{Type: ActSetField, Field: f}
-	copy(a.Value[:], act[8:8+plen])
-	var k flow.Key
-	if !f.SetValue(&k, a.Value[:plen]) {
-		return Action{}, errOf(v, kActBadArgument, "set_field %s: value out of range", f)
-	}
-	return a, nil
-}
-
 // AppendActions13 appends acts as an OpenFlow 1.3 action list. 1.0-only
 // forms are translated: set_vlan_vid/pcp become set_field, enqueue becomes
 // set_queue then output; set_tp_src/dst (no protocol) fail.
 func AppendActions13(b []byte, acts []Action) ([]byte, error) {
+	return appendActions13(b, Version13, acts)
+}
+
+// appendActions13 appends acts as an action list of version v (1.2+):
+// 1.5 has no NXAST_REG_LOAD, and 1.2 to 1.4 no masked set_field
+// (setfield.go).
+func appendActions13(b []byte, v uint8, acts []Action) ([]byte, error) {
 	start := len(b)
 	for i := range acts {
 		var err error
-		if b, err = appendAction13(b, &acts[i]); err != nil {
+		if b, err = appendAction13(b, &acts[i], v); err != nil {
 			return b[:start], err
 		}
 	}
@@ -152,7 +150,7 @@ func AppendActions13(b []byte, acts []Action) ([]byte, error) {
 
 func act13(b []byte, typ uint16, n uint16) []byte { return be16(be16(b, typ), n) }
 
-func appendAction13(b []byte, a *Action) ([]byte, error) {
+func appendAction13(b []byte, a *Action, v uint8) ([]byte, error) {
 	switch a.Type {
 	case ActOutput:
 		return zeros(be16(be32(act13(b, Act13Output, 16), a.Port), a.MaxLen), 6), nil
@@ -184,22 +182,29 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 	case ActSetNwTTL:
 		return append(act13(b, Act13SetNwTTL, 8), a.TTL, 0, 0, 0), nil
 	case ActDecNwTTL:
+		if a.IDs != nil {
+			return appendDecTTLCntIDs(b, a)
+		}
 		return zeros(act13(b, Act13DecNwTTL, 8), 4), nil
 	case ActSetVLANVID:
 		sf := Action{Type: ActSetField, Field: FieldVLANVID}
-		v := a.VLANVID & flow.VLANVIDMask // no OFPVID_PRESENT, as ovs-ofctl sends it
-		sf.Value[0], sf.Value[1] = byte(v>>8), byte(v)
-		return appendSetField13(b, &sf)
+		vid := a.VLANVID & flow.VLANVIDMask // no OFPVID_PRESENT, as ovs-ofctl sends it
+		sf.Value[0], sf.Value[1] = byte(vid>>8), byte(vid)
+		return appendSetField(b, &sf, v)
 	case ActSetVLANPCP:
 		sf := Action{Type: ActSetField, Field: FieldVLANPCP}
 		sf.Value[0] = a.VLANPCP & 7
-		return appendSetField13(b, &sf)
+		return appendSetField(b, &sf, v)
 	case ActSetField:
-		return appendSetField13(b, a)
-	case ActResubmit, ActRegLoad, ActRegMove, ActVendor, ActCTClear, ActNAT, ActStackPush, ActStackPop:
+		return appendSetField(b, a, v)
+	case ActRegLoad:
+		return appendRegLoad(b, a, v)
+	case ActRegMove:
+		return appendRegMove(b, a, v)
+	case ActResubmit, ActVendor, ActCTClear, ActNAT, ActStackPush, ActStackPop:
 		return appendNXAction(b, a)
 	case ActCT:
-		return appendCT(b, a, Version13)
+		return appendCT(b, a, v)
 	case ActLearn:
 		return appendLearn(b, a)
 	case ActConj:
@@ -211,7 +216,7 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
-		return appendExtAction(b, a, Version13)
+		return appendExtAction(b, a, v)
 	case ActEncap, ActDecap:
 		return appendEncap(b, a)
 	case ActSetMPLSLabel, ActSetMPLSTC:
@@ -220,26 +225,18 @@ func appendAction13(b []byte, a *Action) ([]byte, error) {
 	return b, fmt.Errorf("openflow: action %s in OpenFlow 1.3: %w", a.Type, ErrUnsupported)
 }
 
-func appendSetField13(b []byte, a *Action) ([]byte, error) {
-	h, ok := a.Field.Header(false)
-	if !ok {
-		return b, fmt.Errorf("openflow: set_field %s has no OXM form: %w", a.Field, ErrUnsupported)
-	}
-	if _, ok := a.setFieldKey(); !ok {
-		return b, fmt.Errorf("openflow: set_field %s: bad value: %w", a.Field, ErrUnsupported)
-	}
-	n := a.Field.Size()
-	start := len(b)
-	b = be32(act13(b, Act13SetField, uint16((8+n+7)&^7)), h)
-	b = append(b, a.Value[:n]...)
-	return pad8(b, start), nil
-}
-
 // DecodeInstructions13 parses an OpenFlow 1.3 instruction list of exactly
 // len(b) bytes into in (which it resets). Action lists alias nothing but
 // vendor action bodies.
 func DecodeInstructions13(b []byte, in *Instructions) error {
-	return decodeInstructions(Version13, b, in, DecodeActions13)
+	return decodeInstructions13(Version13, b, in)
+}
+
+// decodeInstructions13 is DecodeInstructions13 for version v (1.2+).
+func decodeInstructions13(v uint8, b []byte, in *Instructions) error {
+	return decodeInstructions(v, b, in, func(dst []Action, b []byte) ([]Action, error) {
+		return decodeActions13(dst, v, b)
+	})
 }
 
 // decodeInstructions parses an instruction list of version v (1.1+),
@@ -312,11 +309,18 @@ func decodeInstructions(v uint8, b []byte, in *Instructions, decodeActions func(
 // AppendInstructions13 appends in as an OpenFlow 1.3 instruction list, in
 // the order the pipeline runs them.
 func AppendInstructions13(b []byte, in *Instructions) ([]byte, error) {
+	return appendInstructions13(b, Version13, in)
+}
+
+// appendInstructions13 is AppendInstructions13 for version v (1.2+).
+func appendInstructions13(b []byte, v uint8, in *Instructions) ([]byte, error) {
 	start := len(b)
 	if in.Meter != 0 {
 		b = be32(act13(b, Inst13Meter, 8), in.Meter)
 	}
-	return appendInstructions(b, start, in, AppendActions13)
+	return appendInstructions(b, start, in, func(b []byte, acts []Action) ([]byte, error) {
+		return appendActions13(b, v, acts)
+	})
 }
 
 // appendInstructions appends in's instructions but the meter, whose

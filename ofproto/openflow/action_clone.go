@@ -75,14 +75,7 @@ func appendExtAction(b []byte, a *Action, v uint8) ([]byte, error) {
 		start := len(b)
 		b = zeros(nxActionHeader(b, 0, NXASTClone), 6)
 		var err error
-		switch v {
-		case Version10:
-			b, err = AppendActions10(b, a.Nested)
-		case Version11:
-			b, err = AppendActions11(b, a.Nested)
-		default:
-			b, err = AppendActions13(b, a.Nested)
-		}
+		b, err = appendActionsFor(b, v, a.Nested)
 		if err != nil {
 			return b[:start], err
 		}

@@ -82,7 +82,7 @@ func appendMPLSAction13(b []byte, a *Action) ([]byte, error) {
 	default:
 		return b, fmt.Errorf("openflow: %s is not an MPLS set action: %w", a.Type, ErrUnsupported)
 	}
-	return appendSetField13(b, &sf)
+	return appendSetField(b, &sf, Version13)
 }
 
 // encap(...) and decap(...) (NXAST_ENCAP, NXAST_DECAP, OpenFlow 1.3+ in

@@ -136,6 +136,10 @@ func TestActionDecodeErrors(t *testing.T) {
 		{"1.3 output with 8 bytes", Version13, "0000 0008 00000001", ErrTypeBadAction, BadActionBadLen},
 		{"1.3 push_vlan bad ethertype", Version13, "0011 0008 0800 0000", ErrTypeBadAction, BadActionBadArgument},
 		{"1.3 set_field with mask", Version13, "0019 0010 80000b08 0a000001 ff000000", ErrTypeBadAction, BadAction13BadSetLen},
+		// A well-formed mask is OpenFlow 1.5's: ONF's experimenter error
+		// 4250 (OVS's OFPBAC_BAD_SET_MASK) before.
+		{"1.3 set_field masked ipv4_src", Version13, "0019 0010 80001708 0a000000 ff000000", Err13TypeExperimenter, onfBadSetMask},
+		{"1.3 set_field nonzero padding", Version13, "0019 0010 80001604 0a000001 00000001", ErrTypeBadAction, BadAction13BadSetArgment},
 		{"1.3 set_field unknown field", Version13, "0019 0010 80007e04 00000000 00000000", ErrTypeBadAction, BadAction13BadSetType},
 		{"1.3 set_field value past action", Version13, "0019 0008 80000b04", ErrTypeBadAction, BadAction13BadSetLen},
 		{"1.3 set_field out of range", Version13, "0019 0010 80000c02 2000 000000000000", ErrTypeBadAction, BadActionBadArgument},

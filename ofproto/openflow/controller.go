@@ -201,5 +201,5 @@ func AppendController(b []byte, v uint8, c *ControllerAction) ([]byte, error) {
 	if v == Version10 {
 		return appendAction10(b, &a)
 	}
-	return AppendActions13(b, []Action{a})
+	return appendAction13(b, &a, v)
 }

@@ -147,7 +147,7 @@ func decodeCT(v uint8, act []byte) (Action, error) {
 	if v == Version10 {
 		c.Actions, err = DecodeActions10(nil, nested)
 	} else {
-		c.Actions, err = DecodeActions13(nil, nested)
+		c.Actions, err = decodeActionsFor(v, nil, nested)
 	}
 	if err != nil {
 		if e, ok := err.(*Error); ok {
@@ -286,7 +286,7 @@ func appendCT(b []byte, a *Action, v uint8) ([]byte, error) {
 	if v == Version10 {
 		b, err = AppendActions10(b, c.Actions)
 	} else {
-		b, err = AppendActions13(b, c.Actions)
+		b, err = appendActionsFor(b, v, c.Actions)
 	}
 	if err != nil {
 		return b[:start], err

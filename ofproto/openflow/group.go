@@ -218,7 +218,7 @@ func decodeActionsV(v uint8, b []byte) ([]Action, error) {
 	if v == Version10 {
 		return DecodeActions10(nil, b)
 	}
-	acts, err := DecodeActions13(nil, b)
+	acts, err := decodeActions13(nil, v, b)
 	if e, ok := err.(*Error); ok && e.Version != v {
 		c := *e
 		c.Version = v
@@ -231,7 +231,7 @@ func appendActionsV(v uint8, b []byte, acts []Action) ([]byte, error) {
 	if v == Version10 {
 		return AppendActions10(b, acts)
 	}
-	return AppendActions13(b, acts)
+	return appendActions13(b, v, acts)
 }
 
 // bodyVersion is the wire form of the group bodies in v: OVS's 1.0

@@ -392,7 +392,7 @@ func (m *MeterConfigReply) Append(b []byte) ([]byte, error) {
 
 // decodeInstructionsV is DecodeInstructions13 for version v.
 func decodeInstructionsV(v uint8, b []byte, in *Instructions) error {
-	if err := DecodeInstructions13(b, in); err != nil {
+	if err := decodeInstructions13(v, b, in); err != nil {
 		return err
 	}
 	for i := range in.Write {
@@ -417,10 +417,10 @@ func decodeInstructionsV(v uint8, b []byte, in *Instructions) error {
 // appendInstructionsV is AppendInstructions13 for version v.
 func appendInstructionsV(b []byte, v uint8, in *Instructions) ([]byte, error) {
 	if v < Version15 || in.Meter == 0 {
-		return AppendInstructions13(b, in)
+		return appendInstructions13(b, v, in)
 	}
 	c := *in
 	c.Meter = 0
 	c.Apply = append([]Action{{Type: ActMeter, Queue: in.Meter}}, in.Apply...)
-	return AppendInstructions13(b, &c)
+	return appendInstructions13(b, v, &c)
 }

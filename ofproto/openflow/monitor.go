@@ -304,7 +304,7 @@ func decodeFlowMonitor14(env Envelope, flags uint16, b []byte, reply bool) (Msg,
 			if err != nil {
 				return nil, err
 			}
-			if err := DecodeInstructions13(e[24+mn:], &u.Instructions); err != nil {
+			if err := decodeInstructions13(v, e[24+mn:], &u.Instructions); err != nil {
 				return nil, err
 			}
 		default:
@@ -442,7 +442,7 @@ func appendFlowUpdate(b []byte, v uint8, u *FlowUpdate) ([]byte, error) {
 		if b, err = AppendOXM(b, &u.Match); err != nil {
 			return b[:at], err
 		}
-		if b, err = AppendInstructions13(b, &u.Instructions); err != nil {
+		if b, err = appendInstructions13(b, v, &u.Instructions); err != nil {
 			return b[:at], err
 		}
 	}

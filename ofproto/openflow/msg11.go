@@ -96,7 +96,7 @@ func decodeActionsFor(v uint8, dst []Action, b []byte) ([]Action, error) {
 	case Version11:
 		return DecodeActions11(dst, b)
 	}
-	return DecodeActions13(dst, b)
+	return decodeActions13(dst, v, b)
 }
 
 // appendActionsFor appends acts as an action list of version v.
@@ -107,7 +107,7 @@ func appendActionsFor(b []byte, v uint8, acts []Action) ([]byte, error) {
 	case Version11:
 		return AppendActions11(b, acts)
 	}
-	return AppendActions13(b, acts)
+	return appendActions13(b, v, acts)
 }
 
 // decodePacketIn11 reads a 1.1 packet-in: buffer_id, in_port, in_phy_port,

@@ -376,7 +376,7 @@ func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
 	if fixed+alen > len(body) {
 		return nil, errOf(v, kBadLen, "packet out actions_len %d in %d bytes", alen, len(body)-fixed)
 	}
-	if m.Actions, err = DecodeActions13(make([]Action, 0, alen/8), body[fixed:fixed+alen]); err != nil {
+	if m.Actions, err = decodeActions13(make([]Action, 0, alen/8), v, body[fixed:fixed+alen]); err != nil {
 		return nil, err
 	}
 	m.Data = body[fixed+alen:]

@@ -262,11 +262,7 @@ func appendActionsProp(b []byte, v uint8, typ uint16, acts []Action) ([]byte, er
 	ps := len(b)
 	b = zeros(b, 8)
 	var err error
-	if v == Version10 {
-		b, err = AppendActions10(b, acts)
-	} else {
-		b, err = AppendActions13(b, acts)
-	}
+	b, err = appendActionsFor(b, v, acts)
 	if err != nil {
 		return b[:ps], err
 	}
@@ -320,11 +316,7 @@ func DecodeContinuation(v uint8, b []byte) (*Continuation, error) {
 				return err
 			}
 			var acts []Action
-			if v == Version10 {
-				acts, err = DecodeActions10(nil, inner)
-			} else {
-				acts, err = DecodeActions13(nil, inner)
-			}
+			acts, err = decodeActionsFor(v, nil, inner)
 			if err != nil {
 				return err
 			}
