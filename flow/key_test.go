@@ -71,14 +71,25 @@ func TestMaskOps(t *testing.T) {
 		t.Errorf("different masked keys hash equal (possible, but not for these)")
 	}
 	a := k1.Apply(&m)
-	if a.Hash(7) != k1.HashMasked(&m, 7) {
-		t.Errorf("Apply+Hash != HashMasked")
+	if a.HashWide(7) != k1.HashMasked(&m, 7) {
+		t.Errorf("Apply+HashWide != HashMasked")
 	}
-	if kh, mh := k1.HashMaskedPair(&m, 7, 9); kh != k1.HashMasked(&m, 7) || mh != m.Key().Hash(9) {
-		t.Errorf("HashMaskedPair = %x, %x; want %x, %x", kh, mh, k1.HashMasked(&m, 7), m.Key().Hash(9))
+	if ex := ExactMask(); k1.HashMasked(&ex, 3) != k1.HashWide(3) {
+		t.Errorf("HashMasked under the exact mask != HashWide")
 	}
-	if k1.HashWords(&m, 0, KeyWords, 7) != k1.HashMasked(&m, 7) {
-		t.Errorf("HashWords over all words != HashMasked")
+	if kh, mh := k1.HashMaskedPair(&m, 7, 9); kh != k1.HashMasked(&m, 7) || mh != m.Key().HashWide(9) {
+		t.Errorf("HashMaskedPair = %x, %x; want %x, %x", kh, mh, k1.HashMasked(&m, 7), m.Key().HashWide(9))
+	}
+	if k1.HashWords(&m, 0, KeyWords, 7) != a.Hash(7) {
+		t.Errorf("HashWords over all words != Apply+Hash")
+	}
+	// Every word, each lane and the tail, changes HashWide.
+	for w := 0; w < KeyWords; w++ {
+		k3 := k1
+		k3.Words()[w] ^= 1 << (w % 64)
+		if k3.HashWide(7) == k1.HashWide(7) {
+			t.Errorf("word %d does not change HashWide", w)
+		}
 	}
 	e := ExactMask()
 	if !e.IsExact() || e.IsZero() || !e.Covers(&m) || m.Covers(&e) {

@@ -93,7 +93,7 @@ type maskEntry struct {
 }
 
 func (me *maskEntry) get(masked *flow.Key) *dpFlow {
-	for f := me.flows[masked.Hash(0)]; f != nil; f = f.next {
+	for f := me.flows[masked.HashWide(0)]; f != nil; f = f.next {
 		if f.masked == *masked {
 			return f
 		}
@@ -102,14 +102,14 @@ func (me *maskEntry) get(masked *flow.Key) *dpFlow {
 }
 
 func (me *maskEntry) put(f *dpFlow) {
-	h := f.masked.Hash(0)
+	h := f.masked.HashWide(0)
 	f.next = me.flows[h]
 	me.flows[h] = f
 	me.n++
 }
 
 func (me *maskEntry) remove(f *dpFlow) {
-	h := f.masked.Hash(0)
+	h := f.masked.HashWide(0)
 	if head := me.flows[h]; head == f {
 		if f.next == nil {
 			delete(me.flows, h)
@@ -506,15 +506,20 @@ func (c *core) missHandlerLocked(k *flow.Key, inPort uint32) *handler {
 	if len(c.handlers) == 0 {
 		return nil
 	}
-	h := k.Hash(0)
 	if c.perCPU {
-		return c.handlers[h%uint64(len(c.handlers))]
+		if len(c.handlers) == 1 {
+			return c.handlers[0] // no flow hash to take
+		}
+		return c.handlers[k.HashWide(0)%uint64(len(c.handlers))]
 	}
 	pt := c.ports[inPort]
 	if pt == nil || len(pt.pids) == 0 {
 		return nil
 	}
-	return c.handlerByPIDLocked(pt.pids[h%uint64(len(pt.pids))])
+	if len(pt.pids) == 1 {
+		return c.handlerByPIDLocked(pt.pids[0])
+	}
+	return c.handlerByPIDLocked(pt.pids[k.HashWide(0)%uint64(len(pt.pids))])
 }
 
 // actionHandlerLocked picks the handler of a userspace action's upcall: the
@@ -522,7 +527,7 @@ func (c *core) missHandlerLocked(k *flow.Key, inPort uint32) *handler {
 // (6.1, output_userspace) ignores that PID and uses the CPU's handler.
 func (c *core) actionHandlerLocked(k *flow.Key, pid uint32) *handler {
 	if c.perCPU && len(c.handlers) > 0 {
-		return c.handlers[k.Hash(0)%uint64(len(c.handlers))]
+		return c.handlers[k.HashWide(0)%uint64(len(c.handlers))]
 	}
 	return c.handlerByPIDLocked(pid)
 }
