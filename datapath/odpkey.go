@@ -98,6 +98,12 @@ const (
 // accepts in a key or mask.
 const ctStateSupported = 0xff
 
+// Conntrack state bits (OVS_CS_F_*) FitMask reasons about.
+const (
+	ctStateInvalid = 0x10
+	ctStateTracked = 0x20
+)
+
 // Payload sizes of the fixed-size key attributes (struct ovs_key_*).
 const (
 	sizeEthernet = 12
@@ -768,6 +774,16 @@ func FitMask(k *flow.Key, m *flow.Mask) {
 func fitCtTuple(k *flow.Key, m *flow.Mask) {
 	t := &m.CtOrig
 	if *t == (flow.CtTuple{}) {
+		return
+	}
+	if k.CtOrig == (flow.CtTuple{}) {
+		// The key has no tuple (no connection, or an invalid one): the
+		// kernel holds no tuple mask for such a flow. What keeps packets
+		// that have a tuple out of it is their conntrack state, which a
+		// rule reading the tuple must match (OpenFlow's prerequisite for
+		// ct_nw_src and the rest: a tracked, valid connection), and a
+		// tuple comes only with a tracked, valid connection.
+		*t = flow.CtTuple{}
 		return
 	}
 	switch k.EthType {
