@@ -3,6 +3,7 @@ package ipfix
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/govswitch/govswitch/ofproto/collector"
 	"hash/maphash"
 	"net"
 	"net/netip"
@@ -106,7 +107,7 @@ var exporterCount atomic.Uint32
 type Exporter struct {
 	cfg   Config
 	id    uint32
-	conns []*net.UDPConn
+	conns collector.Set
 
 	mu sync.Mutex
 	// cache holds the entries by hash of their flow key (chained);
@@ -135,19 +136,11 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, id: exporterCount.Add(1), cache: map[uint64]*entry{}, seq: 1, seed: maphash.MakeSeed(),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	for _, t := range cfg.Targets {
-		ap, err := ParseTarget(t)
-		if err != nil {
-			e.closeConns()
-			return nil, err
-		}
-		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
-		if err != nil {
-			e.closeConns()
-			return nil, fmt.Errorf("IPFIX target %s: %w", t, err)
-		}
-		e.conns = append(e.conns, c)
+	conns, err := collector.Dial("IPFIX", cfg.Targets, ParseTarget)
+	if err != nil {
+		return nil, err
 	}
+	e.conns = conns
 	go e.run()
 	return e, nil
 }
@@ -178,12 +171,6 @@ func trimBrackets(s string) string {
 	return s
 }
 
-func (e *Exporter) closeConns() {
-	for _, c := range e.conns {
-		c.Close()
-	}
-}
-
 // Config returns the exporter's configuration.
 func (e *Exporter) Config() Config { return e.cfg }
 
@@ -204,7 +191,7 @@ func (e *Exporter) Close() {
 	e.mu.Lock()
 	e.expire(true, nowMicros())
 	e.mu.Unlock()
-	e.closeConns()
+	e.conns.Close()
 }
 
 func (e *Exporter) run() {
@@ -562,11 +549,6 @@ func (e *Exporter) appendData(m []byte, exportSec uint32, ent *entry, reason uin
 
 // send sends message m to every collector. e.mu is held.
 func (e *Exporter) send(m []byte) {
-	for _, c := range e.conns {
-		if _, err := c.Write(m); err != nil {
-			e.stats.TxErrors++
-		} else {
-			e.stats.TxPackets++
-		}
-	}
+	sent, failed, _ := e.conns.Send(m)
+	e.stats.TxPackets, e.stats.TxErrors = e.stats.TxPackets+sent, e.stats.TxErrors+failed
 }

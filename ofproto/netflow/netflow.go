@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/govswitch/govswitch/ofproto/collector"
 	"net"
 	"net/netip"
 	"strconv"
@@ -152,7 +153,7 @@ type flowState struct {
 // Exporter is one bridge's NetFlow. It is safe for concurrent use.
 type Exporter struct {
 	cfg   Config
-	conns []*net.UDPConn
+	conns collector.Set
 	boot  time.Time
 
 	mu    sync.Mutex
@@ -174,19 +175,11 @@ func NewExporter(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, boot: time.Now(), flows: map[Key]*flowState{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	for _, t := range cfg.Targets {
-		ap, err := parseTarget(t)
-		if err != nil {
-			e.closeConns()
-			return nil, err
-		}
-		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
-		if err != nil {
-			e.closeConns()
-			return nil, fmt.Errorf("NetFlow target %s: %w", t, err)
-		}
-		e.conns = append(e.conns, c)
+	conns, err := collector.Dial("NetFlow", cfg.Targets, parseTarget)
+	if err != nil {
+		return nil, err
 	}
+	e.conns = conns
 	go e.run()
 	return e, nil
 }
@@ -206,12 +199,6 @@ func parseTarget(s string) (netip.AddrPort, error) {
 	return netip.AddrPort{}, fmt.Errorf("NetFlow target %q: want IP:PORT", s)
 }
 
-func (e *Exporter) closeConns() {
-	for _, c := range e.conns {
-		c.Close()
-	}
-}
-
 // Config returns the configuration the exporter runs with.
 func (e *Exporter) Config() Config { return e.cfg }
 
@@ -225,7 +212,7 @@ func (e *Exporter) Close() {
 	}
 	e.sendLocked()
 	e.mu.Unlock()
-	e.closeConns()
+	e.conns.Close()
 }
 
 func (e *Exporter) run() {
@@ -349,13 +336,8 @@ func (e *Exporter) sendLocked() {
 	h := Header{Count: e.count, SysUptime: e.ms(now), UnixSecs: uint32(now.Unix()), UnixNsecs: uint32(now.Nanosecond()),
 		FlowSeq: e.seq - uint32(e.count), EngineType: e.cfg.EngineType, EngineID: e.cfg.EngineID}
 	AppendHeader(e.buf[:0], &h)
-	for _, c := range e.conns {
-		if _, err := c.Write(e.buf); err != nil {
-			e.errs++
-		} else {
-			e.sent++
-		}
-	}
+	sent, failed, _ := e.conns.Send(e.buf)
+	e.sent, e.errs = e.sent+sent, e.errs+failed
 	e.count = 0
 	e.buf = e.buf[:0]
 }

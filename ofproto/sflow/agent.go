@@ -2,6 +2,7 @@ package sflow
 
 import (
 	"fmt"
+	"github.com/govswitch/govswitch/ofproto/collector"
 	"net"
 	"net/netip"
 	"strconv"
@@ -75,7 +76,7 @@ type Counters func() []IfCounters
 // safe for concurrent use; Sample may be called from upcall handlers.
 type Exporter struct {
 	cfg     Config
-	conns   []*net.UDPConn
+	conns   collector.Set
 	poll    Counters
 	start   time.Time
 	samplID uint32 // the sampler's data source id
@@ -113,27 +114,13 @@ func NewExporter(cfg Config, poll Counters) (*Exporter, error) {
 		stop:    make(chan struct{}), done: make(chan struct{})}
 	e.hdrLen = len(AppendHeader(nil, &Header{Agent: cfg.Agent}))
 	e.buf = make([]byte, e.hdrLen, 2*maxDatagram+e.hdrLen)
-	for _, t := range cfg.Targets {
-		ap, err := ParseTarget(t)
-		if err != nil {
-			e.closeConns()
-			return nil, err
-		}
-		c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ap))
-		if err != nil {
-			e.closeConns()
-			return nil, fmt.Errorf("sFlow target %s: %w", t, err)
-		}
-		e.conns = append(e.conns, c)
+	conns, err := collector.Dial("sFlow", cfg.Targets, ParseTarget)
+	if err != nil {
+		return nil, err
 	}
+	e.conns = conns
 	go e.run()
 	return e, nil
-}
-
-func (e *Exporter) closeConns() {
-	for _, c := range e.conns {
-		c.Close()
-	}
 }
 
 // Config returns the configuration the exporter runs with.
@@ -146,7 +133,7 @@ func (e *Exporter) Close() {
 	e.mu.Lock()
 	e.flushLocked()
 	e.mu.Unlock()
-	e.closeConns()
+	e.conns.Close()
 }
 
 func (e *Exporter) run() {
@@ -240,13 +227,10 @@ func (e *Exporter) flushLocked() {
 	h := Header{Agent: e.cfg.Agent, SubAgentID: e.cfg.SubAgentID, Seq: e.seq,
 		Uptime: uint32(time.Since(e.start).Milliseconds()), NSamples: e.nSamples}
 	AppendHeader(e.buf[:0], &h)
-	for _, c := range e.conns {
-		if _, err := c.Write(e.buf); err != nil {
-			e.sendErrs++
-			e.lastErr = err
-		} else {
-			e.sent++
-		}
+	sent, failed, err := e.conns.Send(e.buf)
+	e.sent, e.sendErrs = e.sent+sent, e.sendErrs+failed
+	if err != nil {
+		e.lastErr = err
 	}
 	e.buf = e.buf[:e.hdrLen]
 	e.nSamples = 0
