@@ -15,16 +15,18 @@ import (
 // as OVS writes it (48 bytes):
 //
 //	[0:2]   type, 2 (USER_ACTION_COOKIE_SLOW_PATH)
-//	[2:4]   OpenFlow input port (0xffff none)
-//	[4:20]  the bridge's UUID
-//	[20:24] padding: the union starts 8-aligned (sizeof is 48)
+//	[2:4]   padding
+//	[4:8]   OpenFlow input port (ofp_port_t is 32 bits; 0xffff none)
+//	[8:24]  the bridge's UUID
 //	[24:26] 0
 //	[26:28] padding
-//	[28:32] slow-path reasons (SlowAction, ...)
+//	[28:32] slow-path reasons (SlowAction, SlowLACP, SlowSTP, ...)
 //	[32:48] 0
 //
 // (The offsets are those the real ovs-dpctl decodes: vswitchd's
-// TestIntegrationARPResponder reads the kernel's flows with it.)
+// TestIntegrationARPResponder reads the kernel's flows with it.) The
+// userspace slow path, LACP and STP all write theirs with
+// PutSlowPathCookie and tell them apart by the reason.
 const (
 	SlowPathCookieLen  = 48
 	cookieTypeSlowPath = 2
@@ -54,13 +56,17 @@ var slowReasons = [...]struct{ name, why string }{
 // PutSlowPathCookie writes the slow-path cookie for reasons, input port
 // ofInPort and bridge UUID uuid into b, which holds SlowPathCookieLen
 // bytes.
-func PutSlowPathCookie(b []byte, reasons uint32, ofInPort uint16, uuid *[16]byte) {
+func PutSlowPathCookie(b []byte, reasons uint32, ofInPort uint32, uuid *[16]byte) {
 	clear(b[:SlowPathCookieLen])
 	binary.NativeEndian.PutUint16(b[0:], cookieTypeSlowPath)
-	binary.NativeEndian.PutUint16(b[2:], ofInPort)
-	copy(b[4:20], uuid[:])
+	binary.NativeEndian.PutUint32(b[4:], ofInPort)
+	copy(b[8:24], uuid[:])
 	binary.NativeEndian.PutUint32(b[28:], reasons)
 }
+
+// SlowPathCookieUUID returns the bridge UUID of a slow-path cookie
+// (PutSlowPathCookie's uuid).
+func SlowPathCookieUUID(b []byte) []byte { return b[8:24] }
 
 // ParseSlowPathCookie returns the reasons of a slow-path cookie; ok is
 // false for any other userdata. As OVS, only userdata of exactly the

@@ -26,25 +26,11 @@ import (
 // it). PDUs go out by executing the frame in the datapath with an output
 // to the member.
 
-// slowPathCookie layout (OVS's struct user_action_cookie, host order):
-//
-//	[0:2]   type: 2, USER_ACTION_COOKIE_SLOW_PATH
-//	[2:4]   padding
-//	[4:8]   ofp_in_port (ofp_port_t is 32 bits: the member's OpenFlow port)
-//	[8:24]  ofproto uuid: [8:10] carries the bridge's Xlator.ID, the rest 0
-//	[24:26] unused
-//	[28:32] slow_path reason: SLOW_LACP (1<<2)
-//	[32:48] 0
-const (
-	slowPathCookieLen  = 48
-	cookieTypeSlowPath = 2
-	slowLACP           = 1 << 2
-)
-
-// isLACPSlowPath reports whether userdata is a slow-path cookie for LACP.
+// isLACPSlowPath reports whether userdata is a slow-path cookie for LACP
+// (lacpSlowPath's, datapath.PutSlowPathCookie's layout).
 func isLACPSlowPath(ud []byte) bool {
-	return len(ud) == slowPathCookieLen && binary.NativeEndian.Uint16(ud) == cookieTypeSlowPath &&
-		binary.NativeEndian.Uint32(ud[28:])&slowLACP != 0
+	r, ok := datapath.ParseSlowPathCookie(ud)
+	return ok && r&datapath.SlowLACP != 0
 }
 
 // lacpSlowPath ends the translation of a slow-protocols frame that
@@ -59,11 +45,10 @@ func (c *xctx) lacpSlowPath(pt *Port) {
 	if pid == 0 {
 		return
 	}
-	var ck [slowPathCookieLen]byte
-	binary.NativeEndian.PutUint16(ck[0:], cookieTypeSlowPath)
-	binary.NativeEndian.PutUint32(ck[4:], pt.OFPort)
-	binary.BigEndian.PutUint16(ck[8:], c.x.ID)
-	binary.NativeEndian.PutUint32(ck[28:], slowLACP)
+	var u [16]byte // the bridge's UUID in OVS's cookie: its Xlator.ID here
+	binary.BigEndian.PutUint16(u[:], c.x.ID)
+	var ck [datapath.SlowPathCookieLen]byte
+	datapath.PutSlowPathCookie(ck[:], datapath.SlowLACP, pt.OFPort, &u)
 	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ck[:])
 }
 

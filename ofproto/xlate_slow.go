@@ -135,9 +135,9 @@ func (c *xctx) composeSlowPath() {
 		// the handler by CPU and ignores the pid, which dumps show.
 		pid = perCPUPID
 	}
-	in := uint16(0xffff) // OFPP_NONE
+	in := uint32(0xffff) // OFPP_NONE
 	if c.inPort != nil && c.inPort.OFPort <= 0xffff {
-		in = uint16(c.inPort.OFPort)
+		in = c.inPort.OFPort
 	}
 	u := instanceUUID
 	binary.BigEndian.PutUint16(u[14:], c.x.ID)
@@ -169,5 +169,5 @@ func isSlowPathCookie(userdata []byte) bool {
 	if _, ok := datapath.ParseSlowPathCookie(userdata); !ok {
 		return false
 	}
-	return bytes.Equal(userdata[4:18], instanceUUID[:14])
+	return bytes.Equal(datapath.SlowPathCookieUUID(userdata)[:14], instanceUUID[:14])
 }

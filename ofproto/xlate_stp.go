@@ -1,8 +1,6 @@
 package ofproto
 
 import (
-	"encoding/binary"
-
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/openflow"
@@ -14,29 +12,18 @@ import (
 // forwarding neither receive nor send.
 
 // stpCookie is the userdata of the userspace action that brings BPDUs up:
-// ovs-vswitchd's user_action_cookie (48 bytes, host byte order) of type
-// slow path with reason SLOW_STP, so that ovs-dpctl dump-flows prints the
-// flow as "userspace(pid=N,slow_path(stp))", as it prints ovs-vswitchd's.
-//
-//	[0:2]   type 2 (USER_ACTION_COOKIE_SLOW_PATH)
-//	[2:4]   OpenFlow in_port: 0xffff (none)
-//	[4:20]  ofproto UUID (zero)
-//	[20:24] padding: the union after the UUID is 8-aligned
-//	[24:28] unused
-//	[28:32] reason: 1<<3 (SLOW_STP)
-//	[32:48] zero
-var stpCookie = func() (c [48]byte) {
-	binary.LittleEndian.PutUint16(c[0:], 2)
-	binary.LittleEndian.PutUint16(c[2:], 0xffff)
-	binary.LittleEndian.PutUint32(c[28:], slowSTP)
+// the slow-path cookie with reason SLOW_STP, no input port and a zero
+// UUID, so that ovs-dpctl dump-flows prints the flow as
+// "userspace(pid=N,slow_path(stp))", as it prints ovs-vswitchd's.
+var stpCookie = func() (c [datapath.SlowPathCookieLen]byte) {
+	datapath.PutSlowPathCookie(c[:], datapath.SlowSTP, 0xffff, &[16]byte{})
 	return c
 }()
 
-const slowSTP = 1 << 3
-
-// isSTPCookie reports whether userdata is stpCookie.
+// isSTPCookie reports whether userdata is a slow-path cookie for STP alone.
 func isSTPCookie(ud []byte) bool {
-	return len(ud) == len(stpCookie) && binary.LittleEndian.Uint16(ud) == 2 && binary.LittleEndian.Uint32(ud[28:]) == slowSTP
+	r, ok := datapath.ParseSlowPathCookie(ud)
+	return ok && r == datapath.SlowSTP
 }
 
 // stpSpecial handles a packet received on a bridge with a spanning tree
