@@ -16,7 +16,7 @@ const ctFlushUsage = "[dp] [zone=N] [ct-orig-tuple] [ct-reply-tuple]"
 
 // parseCtFlush parses the arguments of dpctl/flush-conntrack after an
 // optional datapath: [zone=N] [ct-orig-tuple [ct-reply-tuple]], where an
-// empty tuple argument (”) stands for none. Errors carry ovs-vswitchd
+// empty tuple argument stands for none. Errors carry ovs-vswitchd
 // 3.1's texts and errno.
 func parseCtFlush(args []string) (zone *uint16, m conntrack.Match, err error) {
 	if len(args) > 0 && strings.HasPrefix(args[0], "zone=") {
