@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/govswitch/govswitch/conntrack"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,4 +82,23 @@ func errnoText(err error) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// flushConntrackOF carries out NXT_CT_FLUSH (ovs-ofctl ct-flush) as
+// dpctl/flush-conntrack does the same zone and tuples.
+func flushConntrackOF(m *openflow.CtFlush) error {
+	match := conntrack.Match{Proto: m.Proto, Family: m.Family, Orig: ofTuple(&m.Orig), Reply: ofTuple(&m.Reply)}
+	var zone *uint16
+	if m.HasZone {
+		zone = &m.Zone
+	}
+	if err := conntrack.FlushMatch(zone, &match); err != nil {
+		return fmt.Errorf("flushing conntrack %s (%v)", match.String(), err)
+	}
+	return nil
+}
+
+func ofTuple(t *openflow.CtFlushTuple) conntrack.MatchTuple {
+	return conntrack.MatchTuple{Src: t.Src, Dst: t.Dst, SrcPort: t.SrcPort, DstPort: t.DstPort,
+		ICMPID: t.ICMPID, ICMPType: t.ICMPType, ICMPCode: t.ICMPCode}
 }
