@@ -49,7 +49,7 @@ func parseCtFlush(args []string) (zone *uint16, m conntrack.Match, err error) {
 // conntrack.FlushMatch). ovs-vswitchd 3.1 takes a DP only alone; here it
 // may precede the other arguments too, as its usage says.
 func (d *Daemon) dpctlFlushConntrack(args []string) (string, error) {
-	if len(args) > 0 && args[0] != "" && !strings.HasPrefix(args[0], "zone=") && !strings.Contains(args[0], "=") {
+	if len(args) > 0 && args[0] != "" && !strings.ContainsAny(args[0], "=:") {
 		name := args[0]
 		if _, dp, ok := strings.Cut(name, "@"); ok {
 			name = dp

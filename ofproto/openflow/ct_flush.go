@@ -63,9 +63,9 @@ type CtFlushTuple struct {
 }
 
 // CtFlush is NXT_CT_FLUSH (struct nx_ct_flush: ip_proto, 7 zero bytes,
-// then properties). Family is the address family of the last address
-// property (unix.AF_INET or AF_INET6; 0 if none or it was all zeros), as
-// ovs-vswitchd 3.1 derives it.
+// then properties). Family is the address family of its addresses
+// (unix.AF_INET or AF_INET6; 0 if it has none); one flush's addresses are
+// all of one family.
 type CtFlush struct {
 	Envelope
 	Proto       uint8
@@ -199,6 +199,19 @@ func decodeCtFlush(env Envelope, rest []byte) (Msg, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, a := range []netip.Addr{m.Orig.Src, m.Orig.Dst, m.Reply.Src, m.Reply.Dst} {
+		if !a.IsValid() {
+			continue
+		}
+		fam := uint8(afInet)
+		if a.Is6() {
+			fam = afInet6
+		}
+		if m.Family != 0 && m.Family != fam {
+			return nil, ctFlushErr(v, true, "IPv4 and IPv6 addresses in one flush")
+		}
+		m.Family = fam
+	}
 	return m, nil
 }
 
@@ -225,19 +238,11 @@ func (m *CtFlush) decodeTuple(v uint8, body []byte, t *CtFlushTuple) error {
 		}
 		switch typ {
 		case ctTupleSrc, ctTupleDst:
-			a := netip.AddrFrom16([16]byte(b[:16]))
-			fam := uint8(0)
-			if !a.IsUnspecified() {
-				fam = afInet6
-				if a.Is4In6() {
-					a, fam = a.Unmap(), afInet
-				}
-			}
-			if m.Family != 0 && fam != 0 && m.Family != fam {
-				return ctFlushErr(v, true, "IPv4 and IPv6 addresses in one flush")
-			}
-			m.Family = fam
-			if fam == 0 {
+			a := netip.AddrFrom16([16]byte(b[:16])).Unmap()
+			if a.IsUnspecified() && a.Is6() {
+				// All zeros is "any". (ovs-vswitchd 3.1 lets it reset the
+				// family, so that the other addresses go uncompared;
+				// ovs-ofctl never sends one.)
 				a = netip.Addr{}
 			}
 			if typ == ctTupleSrc {
