@@ -431,8 +431,23 @@ func applySet(pkt []byte, md *flow.Key, a *Action) error {
 		maskedWrite(pkt[l.etOff+2:l.etOff+6], val, mask)
 	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
 		return applySlowSet(pkt, &l, a.SetAttr, val, mask) // odpexec_slow.go
+	case KeyAttrTunnel:
+		// The tunnel to encapsulate in on a later output: metadata only.
+		// The kernel keeps none of an execute's tunnel key, so whoever
+		// sends the output on must set it again (TunnelDstSet).
+		var t flow.Tunnel
+		if err := decodeTunnel(val, &t); err != nil {
+			return fmt.Errorf("%w: set tunnel: %w", ErrAction, err)
+		}
+		md.Tunnel = t
 	default:
 		return fmt.Errorf("%w: set of key attribute %d", ErrActionUnsupported, a.SetAttr)
 	}
 	return nil
+}
+
+// TunnelDstSet reports whether t names a tunnel destination: a packet
+// whose metadata has one is encapsulated on output to a tunnel port.
+func TunnelDstSet(t *flow.Tunnel) bool {
+	return t.IPv4Dst != [4]byte{} || t.IPv6Dst != [16]byte{}
 }

@@ -477,6 +477,9 @@ func TestConnOvsTestcontroller(t *testing.T) {
 		t.Fatalf("p1 got % x, %v; want the B→A frame", got, err)
 	}
 	waitFor(t, "a flow to port 1 from the controller", learned)
+	// The packet-in counter is bumped after the message is queued, so the
+	// controller's answer can land before the count: wait for it too.
+	waitFor(t, "two packet-ins counted", func() bool { return s.m.Controllers()[0].PacketInsSent >= 2 })
 	st := s.m.Controllers()[0]
 	if st.PacketInsSent < 2 || st.Version == 0 {
 		t.Errorf("controller status %+v: want at least 2 packet-ins sent", st)

@@ -32,14 +32,25 @@ type slowRunner struct {
 func newSlowRunner(emit func(pkt []byte, md *flow.Key, actions []byte)) *slowRunner {
 	r := &slowRunner{emit: emit, act: make([]byte, 0, 64)}
 	r.ex.Output = func(port uint32, pkt []byte) {
-		r.act = datapath.AppendOutput(r.act[:0], port)
+		r.act = datapath.AppendOutput(r.tunnelSet(), port)
 		r.emit(pkt, &r.md, r.act)
 	}
 	r.ex.Userspace = func(u datapath.Userspace, _ flow.Key, pkt []byte) {
-		r.act = datapath.AppendUserspace(r.act[:0], u.PID, u.Userdata)
+		r.act = datapath.AppendUserspace(r.tunnelSet(), u.PID, u.Userdata)
 		r.emit(pkt, &r.md, r.act)
 	}
 	return r
+}
+
+// tunnelSet starts an output's actions: the kernel drops the tunnel an
+// execute's key names, so a packet with a tunnel destination in its
+// metadata (a set(tunnel) ran, or it came in on a tunnel) carries it in a
+// set action, as ovs-vswitchd's execute helper does.
+func (r *slowRunner) tunnelSet() []byte {
+	if !datapath.TunnelDstSet(&r.md.Tunnel) {
+		return r.act[:0]
+	}
+	return datapath.AppendSet(r.act[:0], datapath.KeyAttrTunnel, &r.md)
 }
 
 // run executes actions on packet, whose metadata is key's. An action

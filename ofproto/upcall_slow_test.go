@@ -348,3 +348,41 @@ func slowFlowText(b *Bridge) string {
 	}
 	return "userspace(pid=77,slow_path(action))"
 }
+
+// TestSlowPathTruncToTunnel: with truncation off, a truncated output to a
+// tunnel (OVS test 40) runs in userspace; the kernel drops an execute's
+// tunnel key, so the execute sets the tunnel again before the output, and
+// carries the truncated packet.
+func TestSlowPathTruncToTunnel(t *testing.T) {
+	var k flow.Key
+	k.Tunnel.IPv4Src, k.Tunnel.IPv4Dst = [4]byte{172, 31, 1, 100}, [4]byte{172, 31, 1, 1}
+	k.Tunnel.TTL = 64
+	acts := datapath.AppendTrunc(nil, 100)
+	acts = datapath.AppendSet(acts, datapath.KeyAttrTunnel, &k)
+	acts = datapath.AppendOutput(acts, 7)
+	type exec struct {
+		n       int
+		actions string
+	}
+	var got []exec
+	r := newSlowRunner(func(pkt []byte, md *flow.Key, actions []byte) {
+		got = append(got, exec{len(pkt), datapath.FormatActions(actions)})
+	})
+	var in flow.Key
+	in.InPort = 2
+	if err := r.run(make([]byte, 242), &in, acts, FeatureTrunc); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].n != 100 || !strings.HasPrefix(got[0].actions, "set(tunnel(") ||
+		!strings.Contains(got[0].actions, "dst=172.31.1.1") || !strings.HasSuffix(got[0].actions, "),7") {
+		t.Errorf("executes %+v, want one of 100 bytes with set(tunnel(...dst=172.31.1.1...)),7", got)
+	}
+	// A packet with no tunnel in its metadata gets no set.
+	got = nil
+	if err := r.run(make([]byte, 242), &in, datapath.AppendOutput(datapath.AppendTrunc(nil, 100), 7), FeatureTrunc); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].actions != "7" {
+		t.Errorf("executes %+v, want one with the output alone", got)
+	}
+}
