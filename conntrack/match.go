@@ -151,8 +151,13 @@ func ParseTuple(s string, m *Match, reply bool) error {
 }
 
 // parseUint parses a decimal, 0x hex or 0 octal number of at most bits
-// bits, as OVS's str_to_u8/str_to_u16 take them.
+// bits, as OVS's str_to_u8/str_to_u16 (strtol, base 0) take them; Go's
+// further 0b and 0o prefixes and digit underscores are not numbers there.
 func parseUint(s string, bits int) (uint64, error) {
+	l := strings.ToLower(s)
+	if strings.Contains(s, "_") || strings.HasPrefix(l, "0b") || strings.HasPrefix(l, "0o") {
+		return 0, strconv.ErrSyntax
+	}
 	return strconv.ParseUint(s, 0, bits)
 }
 

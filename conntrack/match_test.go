@@ -65,6 +65,8 @@ func TestParseTuple(t *testing.T) {
 		{name: "twice", args: []string{"ct_nw_src=10.1.1.1,ct_nw_src=10.1.1.2"}, err: "ct_nw_src is set multiple times"},
 		{name: "proto too big", args: []string{"ct_nw_proto=256"}, err: "failed to parse field ct_nw_proto"},
 		{name: "port too big", args: []string{"ct_nw_proto=6,ct_tp_src=65536"}, err: "failed to parse field ct_tp_src"},
+		{name: "go-only number forms", args: []string{"ct_nw_proto=0b1"}, err: "failed to parse field ct_nw_proto"},
+		{name: "digit underscores", args: []string{"ct_nw_proto=6,ct_tp_src=1_0"}, err: "failed to parse field ct_tp_src"},
 		{name: "port without protocol", args: []string{"ct_tp_src=1"}, err: "port is set without protocol"},
 		{name: "icmp without protocol", args: []string{"icmp_id=1"}, err: "invalid L4 fields"},
 		{name: "icmp fields for udp", args: []string{"ct_nw_proto=17,icmp_type=8"}, err: "invalid L4 fields"},
