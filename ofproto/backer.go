@@ -90,6 +90,8 @@ type Backer struct {
 	SetLinkUp func(name string, up bool) error
 	// flushCtZone is SetFlushCtZone's function.
 	flushCtZone atomic.Pointer[func(zone uint16) error]
+	// flushCt is SetFlushCt's function.
+	flushCt atomic.Pointer[func(m *openflow.CtFlush) error]
 	// meterIDs is the datapath's meter id pool, shared by its bridges
 	// (meter.go).
 	meterIDs meterIDPool

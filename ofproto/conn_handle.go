@@ -129,6 +129,8 @@ func (c *Conn) handle(raw []byte) error {
 		return c.tlvTableRequest(m)
 	case *openflow.CtFlushZone:
 		return c.ctFlushZone(raw, m)
+	case *openflow.CtFlush:
+		return c.ctFlush(raw, m)
 	case *openflow.NXSetControllerID:
 		c.mu.Lock()
 		c.ctrlID = m.ID

@@ -1,7 +1,6 @@
 package vswitchd
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,40 +86,11 @@ func (d *Daemon) dpctlDumpConntrack(args []string) (string, error) {
 	return sb.String(), nil
 }
 
-// dpctlFlushConntrack is dpctl/flush-conntrack [DP] [zone=N]: every
-// connection, or those of one zone. Flushing one connection by its tuple
-// is refused: not implemented.
-func (d *Daemon) dpctlFlushConntrack(args []string) (string, error) {
-	for _, a := range args {
-		if strings.Contains(a, "=") && !strings.HasPrefix(a, "zone=") {
-			return "", fmt.Errorf("dpctl/flush-conntrack: %s: govswitchd flushes a whole table or zone only, not one connection", a)
-		}
-	}
-	zone, err := d.ctArgs("dpctl/flush-conntrack", args, nil)
-	if err != nil {
-		return "", err
-	}
-	if zone == nil {
-		if err := conntrack.Flush(); err != nil {
-			return "", fmt.Errorf("flushing conntrack (%v)", err)
-		}
-		return "", nil
-	}
-	return "", flushConntrackZone(*zone)
-}
-
-// flushConntrackZone deletes the connections of one zone (dpctl/
-// flush-conntrack zone=N, and NXT_CT_FLUSH_ZONE from a controller).
+// flushConntrackZone deletes the connections of one zone (NXT_CT_FLUSH_ZONE
+// from a controller).
 func flushConntrackZone(zone uint16) error {
-	entries, err := ctDump(&zone)
-	if err != nil {
-		return err
-	}
-	for i := range entries {
-		// A connection that ended meanwhile is flushed already.
-		if err := conntrack.Delete(&entries[i]); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("flushing conntrack zone %d (%v)", zone, err)
-		}
+	if err := conntrack.FlushMatch(&zone, nil); err != nil {
+		return fmt.Errorf("flushing conntrack zone %d (%v)", zone, err)
 	}
 	return nil
 }

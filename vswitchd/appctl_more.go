@@ -17,7 +17,7 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("dpctl/del-flow", "[dp] flow", 1, 3, d.dpctlDelFlow)
 	s.Register("dpctl/del-flows", "[dp]", 0, 1, d.dpctlDelFlows)
 	s.Register("dpctl/dump-conntrack", "[-m] [-s] [dp] [zone=N]", 0, 4, d.dpctlDumpConntrack)
-	s.Register("dpctl/flush-conntrack", "[dp] [zone=N]", 0, 4, d.dpctlFlushConntrack)
+	s.Register("dpctl/flush-conntrack", ctFlushUsage, 0, 4, d.dpctlFlushConntrack)
 	s.Register("dpctl/ct-stats-show", "[-m] [dp] [zone=N]", 0, 3, d.dpctlCtStatsShow)
 	s.Register("dpctl/ct-set-limits", "[dp] [default=L] [zone=N,limit=L]...", 1, 1<<16, d.dpctlCtSetLimits)
 	s.Register("dpctl/ct-del-limits", "[dp] zone=N1[,N2]...", 1, 2, d.dpctlCtDelLimits)

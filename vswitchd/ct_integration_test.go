@@ -394,6 +394,16 @@ func TestIntegrationConntrackMark(t *testing.T) {
 // datapath and all, so govswitchd can take the ports.
 func (b *bed) withOVS(t *testing.T, flows []string, steps func(appctl func(args ...string) string)) {
 	t.Helper()
+	b.withOVSSwitch(t, flows, func(o *ovsSwitch) {
+		steps(func(args ...string) string { return appctlAt(t, o.ctl, args...).out })
+	})
+}
+
+// withOVSSwitch is withOVS for steps that need the switch itself (its
+// control socket for exit codes and errors, its environment for
+// ovs-ofctl).
+func (b *bed) withOVSSwitch(t *testing.T, flows []string, steps func(o *ovsSwitch)) {
+	t.Helper()
 	o := startOVS(t)
 	o.must(t, "ovs-vsctl", "add-br", b.name, "--", "set-fail-mode", b.name, "secure",
 		"--", "add-port", b.name, b.v1, "--", "set", "Interface", b.v1, "ofport_request=1",
@@ -401,9 +411,8 @@ func (b *bed) withOVS(t *testing.T, flows []string, steps func(appctl func(args 
 	for _, f := range flows {
 		o.must(t, "ovs-ofctl", "add-flow", b.name, f)
 	}
-	appctl := func(args ...string) string { return appctlAt(t, o.ctl, args...).out }
-	appctl("dpctl/flush-conntrack")
-	steps(appctl)
+	appctlAt(t, o.ctl, "dpctl/flush-conntrack")
+	steps(o)
 	if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
 	}

@@ -475,6 +475,7 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 	if _, inMemory := d.provider.(*dummy.Provider); !inMemory {
 		bk.SetLinkUp = setLinkUp // the kernel datapath's ports are the host's devices
 		bk.SetFlushCtZone(flushConntrackZone)
+		bk.SetFlushCt(flushConntrackOF)
 	}
 	bk.Udpif.OnGovernorGeneration = func(g governor.Generation) {
 		d.moduleLogger("ofproto_dpif_upcall").Info("governor generation ended", "datapath", name, "packets", g.Packets,

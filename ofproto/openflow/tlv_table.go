@@ -121,6 +121,9 @@ func decodeTLVTable(env Envelope, sub uint32, rest []byte) (m Msg, err error, ok
 	case NXTCtFlushZone:
 		m, err := decodeCtFlushZone(env, rest)
 		return m, err, true
+	case NXTCtFlush:
+		m, err := decodeCtFlush(env, rest)
+		return m, err, true
 	case NXTTLVTableMod:
 		if len(rest) < 8 {
 			return nil, badLen(v, "NXT_TLV_TABLE_MOD", len(rest), 8), true
