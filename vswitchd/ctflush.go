@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/govswitch/govswitch/conntrack"
+	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/ofproto/openflow"
-	"golang.org/x/sys/unix"
 )
 
 // ctFlushUsage is dpctl/flush-conntrack's usage, as ovs-vswitchd 3.1
@@ -65,23 +65,9 @@ func (d *Daemon) dpctlFlushConntrack(args []string) (string, error) {
 		return "", fmt.Errorf("ovs-vswitchd: %v", err)
 	}
 	if err := conntrack.FlushMatch(zone, &m); err != nil {
-		return "", fmt.Errorf("ovs-vswitchd: failed to flush conntrack (%s)", errnoText(err))
+		return "", fmt.Errorf("ovs-vswitchd: failed to flush conntrack (%s)", datapath.ErrnoText(err))
 	}
 	return "", nil
-}
-
-// errnoText is err as ovs-vswitchd prints an errno (strerror), or err
-// itself when it wraps none.
-func errnoText(err error) string {
-	var en unix.Errno
-	if !errors.As(err, &en) {
-		return err.Error()
-	}
-	s := en.Error()
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // flushConntrackOF carries out NXT_CT_FLUSH (ovs-ofctl ct-flush) as

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/govswitch/govswitch/datapath"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,10 +55,10 @@ func zoneText(z *uint16) string {
 }
 
 func TestErrnoText(t *testing.T) {
-	if got := errnoText(fmt.Errorf("conntrack: %w", unix.ENOENT)); got != "No such file or directory" {
+	if got := datapath.ErrnoText(fmt.Errorf("conntrack: %w", unix.ENOENT)); got != "No such file or directory" {
 		t.Errorf("ENOENT: %q", got)
 	}
-	if got := errnoText(errors.New("plain")); got != "plain" {
+	if got := datapath.ErrnoText(errors.New("plain")); got != "plain" {
 		t.Errorf("plain: %q", got)
 	}
 }
