@@ -88,8 +88,6 @@ type Backer struct {
 	// or down (a port mod's OFPPC_PORT_DOWN), as ovs-vswitchd does; nil
 	// for datapaths whose devices are not the host's.
 	SetLinkUp func(name string, up bool) error
-	// flushCtZone is SetFlushCtZone's function.
-	flushCtZone atomic.Pointer[func(zone uint16) error]
 	// flushCt is SetFlushCt's function.
 	flushCt atomic.Pointer[func(m *openflow.CtFlush) error]
 	// meterIDs is the datapath's meter id pool, shared by its bridges

@@ -4,33 +4,11 @@ import (
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
-// ctFlushZone carries out NXT_CT_FLUSH_ZONE. As in ovs-vswitchd nothing
-// answers it, and a failed flush is only logged; a datapath without
-// conntrack flushing (the in-memory one) refuses it as an unknown message.
+// ctFlushZone carries out NXT_CT_FLUSH_ZONE: the NXT_CT_FLUSH of a zone
+// with no tuple (ovs-vswitchd 3.1 takes both to one flush), through the
+// same function (SetFlushCt).
 func (c *Conn) ctFlushZone(raw []byte, m *openflow.CtFlushZone) error {
-	if slave, err := c.isSlave(raw); slave {
-		return err
-	}
-	flush := c.m.b.Backer.flushCtZone.Load()
-	if flush == nil {
-		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadSubtype)
-	}
-	if err := (*flush)(m.Zone); err != nil {
-		c.log.Warn("conntrack zone flush failed", "zone", m.Zone, "err", err)
-	}
-	return nil
-}
-
-// SetFlushCtZone sets the function that deletes the connection tracking
-// entries of a zone, for NXT_CT_FLUSH_ZONE; nil (the default) refuses the
-// message, as for a datapath without conntrack. It may be called at any
-// time.
-func (bk *Backer) SetFlushCtZone(fn func(zone uint16) error) {
-	if fn == nil {
-		bk.flushCtZone.Store(nil)
-		return
-	}
-	bk.flushCtZone.Store(&fn)
+	return c.ctFlush(raw, &openflow.CtFlush{Envelope: m.Envelope, HasZone: true, Zone: m.Zone})
 }
 
 // ctFlush carries out NXT_CT_FLUSH (ovs-ofctl ct-flush): as in

@@ -21,10 +21,13 @@ func TestCtFlushZoneOvsOfctl(t *testing.T) {
 	var mu sync.Mutex
 	var zones []uint16
 	fail := false
-	s.b.Backer.SetFlushCtZone(func(z uint16) error {
+	s.b.Backer.SetFlushCt(func(m *openflow.CtFlush) error {
 		mu.Lock()
 		defer mu.Unlock()
-		zones = append(zones, z)
+		if !m.HasZone || m.Proto != 0 || m.Family != 0 || m.Orig != (openflow.CtFlushTuple{}) || m.Reply != (openflow.CtFlushTuple{}) {
+			t.Errorf("ct-flush-zone: flush of %+v, want a zone and no tuple", *m)
+		}
+		zones = append(zones, m.Zone)
 		if fail {
 			return errors.New("no conntrack here")
 		}

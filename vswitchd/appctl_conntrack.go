@@ -86,15 +86,6 @@ func (d *Daemon) dpctlDumpConntrack(args []string) (string, error) {
 	return sb.String(), nil
 }
 
-// flushConntrackZone deletes the connections of one zone (NXT_CT_FLUSH_ZONE
-// from a controller).
-func flushConntrackZone(zone uint16) error {
-	if err := conntrack.FlushMatch(&zone, nil); err != nil {
-		return fmt.Errorf("flushing conntrack zone %d (%v)", zone, err)
-	}
-	return nil
-}
-
 // dpctlCtStatsShow is dpctl/ct-stats-show [-m] [DP] [zone=N]: the
 // connections by protocol, and with -m the TCP ones by state.
 func (d *Daemon) dpctlCtStatsShow(args []string) (string, error) {

@@ -474,7 +474,6 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 	bk.CTZones = &d.ctZones
 	if _, inMemory := d.provider.(*dummy.Provider); !inMemory {
 		bk.SetLinkUp = setLinkUp // the kernel datapath's ports are the host's devices
-		bk.SetFlushCtZone(flushConntrackZone)
 		bk.SetFlushCt(flushConntrackOF)
 	}
 	bk.Udpif.OnGovernorGeneration = func(g governor.Generation) {
