@@ -25,7 +25,9 @@ func decodeCopyField(v uint8, act []byte, at int) (Action, error) {
 	nBits, srcOfs, dstOfs := u16(act[at:]), u16(act[at+2:]), u16(act[at+4:])
 	field := func(h uint32) Field {
 		f := FieldByHeader(h)
-		if f == FieldNone || fields[f].enc == 0 || h&0x1ff != uint32(fields[f].size) {
+		// As in NXAST_REG_MOVE: no mask bit, the field's width (for
+		// tun_metadata the mapped length, or the unmapped 124 OVS writes).
+		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
 			return FieldNone
 		}
 		return f

@@ -17,6 +17,11 @@ var tunMDCaptures = []capture{
 	{"add-flow-tunmd-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
 		"icmp,tun_metadata0=0x1234/0xff00,tun_metadata63=0x0102030405060708," +
 			"actions=set_field:0xa->tun_metadata0,load:0x5->NXM_NX_TUN_METADATA2[0..7],move:NXM_NX_TUN_METADATA0[0..15]->NXM_NX_REG0[0..15],output:2"}},
+	// ovn-controller 23.03's output to a remote chassis over geneve
+	// (table 39): in 1.5 the move is OFPAT_COPY_FIELD into tun_metadata0.
+	{"add-flow-tunmd-of15", []string{"-O", "OpenFlow15", "add-flow", "SW",
+		"table=39,priority=100,reg15=0x3,metadata=0x1,actions=set_field:0x1/0xffffff->tun_id,set_field:0x3->tun_metadata0," +
+			"move:NXM_NX_REG14[0..14]->NXM_NX_TUN_METADATA0[16..30],output:3"}},
 }
 
 func TestOvsOfctlTunMetadata(t *testing.T) {
@@ -103,6 +108,23 @@ func TestTunMetadataCaptures(t *testing.T) {
 			ap[1].Type != ActRegLoad || ap[1].Field != FieldTunMetadata0+2 || ap[1].Ofs != 0 || ap[1].NBits != 8 || ap[1].Load != 5 ||
 			ap[2].Type != ActRegMove || ap[2].Src != FieldTunMetadata0 || ap[2].NBits != 16 || ap[2].Field != FieldReg0 {
 			t.Errorf("of13 actions: %+v", ap)
+		}
+
+		fm = get("add-flow-tunmd-of15")
+		ap = fm.Instructions.Apply
+		if len(ap) != 4 || ap[2].Type != ActRegMove || !ap[2].CopyField || ap[2].Src != FieldReg0+14 || ap[2].SrcOfs != 0 ||
+			ap[2].NBits != 15 || ap[2].Field != FieldTunMetadata0 || ap[2].Ofs != 16 {
+			t.Fatalf("of15 actions: %+v", ap)
+		}
+		// Written back (flow stats) as OpenFlow 1.5 copy_field, and read
+		// again to the same action.
+		acts, err = appendActions13(nil, Version15, ap[2:3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err = decodeActions13(nil, Version15, acts)
+		if err != nil || len(back) != 1 || !back[0].Equal(ap[2]) {
+			t.Errorf("copy_field round trip: % x -> %+v, %v", acts, back, err)
 		}
 	}()
 	// Unmapped: refused as ovs-vswitchd refuses it.
