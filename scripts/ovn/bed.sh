@@ -23,6 +23,13 @@
 #      connections from 10.0.2.100 (SNAT); then the NAT goes again
 #   e  load balancer 10.0.1.100:80 -> vm1:8080, vm2:8080 on ls2: vm3's
 #      connections reach both backends
+#   f  a second chassis, hv2: its own network namespace (hv2) holding its
+#      own ovsdb-server, switch (the same BINARY) and ovn-controller, joined
+#      to hv1 by an underlay veth (192.168.50.1 - .2, hv1's encap-ip is
+#      .1 from the start); vm4 (10.0.1.14 on ls1) hangs off hv2's br-int.
+#      Both chassis make a geneve port to the other; vm1 and vm4 ping and
+#      connect both ways across the tunnel, and vm3 reaches vm4 through
+#      the router. f needs only a: `abf` or `af` run too.
 # Each namespace's port is a veth whose switch end is on br-int with
 # external_ids:iface-id naming its logical port. Every scenario's result
 # line goes to stdout and OUTDIR/SWITCH/results as
@@ -34,7 +41,7 @@ set -uo pipefail
 out=${1:?usage: bed.sh OUTDIR SWITCH:BINARY...}
 shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SCENARIOS=${SCENARIOS:-abcde}
+SCENARIOS=${SCENARIOS:-abcdef}
 WAIT=${WAIT:-120}
 tcp() { /usr/bin/python3 "$here/tcp.py" "$@"; }
 
@@ -42,10 +49,25 @@ tcp() { /usr/bin/python3 "$here/tcp.py" "$@"; }
 while (($(cut -d. -f1 /proc/uptime) < 12)); do sleep 1; done
 modprobe -q geneve 2>/dev/null || true
 
-nsdel() { for n in vm1 vm2 vm3; do ip netns del "$n" 2>/dev/null; done; }
+nsdel() { for n in vm1 vm2 vm3 vm4 hv2; do ip netns del "$n" 2>/dev/null; done; }
+
+# in_hv2 CMD...: CMD in chassis hv2's network namespace, with its run
+# folder as the OVS and OVN tools' default.
+in_hv2() {
+	local d2=$OVS_RUNDIR/hv2
+	ip netns exec hv2 env OVS_RUNDIR="$d2" OVS_LOGDIR="$d2" OVS_DBDIR="$d2" OVN_RUNDIR="$d2" \
+		OVN_LOGDIR="$d2" OVN_DBDIR="$d2" "$@"
+}
 
 stop_all() {
 	local d=$1
+	if [[ -d $d/hv2 ]]; then
+		in_hv2 ovn-appctl -t ovn-controller exit >/dev/null 2>&1
+		in_hv2 timeout 30 ovs-appctl -t ovs-vswitchd exit --cleanup >/dev/null 2>&1
+		for p in ovsdb-server ovs-vswitchd ovn-controller; do
+			[[ -f $d/hv2/$p.pid ]] && kill "$(cat "$d/hv2/$p.pid")" 2>/dev/null
+		done
+	fi
 	env OVN_RUNDIR="$d" OVS_RUNDIR="$d" ovn-appctl -t ovn-controller exit >/dev/null 2>&1
 	env OVS_RUNDIR="$d" timeout 30 ovs-appctl -t ovs-vswitchd exit --cleanup >/dev/null 2>&1
 	for p in ovn-northd ovsdb-nb ovsdb-sb ovsdb-server ovs-vswitchd ovn-controller; do
@@ -88,7 +110,7 @@ run_switch() {
 	"$bin" "unix:$d/db.sock" --pidfile="$d/ovs-vswitchd.pid" --log-file="$d/switch.log" --detach \
 		>"$d/switch.out" 2>&1 || { setup_fail "$bin did not start: $(tail -c 300 "$d/switch.out")"; return; }
 	ovs-vsctl set open_vswitch . external_ids:system-id=hv1 external_ids:ovn-remote="$sb" \
-		external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip=127.0.0.1 \
+		external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip=192.168.50.1 \
 		external_ids:hostname=hv1 || { setup_fail "ovs-vsctl set external_ids"; return; }
 	ovn-controller "unix:$d/db.sock" --pidfile="$d/ovn-controller.pid" \
 		--log-file="$d/ovn-controller.log" --detach || { setup_fail "ovn-controller"; return; }
@@ -142,22 +164,36 @@ collect() {
 	ovn-sbctl --db="unix:$d/sb.sock" show >"$o/sbctl-show" 2>&1
 	grep -hE '\|(WARN|ERR|EMER)\||level=(WARN|ERROR)' "$d/ovn-controller.log" "$d/switch.log" "$d/switch.out" \
 		2>/dev/null | sed "s/^/$sw: /" >"$o/warnings"
+	if [[ -d $d/hv2 ]]; then
+		mkdir -p "$o/hv2"
+		for f in ovn-controller.log switch.log switch.out ovsdb-server.log; do
+			[[ -f $d/hv2/$f ]] && cp "$d/hv2/$f" "$o/hv2/"
+		done
+		in_hv2 ovs-vsctl show >"$o/hv2/vsctl-show" 2>&1
+		in_hv2 ovs-ofctl -O OpenFlow15 dump-flows br-int >"$o/hv2/flows" 2>&1
+		in_hv2 ovs-appctl dpctl/dump-flows >"$o/hv2/dp-flows" 2>&1
+		grep -hE '\|(WARN|ERR|EMER)\||level=(WARN|ERROR)' "$d/hv2/ovn-controller.log" "$d/hv2/switch.log" \
+			"$d/hv2/switch.out" 2>/dev/null | sed "s/^/$sw hv2: /" >>"$o/warnings"
+	fi
 }
 
 nb() { ovn-nbctl --db="unix:$OVN_RUNDIR/nb.sock" "$@"; }
 sync_hv() { nb --timeout="$WAIT" --wait=hv sync || { detail+="wait=hv-sync-timeout;"; return 1; }; }
 
-# vm NAME MAC IP/LEN GW: a namespace on a veth whose other end is on br-int
-# bound to logical port NAME.
+# vm NAME MAC IP/LEN GW [hv2]: a namespace on a veth whose other end is on
+# br-int (hv2's with a fifth argument) bound to logical port NAME.
 vm() {
-	local n=$1 mac=$2 ip=$3 gw=$4
+	local n=$1 mac=$2 ip=$3 gw=$4 on=() ns=() at=()
+	if [[ ${5:-} == hv2 ]]; then
+		on=(in_hv2) ns=(-n hv2) at=(netns hv2)
+	fi
 	ip netns add "$n" || return 1
-	ip link add "$n-o" type veth peer name eth0 netns "$n" || return 1
+	ip link add "$n-o" "${at[@]}" type veth peer name eth0 netns "$n" || return 1
 	ip -n "$n" link set eth0 address "$mac" && ip -n "$n" addr add "$ip" dev eth0 &&
-		ip -n "$n" link set eth0 up && ip -n "$n" link set lo up && ip link set "$n-o" up &&
+		ip -n "$n" link set eth0 up && ip -n "$n" link set lo up && ip "${ns[@]}" link set "$n-o" up &&
 		ip -n "$n" route add default via "$gw" || return 1
 	ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-	ovs-vsctl add-port br-int "$n-o" -- set interface "$n-o" external_ids:iface-id="$n" || return 1
+	"${on[@]}" ovs-vsctl add-port br-int "$n-o" -- set interface "$n-o" external_ids:iface-id="$n" || return 1
 	local port
 	for port in 8080 8081; do
 		ip netns exec "$n" /usr/bin/python3 "$here/tcp.py" serve "$port" "$n" </dev/null >/dev/null 2>&1 &
@@ -257,6 +293,57 @@ scenario_e() {
 		seen+=" ${a%% *}"
 	done
 	[[ $seen == *vm1* && $seen == *vm2* ]] || { detail+="lb-backends:${seen// /,};"; r=1; }
+	return $r
+}
+
+scenario_f() {
+	local r=0 d2=$d/hv2 i
+	mkdir -p "$d2"
+	# The underlay: hv1 is 192.168.50.1 (its encap-ip), hv2 .2.
+	ip netns add hv2 && ip link add ul0 type veth peer name ul1 netns hv2 &&
+		ip addr add 192.168.50.1/24 dev ul0 && ip link set ul0 mtu 1600 up &&
+		ip -n hv2 addr add 192.168.50.2/24 dev ul1 && ip -n hv2 link set ul1 mtu 1600 up &&
+		ip -n hv2 link set lo up || { detail+="underlay;"; return 1; }
+	ovsdb-tool create "$d2/conf.db" /usr/share/openvswitch/vswitch.ovsschema &&
+		in_hv2 ovsdb-server "$d2/conf.db" --remote="punix:$d2/db.sock" --pidfile="$d2/ovsdb-server.pid" \
+			--log-file="$d2/ovsdb-server.log" --detach && in_hv2 ovs-vsctl --no-wait init ||
+		{ detail+="hv2-ovsdb;"; return 1; }
+	in_hv2 "$bin" "unix:$d2/db.sock" --pidfile="$d2/ovs-vswitchd.pid" --log-file="$d2/switch.log" --detach \
+		>"$d2/switch.out" 2>&1 || { detail+="hv2-switch-did-not-start;"; return 1; }
+	in_hv2 ovs-vsctl set open_vswitch . external_ids:system-id=hv2 external_ids:ovn-remote="unix:$d/sb.sock" \
+		external_ids:ovn-encap-type=geneve external_ids:ovn-encap-ip=192.168.50.2 external_ids:hostname=hv2 &&
+		in_hv2 ovn-controller "unix:$d2/db.sock" --pidfile="$d2/ovn-controller.pid" \
+			--log-file="$d2/ovn-controller.log" --detach || { detail+="hv2-ovn-controller;"; return 1; }
+	for ((i = 0; i < WAIT; i++)); do
+		in_hv2 ovs-ofctl -O OpenFlow15 show br-int >/dev/null 2>&1 && break
+		sleep 1
+	done
+	nb lsp-add ls1 vm4 -- lsp-set-addresses vm4 "00:00:00:01:01:14 10.0.1.14" || return 1
+	vm vm4 00:00:00:01:01:14 10.0.1.14/24 10.0.1.1 hv2 || { detail+="vm4;"; return 1; }
+	port_up vm4 && sync_hv || return 1
+	# Each chassis has a geneve port to the other.
+	check hv1-geneve-port ovs-vsctl --bare --columns=options find interface type=geneve \
+		options:remote_ip=192.168.50.2 || r=1
+	[[ -s $o/check.out ]] || { detail+="hv1-no-geneve-port;"; r=1; }
+	check hv2-geneve-port in_hv2 ovs-vsctl --bare --columns=options find interface type=geneve \
+		options:remote_ip=192.168.50.1 || r=1
+	[[ -s $o/check.out ]] || { detail+="hv2-no-geneve-port;"; r=1; }
+	check ping-vm1-vm4 pingc vm1 10.0.1.14 || r=1
+	check ping-vm4-vm2 pingc vm4 10.0.1.12 || r=1
+	expect_tcp tcp-vm1-vm4 vm1 10.0.1.14 8080 "vm4 10.0.1.11" || r=1
+	expect_tcp tcp-vm4-vm1 vm4 10.0.1.11 8080 "vm1 10.0.1.14" || r=1
+	if [[ -e /run/netns/vm3 ]]; then # b ran: across the router too
+		check ping-vm3-vm4 pingc vm3 10.0.1.14 || r=1
+		expect_tcp tcp-vm3-vm4 vm3 10.0.1.14 8080 "vm4 10.0.2.13" || r=1
+	fi
+	# The datapath flows that carried it: into the tunnel with OVN's
+	# geneve option (the logical ports), out of it matching on it.
+	mkdir -p "$o/hv2"
+	ovs-appctl dpctl/dump-flows >"$o/dp-flows.f" 2>&1
+	in_hv2 ovs-appctl dpctl/dump-flows >"$o/hv2/dp-flows.f" 2>&1
+	grep -q 'set(tunnel(.*dst=192.168.50.2.*geneve(' "$o/dp-flows.f" || { detail+="hv1-no-geneve-output-flow;"; r=1; }
+	grep -q '^recirc_id(0),tunnel(.*src=192.168.50.1.*geneve(' "$o/hv2/dp-flows.f" ||
+		{ detail+="hv2-no-geneve-input-flow;"; r=1; }
 	return $r
 }
 
