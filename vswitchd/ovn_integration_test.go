@@ -18,8 +18,10 @@ import (
 // ovs-vswitchd 3.1 and then over govswitchd (this test binary under the
 // name ovs-vswitchd, with ovs-vswitchd's command line), in the same boot:
 // a logical switch, a router between two switches, allow-related ACLs,
-// dnat_and_snat on a gateway router and a load balancer, each checked with
-// ping and TCP between namespaces. For govswitchd every scenario must pass
+// dnat_and_snat on a gateway router, a load balancer and a second chassis
+// (its own govswitchd in a network namespace) over geneve, each checked
+// with ping and TCP between namespaces, and OVN's native DHCP and DNS
+// (ovn-controller's answers through packet-in2 and resume). For govswitchd every scenario must pass
 // as it does for ovs-vswitchd, with the same number of OpenFlow flows and
 // groups installed by ovn-controller, and neither govswitchd nor
 // ovn-controller may log a WARN or ERR line that ovs-vswitchd's run does
@@ -27,7 +29,7 @@ import (
 // port comes up: its Geneve option mapped (NXT_TLV_TABLE_MOD), its bundles
 // and conntrack zone flushes taken, the Datapath row filled. OVN needs
 // conntrack zones, so the vm bed. OVN_SCENARIOS narrows the scenarios (a
-// prefix of abcde).
+// prefix of abcde, then f and g, each optional).
 func TestIntegrationVMOVNController(t *testing.T) {
 	testbed.RequireVM(t)
 	for _, tool := range []string{"ovn-controller", "ovn-northd", "ovn-nbctl", "ovsdb-server", "ovs-vswitchd", "/usr/bin/python3"} {
@@ -35,7 +37,7 @@ func TestIntegrationVMOVNController(t *testing.T) {
 			t.Fatalf("%s missing (scripts/install-deps --test installs ovn-central and ovn-host): %v", tool, err)
 		}
 	}
-	scenarios := "abcde"
+	scenarios := "abcdefg"
 	if s := os.Getenv("OVN_SCENARIOS"); s != "" {
 		scenarios = s
 	}
@@ -87,6 +89,9 @@ func TestIntegrationVMOVNController(t *testing.T) {
 		}
 	}
 	ctl := read("govswitchd", "ovn-controller.log")
+	if strings.Contains(scenarios, "f") {
+		ctl += read("govswitchd", "hv2/ovn-controller.log")
+	}
 	for _, bad := range []string{"version negotiation failed", "switch refused to allocate Geneve option",
 		"OpenFlow error", "OFPBFC_MSG_UNSUP", "OFPBRC_BAD_SUBTYPE"} {
 		if strings.Contains(ctl, bad) {

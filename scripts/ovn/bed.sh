@@ -30,6 +30,12 @@
 #      Both chassis make a geneve port to the other; vm1 and vm4 ping and
 #      connect both ways across the tunnel, and vm3 reaches vm4 through
 #      the router. f needs only a: `abf` or `af` run too.
+#   g  OVN's native DHCP and DNS, answered by ovn-controller through the
+#      switch's controller path (packet-in2 and resume): vm5 on ls1 has
+#      no address until busybox udhcpc gets 10.0.1.15 and router 10.0.1.1
+#      from ls1's DHCP options; vm2 resolves vm1.ovn.test (ls1's DNS
+#      records) to 10.0.1.11, asking vm1 itself (OVN answers any query on
+#      UDP port 53 of a switch with DNS records). g needs only a.
 # Each namespace's port is a veth whose switch end is on br-int with
 # external_ids:iface-id naming its logical port. Every scenario's result
 # line goes to stdout and OUTDIR/SWITCH/results as
@@ -41,7 +47,7 @@ set -uo pipefail
 out=${1:?usage: bed.sh OUTDIR SWITCH:BINARY...}
 shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SCENARIOS=${SCENARIOS:-abcdef}
+SCENARIOS=${SCENARIOS:-abcdefg}
 WAIT=${WAIT:-120}
 tcp() { /usr/bin/python3 "$here/tcp.py" "$@"; }
 
@@ -49,7 +55,7 @@ tcp() { /usr/bin/python3 "$here/tcp.py" "$@"; }
 while (($(cut -d. -f1 /proc/uptime) < 12)); do sleep 1; done
 modprobe -q geneve 2>/dev/null || true
 
-nsdel() { for n in vm1 vm2 vm3 vm4 hv2; do ip netns del "$n" 2>/dev/null; done; }
+nsdel() { for n in vm1 vm2 vm3 vm4 vm5 hv2; do ip netns del "$n" 2>/dev/null; done; }
 
 # in_hv2 CMD...: CMD in chassis hv2's network namespace, with its run
 # folder as the OVS and OVN tools' default.
@@ -173,7 +179,7 @@ collect() {
 		in_hv2 ovs-ofctl -O OpenFlow15 dump-flows br-int >"$o/hv2/flows" 2>&1
 		in_hv2 ovs-appctl dpctl/dump-flows >"$o/hv2/dp-flows" 2>&1
 		grep -hE '\|(WARN|ERR|EMER)\||level=(WARN|ERROR)' "$d/hv2/ovn-controller.log" "$d/hv2/switch.log" \
-			"$d/hv2/switch.out" 2>/dev/null | sed "s/^/$sw hv2: /" >>"$o/warnings"
+			"$d/hv2/switch.out" 2>/dev/null | sed "s|^|$sw/hv2: |" >>"$o/warnings"
 	fi
 }
 
@@ -344,6 +350,36 @@ scenario_f() {
 	grep -q 'set(tunnel(.*dst=192.168.50.2.*geneve(' "$o/dp-flows.f" || { detail+="hv1-no-geneve-output-flow;"; r=1; }
 	grep -q '^recirc_id(0),tunnel(.*src=192.168.50.1.*geneve(' "$o/hv2/dp-flows.f" ||
 		{ detail+="hv2-no-geneve-input-flow;"; r=1; }
+	return $r
+}
+
+scenario_g() {
+	local r=0 dh dns a
+	nb dhcp-options-create 10.0.1.0/24 &&
+		dh=$(nb --bare --columns=_uuid find dhcp_options cidr=10.0.1.0/24) && [[ -n $dh ]] &&
+		nb dhcp-options-set-options "$dh" lease_time=3600 router=10.0.1.1 server_id=10.0.1.1 \
+			server_mac=00:00:00:00:ff:01 &&
+		nb lsp-add ls1 vm5 -- lsp-set-addresses vm5 "00:00:00:01:01:15 10.0.1.15" &&
+		nb lsp-set-dhcpv4-options vm5 "$dh" || { detail+="dhcp-options;"; return 1; }
+	dns=$(nb create DNS records='{"vm1.ovn.test"="10.0.1.11"}') && nb add logical_switch ls1 dns_records "$dns" ||
+		{ detail+="dns-records;"; return 1; }
+	# vm5 without an address: udhcpc asks for one.
+	ip netns add vm5 && ip link add vm5-o type veth peer name eth0 netns vm5 &&
+		ip -n vm5 link set eth0 address 00:00:00:01:01:15 && ip -n vm5 link set eth0 up &&
+		ip -n vm5 link set lo up && ip link set vm5-o up &&
+		ovs-vsctl add-port br-int vm5-o -- set interface vm5-o external_ids:iface-id=vm5 ||
+		{ detail+="vm5;"; return 1; }
+	port_up vm5 && sync_hv || return 1
+	cat >"$OVS_RUNDIR/udhcpc.sh" <<-'EOS'
+		#!/bin/sh
+		[ "$1" = bound ] && echo "lease $ip $router"
+		exit 0
+	EOS
+	chmod +x "$OVS_RUNDIR/udhcpc.sh"
+	a=$(ip netns exec vm5 busybox udhcpc -i eth0 -f -q -n -t 5 -T 2 -s "$OVS_RUNDIR/udhcpc.sh" 2>&1 | grep '^lease')
+	[[ $a == "lease 10.0.1.15 10.0.1.1" ]] || { detail+="dhcp(got:${a//[[:space:]]/_});"; r=1; }
+	a=$(ip netns exec vm2 /usr/bin/python3 "$here/tcp.py" dns 10.0.1.11 vm1.ovn.test 2>&1)
+	[[ $a == 10.0.1.11 ]] || { detail+="dns(got:${a//[[:space:]]/_});"; r=1; }
 	return $r
 }
 
