@@ -8,9 +8,9 @@ import (
 	"github.com/govswitch/govswitch/ovsdb"
 )
 
-// addTunnelPort adds the tunnel interface p (vxlan, geneve, gre, ip6gre)
-// to b; options ovs-vswitchd would refuse, or that govswitchd does not
-// implement, are an error for Interface.error.
+// addTunnelPort adds the tunnel interface p (vxlan, geneve, gre, ip6gre,
+// erspan, ip6erspan) to b; options ovs-vswitchd would refuse, or that
+// govswitchd does not implement, are an error for Interface.error.
 func addTunnelPort(b *ofproto.Bridge, p *ovsdb.PortConfig, ofport uint32, v ofproto.PortVLAN) error {
 	cfg, err := ofproto.ParseTunnelConfig(p.Name, p.Type, p.Options)
 	if err != nil {
