@@ -159,7 +159,7 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 
 // MaxKeyLen bounds the bytes AppendKey or AppendMask appends for any Key:
 // a buffer with this much spare capacity never grows.
-const MaxKeyLen = 384 + 4 + flow.TunMetadataSpace // + Geneve options
+const MaxKeyLen = 384 + 4 + flow.TunMetadataSpace + 4 + erspanOptsLen // + Geneve and ERSPAN options
 
 // ErrKeyAttr is wrapped by every error DecodeKey and DecodeMask return for
 // malformed or contradictory attributes.
@@ -532,6 +532,14 @@ func appendTunnel(b []byte, typ uint16, kt, vt *flow.Tunnel, isMask bool) []byte
 		}
 		b = netlinkio.AppendAttr(b, tunAttrGeneveOpts, opts)
 	}
+	// ERSPAN metadata goes with a key (and a set(tunnel)) that has it,
+	// and with a mask that matches any of it, laid out as the key's
+	// version says; the kernel then matches the whole struct under it.
+	if kt.ErspanVer != 0 && (!isMask || vt.ErspanVer != 0 || vt.ErspanIdx != 0 || vt.ErspanDir != 0 || vt.ErspanHwid != 0) {
+		var p []byte
+		b, p = netlinkio.AppendReserve(b, tunAttrERSPANOpts, erspanOptsLen)
+		putErspanOpts(p, kt.ErspanVer, vt)
+	}
 	return netlinkio.EndNested(b, start)
 }
 
@@ -874,6 +882,7 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 		return
 	}
 	mt.Flags &= flow.TunnelDontFragment | flow.TunnelCsum | flow.TunnelKey | flow.TunnelOAM
+	fitErspan(kt, mt) // odp_erspan.go
 	// Geneve options go to the kernel as the key's TLVs under a mask of
 	// the same length, which the kernel matches exactly.
 	if n := len(kt.GeneveOpts()); n > 0 {
@@ -990,7 +999,7 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // ethernet but no ethertype attribute is an 802.3 frame, flow.EthTypeNone.
 // Attributes of types newer than this package are skipped, and so are the
 // ones Key has no fields for: conntrack original-direction tuples, NSH,
-// tunnel options other than Geneve's (VXLAN-GBP, ERSPAN), IPv6 extension
+// tunnel options other than Geneve's and ERSPAN's (VXLAN-GBP), IPv6 extension
 // headers; Geneve options longer than flow.TunMetadataSpace are an error. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
 // duplicate, truncated), a fragment type above 2, a VLAN ethertype without
@@ -1183,6 +1192,10 @@ func decodeTunnelKey(b []byte, t *flow.Tunnel, isMask bool) error {
 				t.Metadata.Present = 0xff
 			}
 			t.Flags |= flow.TunnelUDPIF
+		case tunAttrERSPANOpts:
+			if err := decodeErspanOpts(d, t, isMask); err != nil {
+				return err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -1190,6 +1203,10 @@ func decodeTunnelKey(b []byte, t *flow.Tunnel, isMask bool) error {
 	}
 	if v4 && v6 {
 		return keyErr("tunnel has both IPv4 and IPv6 addresses")
+	}
+	if seen&(1<<tunAttrGeneveOpts) != 0 && seen&(1<<tunAttrERSPANOpts) != 0 {
+		// The kernel takes one block of options.
+		return keyErr("tunnel has both geneve and erspan options")
 	}
 	return nil
 }

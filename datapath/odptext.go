@@ -475,6 +475,9 @@ func formatTunnelSet(sb *strings.Builder, d []byte) {
 	if g := flow.AppendGeneve(nil, &t); len(g) > 0 {
 		parts = append(parts, string(g))
 	}
+	if e := flow.AppendErspan(nil, &t); len(e) > 0 {
+		parts = append(parts, string(e))
+	}
 	var flags []string
 	for _, f := range tunnelFlagOrder {
 		if t.Flags&f.bit != 0 {
@@ -1328,6 +1331,12 @@ func parseTunnelSet(s string, t *flow.Tunnel) error {
 			}
 		default:
 			n, flags, ok := call(it)
+			if ok && n == "erspan" {
+				if err := parseErspanSet(flags, t); err != nil {
+					return fmt.Errorf("erspan(%s): %w", flags, err)
+				}
+				continue
+			}
 			if !ok || n != "flags" {
 				return fmt.Errorf("unknown tunnel field %q", it)
 			}
@@ -1344,6 +1353,42 @@ func parseTunnelSet(s string, t *flow.Tunnel) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// parseErspanSet parses the inside of an action's erspan(...) as
+// flow.AppendErspan writes it: ver=1,idx=N or ver=2,dir=N,hwid=N.
+func parseErspanSet(s string, t *flow.Tunnel) error {
+	kvs, err := keyValues(s)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		bits := map[string]int{"ver": 8, "idx": 32, "dir": 1, "hwid": 6}[kv[0]]
+		if bits == 0 {
+			return fmt.Errorf("unknown field %q", kv[0])
+		}
+		x, err := parseUint(kv[1], bits)
+		if err != nil {
+			return err
+		}
+		switch kv[0] {
+		case "ver":
+			t.ErspanVer = uint8(x)
+		case "idx":
+			t.ErspanIdx = uint32(x)
+		case "dir":
+			t.ErspanDir = uint8(x)
+		case "hwid":
+			t.ErspanHwid = uint8(x)
+		}
+	}
+	if t.ErspanVer != 1 && t.ErspanVer != 2 {
+		return fmt.Errorf("version %d (1 or 2)", t.ErspanVer)
+	}
+	if t.ErspanVer == 1 && (t.ErspanDir != 0 || t.ErspanHwid != 0) || t.ErspanVer == 2 && t.ErspanIdx != 0 {
+		return fmt.Errorf("fields of another version than %d", t.ErspanVer)
 	}
 	return nil
 }

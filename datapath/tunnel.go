@@ -9,6 +9,10 @@ const (
 	TunnelGeneve = "geneve"
 	TunnelGRE    = "gre"
 	TunnelIP6GRE = "ip6gre"
+	// ERSPAN type II and III over GRE (the version is per packet, in
+	// the tunnel metadata), over IPv4 and IPv6.
+	TunnelERSPAN    = "erspan"
+	TunnelIP6ERSPAN = "ip6erspan"
 )
 
 // TunnelVporter is a datapath that makes the shared tunnel vports itself,
@@ -41,7 +45,7 @@ func TunnelDefaultPort(kind string) uint16 {
 
 // TunnelVportName is the name ovs-vswitchd gives the shared vport of
 // tunnels of kind on dstPort: vxlan_sys_4789, genev_sys_6081, gre_sys,
-// ip6gre_sys.
+// ip6gre_sys, erspan_sys, ip6erspan_sys.
 func TunnelVportName(kind string, dstPort uint16) string {
 	if dstPort == 0 {
 		dstPort = TunnelDefaultPort(kind)
@@ -56,7 +60,7 @@ func TunnelVportName(kind string, dstPort uint16) string {
 }
 
 // TunnelLegacyType is the compat vport type of a tunnel kind, or 0 where
-// the kernel has none (ip6gre).
+// the kernel has none (ip6gre, erspan, ip6erspan).
 func TunnelLegacyType(kind string) VportType {
 	switch kind {
 	case TunnelVXLAN:

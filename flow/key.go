@@ -26,6 +26,15 @@ type Tunnel struct {
 	Flags   uint16 // TunnelDontFragment | TunnelCsum | TunnelKey | TunnelOAM | TunnelUDPIF
 	TOS     uint8
 	TTL     uint8
+	// ERSPAN metadata (OVS_TUNNEL_KEY_ATTR_ERSPAN_OPTS): ErspanVer 1
+	// (type II) carries ErspanIdx, the 20-bit port index; 2 (type III)
+	// carries ErspanDir (0 ingress, 1 egress) and the 6-bit ErspanHwid.
+	// ErspanVer 0 means the packet has none (not an ERSPAN tunnel).
+	ErspanVer  uint8
+	ErspanDir  uint8
+	ErspanHwid uint8
+	_          uint8
+	ErspanIdx  uint32
 	// Metadata is the packet's Geneve options (tun_metadata.go).
 	Metadata TunMetadata
 }

@@ -18,7 +18,7 @@ import (
 // option was "flow": the value comes from the packet's tunnel metadata
 // (on receive, any value matches; on send, the flow's tun_* field).
 type TunnelConfig struct {
-	Type string // datapath.TunnelVXLAN, TunnelGeneve, TunnelGRE, TunnelIP6GRE
+	Type string // datapath.TunnelVXLAN, TunnelGeneve, TunnelGRE, TunnelIP6GRE, TunnelERSPAN, TunnelIP6ERSPAN
 
 	Remote     netip.Addr // remote_ip; invalid with RemoteFlow
 	RemoteFlow bool
@@ -32,17 +32,48 @@ type TunnelConfig struct {
 	TOS, TTL                    uint8
 	TOSInherit, TTLInherit      bool
 	Csum, DontFragment          bool
-	options                     string // the options, canonical, for change detection
+
+	// ERSPAN (erspan and ip6erspan only): the version 1 (type II) or 2
+	// (type III) and its fields, sent with every packet; 0 is none
+	// configured, as in OVS, and the kernel then drops what it is given.
+	// erspan_ver=flow makes every field flow-based.
+	ErspanVer, ErspanDir, ErspanHwid                            uint8
+	ErspanIdx                                                   uint32
+	ErspanVerFlow, ErspanIdxFlow, ErspanDirFlow, ErspanHwidFlow bool
+
+	options string // the options, canonical, for change detection
 }
 
 // IsTunnelType reports whether typ is an Interface type ParseTunnelConfig
 // takes.
 func IsTunnelType(typ string) bool {
 	switch typ {
-	case datapath.TunnelVXLAN, datapath.TunnelGeneve, datapath.TunnelGRE, datapath.TunnelIP6GRE:
+	case datapath.TunnelVXLAN, datapath.TunnelGeneve, datapath.TunnelGRE, datapath.TunnelIP6GRE,
+		datapath.TunnelERSPAN, datapath.TunnelIP6ERSPAN:
 		return true
 	}
 	return false
+}
+
+// isGREType reports whether tunnel type typ is carried over GRE: its key
+// is 32 bits (ERSPAN's session ID rides in it too).
+func isGREType(typ string) bool {
+	switch typ {
+	case datapath.TunnelGRE, datapath.TunnelIP6GRE, datapath.TunnelERSPAN, datapath.TunnelIP6ERSPAN:
+		return true
+	}
+	return false
+}
+
+// isERSPANType reports whether tunnel type typ is ERSPAN's, over IPv4 or
+// IPv6.
+func isERSPANType(typ string) bool {
+	return typ == datapath.TunnelERSPAN || typ == datapath.TunnelIP6ERSPAN
+}
+
+// isIPv6OnlyType reports whether tunnel type typ runs over IPv6 only.
+func isIPv6OnlyType(typ string) bool {
+	return typ == datapath.TunnelIP6GRE || typ == datapath.TunnelIP6ERSPAN
 }
 
 // TunnelOptionsKey is options in a canonical form: two tunnel ports whose
@@ -67,9 +98,10 @@ func TunnelOptionsKey(opts map[string]string) string {
 func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, error) {
 	c := TunnelConfig{Type: typ, TTL: 64, DontFragment: true, options: TunnelOptionsKey(opts)}
 	if !IsTunnelType(typ) {
-		return c, fmt.Errorf("%s: tunnel type %q is not supported by govswitchd (vxlan, geneve, gre and ip6gre are)", name, typ)
+		return c, fmt.Errorf("%s: tunnel type %q is not supported by govswitchd (vxlan, geneve, gre, ip6gre, erspan and ip6erspan are)", name, typ)
 	}
-	ipv6 := typ == datapath.TunnelIP6GRE
+	ipv6 := isIPv6OnlyType(typ)
+	erspan := isERSPANType(typ)
 	udp := typ == datapath.TunnelVXLAN || typ == datapath.TunnelGeneve
 	var keyPresent, keyFlow bool
 	var key uint64
@@ -79,7 +111,7 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 		case "remote_ip":
 			if v == "flow" {
 				c.RemoteFlow = true
-			} else if c.Remote, err = netip.ParseAddr(v); err != nil || c.Remote.Is6() != ipv6 && typ == datapath.TunnelIP6GRE {
+			} else if c.Remote, err = netip.ParseAddr(v); err != nil || c.Remote.Is6() != ipv6 && ipv6 {
 				return c, fmt.Errorf("%s: bad %s 'remote_ip'", name, typ)
 			}
 		case "local_ip":
@@ -95,7 +127,7 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 				if val, err = strconv.ParseUint(v, 0, 64); err != nil {
 					return c, fmt.Errorf("%s: bad %s '%s' %q (a number or flow)", name, typ, k, v)
 				}
-				if typ == datapath.TunnelGRE || typ == datapath.TunnelIP6GRE {
+				if isGREType(typ) {
 					val &= 0xffffffff
 				} else {
 					val &= 0xffffff
@@ -140,7 +172,19 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			if v != "legacy_l2" {
 				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is)", name, typ, v)
 			}
+		case "erspan_ver", "erspan_idx", "erspan_dir", "erspan_hwid":
+			if !erspan {
+				return c, fmt.Errorf("%s: %s type does not support '%s' (govswitchd)", name, typ, k)
+			}
+			if err := c.parseErspanOption(name, k, v); err != nil {
+				return c, err
+			}
 		case "csum":
+			if erspan {
+				// ovs-vswitchd knows csum only for the types that
+				// have one; ERSPAN's GRE header has none.
+				return c, fmt.Errorf("%s: %s type does not support 'csum'", name, typ)
+			}
 			c.Csum = v == "true"
 		case "df_default":
 			c.DontFragment = v != "false"
@@ -165,7 +209,61 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 	if udp && c.DstPort == 0 {
 		c.DstPort = datapath.TunnelDefaultPort(typ)
 	}
+	if c.ErspanVerFlow {
+		// erspan_ver=flow takes every ERSPAN field from the flow.
+		c.ErspanIdxFlow, c.ErspanDirFlow, c.ErspanHwidFlow = true, true, true
+	}
 	return c, nil
+}
+
+// parseErspanOption parses ERSPAN option k=v of interface name into c as
+// ovs-vswitchd's set_tunnel_config reads them, with its error words: the
+// version 1 or 2 and the direction 0 or 1 in decimal, the 20-bit index and
+// the 6-bit hardware ID in hexadecimal (with or without 0x), each of them
+// "flow" or a value.
+func (c *TunnelConfig) parseErspanOption(name, k, v string) error {
+	isFlow := v == "flow"
+	hex := func(limit uint64) (uint64, bool) {
+		n, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X"), 16, 32)
+		return n, err == nil && n <= limit
+	}
+	switch k {
+	case "erspan_ver":
+		c.ErspanVerFlow = isFlow
+		if !isFlow {
+			if v != "1" && v != "2" {
+				return fmt.Errorf("%s: invalid erspan version: %s", name, v)
+			}
+			c.ErspanVer = v[0] - '0'
+		}
+	case "erspan_idx":
+		c.ErspanIdxFlow = isFlow
+		if !isFlow {
+			n, ok := hex(0xfffff)
+			if !ok {
+				return fmt.Errorf("%s: invalid erspan index: %s", name, v)
+			}
+			c.ErspanIdx = uint32(n)
+		}
+	case "erspan_dir":
+		c.ErspanDirFlow = isFlow
+		if !isFlow {
+			if v != "0" && v != "1" {
+				return fmt.Errorf("%s: invalid erspan direction: %s", name, v)
+			}
+			c.ErspanDir = v[0] - '0'
+		}
+	case "erspan_hwid":
+		c.ErspanHwidFlow = isFlow
+		if !isFlow {
+			n, ok := hex(0x3f)
+			if !ok {
+				return fmt.Errorf("%s: invalid erspan hardware ID: %s", name, v)
+			}
+			c.ErspanHwid = uint8(n)
+		}
+	}
+	return nil
 }
 
 // tunnelPort is what a tunnel port carries besides Port: its
@@ -398,7 +496,8 @@ func (s *backerSet) tunnelReceiver(key *flow.Key) *tunnelEnd {
 	return nil
 }
 
-// TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre) of
+// TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre, erspan,
+// ip6erspan) of
 // datapath port portNo when it is a shared tunnel vport with a tunnel port
 // on it, "" otherwise.
 func (bk *Backer) TunnelVportKind(portNo uint32) string {

@@ -14,6 +14,9 @@ func FuzzParseTunnelConfig(f *testing.F) {
 	f.Add("ip6gre", "remote_ip=fc00::1,local_ip=fc00::2,packet_type=legacy_l2")
 	f.Add("vxlan", "remote_ip=1.2.3.4,key=0xffffffffffffffffff,tos=0x100")
 	f.Add("erspan", "remote_ip=1.2.3.4")
+	f.Add("erspan", "remote_ip=1.2.3.4,key=1,erspan_ver=1,erspan_idx=0x7")
+	f.Add("ip6erspan", "remote_ip=fc00::1,key=121,erspan_ver=2,erspan_dir=0,erspan_hwid=0x7")
+	f.Add("ip6erspan", "remote_ip=fc00::1,erspan_ver=flow,erspan_hwid=3f")
 	f.Fuzz(func(t *testing.T, typ, opts string) {
 		m := map[string]string{}
 		for _, kv := range strings.Split(opts, ",") {
@@ -27,8 +30,14 @@ func FuzzParseTunnelConfig(f *testing.F) {
 		if !c.RemoteFlow && !c.Remote.IsValid() {
 			t.Fatalf("accepted %q %q without a destination: %+v", typ, opts, c)
 		}
-		if typ == "ip6gre" && c.Remote.IsValid() && !c.Remote.Is6() {
-			t.Fatalf("ip6gre with an IPv4 remote: %+v", c)
+		if (typ == "ip6gre" || typ == "ip6erspan") && c.Remote.IsValid() && !c.Remote.Is6() {
+			t.Fatalf("%s with an IPv4 remote: %+v", typ, c)
+		}
+		if c.ErspanVer > 2 || c.ErspanDir > 1 || c.ErspanHwid > 0x3f || c.ErspanIdx > 0xfffff {
+			t.Fatalf("ERSPAN fields out of range: %+v", c)
+		}
+		if c.ErspanVerFlow && !(c.ErspanIdxFlow && c.ErspanDirFlow && c.ErspanHwidFlow) {
+			t.Fatalf("erspan_ver=flow with a fixed field: %+v", c)
 		}
 	})
 }

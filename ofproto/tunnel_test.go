@@ -8,6 +8,7 @@ import (
 	"github.com/govswitch/govswitch/classifier"
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/netlinkio"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
@@ -53,7 +54,44 @@ func TestParseTunnelConfig(t *testing.T) {
 		{name: "packet_type", typ: "ip6gre", opts: map[string]string{"remote_ip": "fc00::1", "packet_type": "legacy_l2"},
 			check: func(t *testing.T, c TunnelConfig) {}},
 		{name: "packet_type ptap", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "packet_type": "ptap"}, err: "packet_type=ptap is not supported"},
-		{name: "erspan", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "not supported"},
+		{name: "erspan v1", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "key": "1", "erspan_ver": "1", "erspan_idx": "7"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.ErspanVer != 1 || c.ErspanIdx != 7 || c.ErspanIdxFlow || c.OutKey != 1 || c.DstPort != 0 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "erspan index is hex", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_ver": "1", "erspan_idx": "10"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.ErspanIdx != 0x10 {
+					t.Errorf("erspan_idx=10 is %#x, want 0x10 (OVS reads it in hex)", c.ErspanIdx)
+				}
+			}},
+		{name: "ip6erspan v2", typ: "ip6erspan", opts: map[string]string{"remote_ip": "fc00::1", "key": "121", "erspan_ver": "2", "erspan_dir": "1", "erspan_hwid": "0x3f"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.ErspanVer != 2 || c.ErspanDir != 1 || c.ErspanHwid != 0x3f || c.OutKey != 121 || !c.Remote.Is6() {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "erspan ver flow", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_ver": "flow", "erspan_idx": "3"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.ErspanVerFlow || !c.ErspanIdxFlow || !c.ErspanDirFlow || !c.ErspanHwidFlow {
+					t.Errorf("erspan_ver=flow leaves a field fixed: %+v", c)
+				}
+			}},
+		{name: "erspan hwid flow", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_ver": "2", "erspan_hwid": "flow"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.ErspanVerFlow || c.ErspanDirFlow || !c.ErspanHwidFlow || c.ErspanVer != 2 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "erspan bad version", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_ver": "3"}, err: "t0: invalid erspan version: 3"},
+		{name: "erspan bad index", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_idx": "0x100000"}, err: "t0: invalid erspan index: 0x100000"},
+		{name: "erspan bad dir", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_dir": "2"}, err: "t0: invalid erspan direction: 2"},
+		{name: "erspan bad hwid", typ: "ip6erspan", opts: map[string]string{"remote_ip": "fc00::1", "erspan_hwid": "0x40"}, err: "t0: invalid erspan hardware ID: 0x40"},
+		{name: "ip6erspan v4 remote", typ: "ip6erspan", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "bad ip6erspan 'remote_ip'"},
+		{name: "erspan csum", typ: "erspan", opts: map[string]string{"remote_ip": "10.0.0.1", "csum": "true"}, err: "erspan type does not support 'csum'"},
+		{name: "erspan option on gre", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "erspan_ver": "1"}, err: "gre type does not support 'erspan_ver'"},
+		{name: "unknown type", typ: "stt", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "not supported"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := ParseTunnelConfig("t0", tc.typ, tc.opts)
@@ -236,5 +274,91 @@ func TestTunnelXlateFlowIPv6(t *testing.T) {
 	bk.Translate(&key, time.Now(), true, &out)
 	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x7,ipv6_dst=fc00::9,ttl=64,tp_dst=4789,flags(df|key))),"+u32s(v3.DPPort); got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestTunnelXlateErspan: output to an erspan port carries its version and
+// index in set(tunnel(...)) to the shared erspan_sys vport; an ip6erspan
+// port with erspan_hwid=flow takes the hardware ID of the packet it
+// forwards from a tunnel, which then joins the megaflow, and its own
+// direction; a packet from erspan_sys enters by its key and remote.
+func TestTunnelXlateErspan(t *testing.T) {
+	bk, br0, _, prov := sharedBridges(t, UpcallConfig{})
+	// The in-memory datapath has no ERSPAN vport type: the shared vports
+	// are netdev vports, as the kernel datapath makes them.
+	for _, n := range []string{"erspan_sys", "ip6erspan_sys"} {
+		if _, err := prov.AddNetdev(n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bk.DP.AddVport(datapath.VportSpec{Name: n, Type: datapath.VportNetdev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c4, err := ParseTunnelConfig("e4", "erspan", map[string]string{"remote_ip": "172.31.1.100", "key": "1", "erspan_ver": "1", "erspan_idx": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e4, err := br0.AddTunnelPort("e4", c4, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c6, err := ParseTunnelConfig("e6", "ip6erspan", map[string]string{"remote_ip": "fc00:100::100", "key": "121",
+		"erspan_ver": "2", "erspan_dir": "1", "erspan_hwid": "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e6, err := br0.AddTunnelPort("e6", c6, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e4.DPPort == e6.DPPort {
+		t.Fatalf("erspan and ip6erspan share datapath port %d", e4.DPPort)
+	}
+	p1 := br0.Ports.byName("p1")
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(e4.OFPort, 0))
+	addRule(t, br0, e4.OFPort, 0, openflow.Output(e6.OFPort, 0))
+	now := time.Now()
+
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x1,dst=172.31.1.100,ttl=64,erspan(ver=1,idx=0x7),flags(df|key))),"+u32s(e4.DPPort); got != want {
+		t.Errorf("output to e4: %s, want %s", got, want)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("erspan output allocates %v times", n)
+	}
+
+	// From e4 (type III metadata on the packet, as if set by a sender)
+	// to e6: the hardware ID is the packet's, the direction e6's.
+	rx := flow.Metadata{InPort: e4.DPPort, Tunnel: flow.Tunnel{ID: 1, IPv4Src: [4]byte{172, 31, 1, 100}, IPv4Dst: [4]byte{172, 31, 1, 1},
+		TTL: 64, Flags: flow.TunnelKey, ErspanVer: 2, ErspanHwid: 0x15}}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x79,ipv6_dst=fc00:100::100,ttl=64,erspan(ver=2,dir=1,hwid=0x5),flags(df|key))),"+u32s(e6.DPPort); got != want {
+		t.Errorf("e4 to e6: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	if out.WC.Tunnel.ErspanHwid != 0xff || out.WC.Tunnel.ErspanDir != 0 || out.WC.Tunnel.ErspanIdx != 0 {
+		t.Errorf("megaflow ERSPAN mask %+v", out.WC.Tunnel)
+	}
+	// ovs-dpctl's text shows the low four bits of the hardware ID; the
+	// action carries all six.
+	var sent flow.Key
+	err = datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionSet && a.SetAttr == datapath.KeyAttrTunnel {
+			return datapath.DecodeKey(netlinkio.AppendAttr(nil, uint16(datapath.KeyAttrTunnel), a.SetKey), &sent)
+		}
+		return nil
+	})
+	if err != nil || sent.Tunnel.ErspanHwid != 0x15 || sent.Tunnel.ErspanVer != 2 || sent.Tunnel.ErspanDir != 1 {
+		t.Errorf("set(tunnel) ERSPAN %+v (%v), want ver 2, dir 1, hwid 0x15", sent.Tunnel, err)
+	}
+	// Another key on erspan_sys is no port's: dropped.
+	rx.Tunnel.ID = 2
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if len(out.Actions) != 0 || out.Dropped == "" {
+		t.Errorf("key 2 from e4's remote: %s (%q)", datapath.FormatActions(out.Actions), out.Dropped)
 	}
 }

@@ -74,7 +74,7 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	}
 	// A flow-based destination is the flow's IPv6 one when it has that
 	// and no IPv4 one (set_field:...->tun_ipv6_dst).
-	ipv6 := cfg.Type == datapath.TunnelIP6GRE || cfg.Remote.Is6() ||
+	ipv6 := isIPv6OnlyType(cfg.Type) || cfg.Remote.Is6() ||
 		cfg.RemoteFlow && f.Tunnel.IPv4Dst == [4]byte{} && f.Tunnel.IPv6Dst != [16]byte{}
 	switch {
 	case cfg.RemoteFlow && ipv6:
@@ -127,6 +127,9 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if cfg.Type == datapath.TunnelGeneve {
 		c.tunMDOutput(&t, wc) // tun_metadata.go
 	}
+	if isERSPANType(cfg.Type) {
+		erspanOutput(cfg, &t, &f.Tunnel, wc)
+	}
 	c.commit()
 	if c.base.Tunnel != t {
 		f.Tunnel = t
@@ -136,6 +139,41 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go (without the tunnel elements)
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 	f.Tunnel = saved
+}
+
+// erspanOutput fills the ERSPAN metadata of tunnel t, sent to an erspan
+// or ip6erspan port of configuration cfg, as tnl_port_send does: each
+// field is the port's, or for one set to "flow" the packet's (ft, whose
+// bits then join the megaflow in wc). The kernel builds the ERSPAN header
+// of the packet's version from it; with no version it drops the packet,
+// as it does for ovs-vswitchd.
+func erspanOutput(cfg *TunnelConfig, t, ft *flow.Tunnel, wc *flow.Mask) {
+	t.ErspanVer, t.ErspanIdx, t.ErspanDir, t.ErspanHwid = cfg.ErspanVer, cfg.ErspanIdx, cfg.ErspanDir, cfg.ErspanHwid
+	if cfg.ErspanVerFlow {
+		t.ErspanVer = ft.ErspanVer
+		wc.Tunnel.ErspanVer = 0xff
+	}
+	if cfg.ErspanIdxFlow {
+		t.ErspanIdx = ft.ErspanIdx
+		wc.Tunnel.ErspanIdx = ^uint32(0)
+	}
+	if cfg.ErspanDirFlow {
+		t.ErspanDir = ft.ErspanDir
+		wc.Tunnel.ErspanDir = 0xff
+	}
+	if cfg.ErspanHwidFlow {
+		t.ErspanHwid = ft.ErspanHwid
+		wc.Tunnel.ErspanHwid = 0xff
+	}
+	// The datapath carries the fields of the version only.
+	switch t.ErspanVer {
+	case 1:
+		t.ErspanDir, t.ErspanHwid = 0, 0
+	case 2:
+		t.ErspanIdx = 0
+	default:
+		t.ErspanIdx, t.ErspanDir, t.ErspanHwid = 0, 0, 0
+	}
 }
 
 // tunnelPortOf is the tunnel port of b a packet with key (from a shared

@@ -86,7 +86,7 @@ type PortConfig struct {
 	// bridge that it is joined to.
 	Peer string
 	// Options are a tunnel interface's options (vxlan, geneve, gre,
-	// ip6gre), which the switch checks when it adds the port; Tunnel is
+	// ip6gre, erspan, ip6erspan), which the switch checks when it adds the port; Tunnel is
 	// their canonical text (sorted key=value pairs), by which a change
 	// is seen.
 	Options map[string]string
@@ -426,7 +426,7 @@ func ifaceType(t string) (typ, errMsg string) {
 	if isTunnelType(t) {
 		return t, ""
 	}
-	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal, patch, vxlan, geneve, gre and ip6gre are)", t)
+	return "", fmt.Sprintf("interface type %q is not supported by govswitchd (system, internal, patch, vxlan, geneve, gre, ip6gre, erspan and ip6erspan are)", t)
 }
 
 // patchPeer checks a patch interface's options as ovs-vswitchd's patch

@@ -10,7 +10,7 @@ import (
 // types govswitchd runs (its options are checked when the port is added).
 func isTunnelType(t string) bool {
 	switch t {
-	case "vxlan", "geneve", "gre", "ip6gre":
+	case "vxlan", "geneve", "gre", "ip6gre", "erspan", "ip6erspan":
 		return true
 	}
 	return false

@@ -123,7 +123,7 @@ func (d *Daemon) dpctlShow(args []string) (string, error) {
 				typ = " (internal)"
 			}
 			if k := bk.TunnelVportKind(vp.PortNo); k != "" {
-				typ = " (" + k + ": packet_type=ptap)" // as ovs-dpctl shows a tunnel device: tunnel.go
+				typ = " (" + k + ": " + dpctlTunnelConfig(k) + ")" // tunnel.go
 			}
 			fmt.Fprintf(&sb, "  port %d: %s%s\n", vp.PortNo, vp.Name, typ)
 			if len(args) > 0 && args[0] == "-s" {

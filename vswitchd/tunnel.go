@@ -3,14 +3,15 @@ package vswitchd
 import (
 	"strings"
 
+	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto"
 	"github.com/govswitch/govswitch/ovsdb"
 )
 
-// addTunnelPort adds the tunnel interface p (vxlan, geneve, gre, ip6gre)
-// to b; options ovs-vswitchd would refuse, or that govswitchd does not
-// implement, are an error for Interface.error.
+// addTunnelPort adds the tunnel interface p (vxlan, geneve, gre, ip6gre,
+// erspan, ip6erspan) to b; options ovs-vswitchd would refuse, or that
+// govswitchd does not implement, are an error for Interface.error.
 func addTunnelPort(b *ofproto.Bridge, p *ovsdb.PortConfig, ofport uint32, v ofproto.PortVLAN) error {
 	cfg, err := ofproto.ParseTunnelConfig(p.Name, p.Type, p.Options)
 	if err != nil {
@@ -23,6 +24,17 @@ func addTunnelPort(b *ofproto.Bridge, p *ovsdb.PortConfig, ofport uint32, v ofpr
 // tunnelOptionsText is p's options as the database's PortConfig.Tunnel
 // has them, "" for a port that is not a tunnel.
 func tunnelOptionsText(p *ofproto.Port) string { return p.TunnelOptions() }
+
+// dpctlTunnelConfig is the configuration dpctl/show prints after a
+// shared tunnel vport's kind, as ovs-dpctl shows it: ovs-dpctl opens the
+// device as a netdev of that type with no options, so it prints the
+// defaults of one, where an ERSPAN type's include its version 0.
+func dpctlTunnelConfig(kind string) string {
+	if kind == datapath.TunnelERSPAN || kind == datapath.TunnelIP6ERSPAN {
+		return "erspan_ver=0, packet_type=ptap"
+	}
+	return "packet_type=ptap"
+}
 
 // tunnelShowConfig is what dpif/show prints after a tunnel port's type, as
 // ovs-vswitchd prints its netdev's configuration: ": k=v, k=v" with the

@@ -7,6 +7,8 @@ import (
 
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 )
 
 // tunnelMTU is the MTU ovs-vswitchd gives the tunnel devices it creates:
@@ -17,12 +19,13 @@ const tunnelMTU = 65000
 // AddTunnelVport returns the shared vport of tunnels of kind on dstPort,
 // as ovs-vswitchd 3.1 makes it on Linux (lib/dpif-netlink-rtnl.c): a
 // network device of the kind's lightweight-tunnel type in collect-metadata
-// mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap), made
+// mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap, erspan,
+// ip6erspan), made
 // over rtnetlink and attached as a netdev vport. Where the kernel refuses
 // the device (a module missing, a kernel without metadata mode), the legacy
 // tunnel vport type (OVS_VPORT_TYPE_VXLAN, GENEVE, GRE, with the UDP port
 // in OVS_TUNNEL_ATTR_DST_PORT) is tried, as ovs-vswitchd falls back to it;
-// ip6gre has no legacy type. A vport of that name the datapath already has
+// ip6gre, erspan and ip6erspan have no legacy type. A vport of that name the datapath already has
 // (an earlier run's) is returned as it is. It needs CAP_NET_ADMIN.
 func (d *Datapath) AddTunnelVport(kind string, dstPort uint16) (datapath.Vport, error) {
 	if dstPort == 0 {
@@ -70,6 +73,8 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv4zero}
 	case datapath.TunnelIP6GRE:
 		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv6zero}
+	case datapath.TunnelERSPAN, datapath.TunnelIP6ERSPAN:
+		return makeErspanDevice(kind, name)
 	default:
 		return fmt.Errorf("tunnel kind %q: %w", kind, datapath.ErrNotSupported)
 	}
@@ -117,3 +122,47 @@ func (d *Datapath) DeleteTunnelVport(vp datapath.Vport) error {
 }
 
 var _ datapath.TunnelVporter = (*Datapath)(nil)
+
+// makeErspanDevice creates (or finds) the collect-metadata erspan or
+// ip6erspan device name, as ovs-vswitchd's dpif_netlink_rtnl_create does:
+// the rtnetlink kind named for the tunnel type, IFLA_GRE_COLLECT_METADATA
+// and nothing else in its data (the version, index, direction and
+// hardware ID come with each packet's tunnel metadata), up, with the
+// large MTU. The netlink package has no link type for these kinds, so the
+// request is built here.
+func makeErspanDevice(kind, name string) error {
+	if old, err := netlink.LinkByName(name); err == nil {
+		if old.Type() != kind {
+			return fmt.Errorf("device %s exists and is a %s, not a %s", name, old.Type(), kind)
+		}
+		if err := netlink.LinkSetUp(old); err != nil {
+			return fmt.Errorf("set %s up: %w", name, err)
+		}
+		return nil
+	}
+	create := func(mtu uint32) error {
+		req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+		msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+		req.AddData(msg)
+		req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+		if mtu != 0 {
+			req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(mtu)))
+		}
+		info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
+		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+		data.AddRtAttr(nl.IFLA_GRE_COLLECT_METADATA, nil)
+		req.AddData(info)
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
+	}
+	if err := create(tunnelMTU); err != nil {
+		// As for the other kinds: the device's default MTU serves where
+		// the large one is refused.
+		if err2 := create(0); err2 != nil {
+			return fmt.Errorf("create %s device %s: %w", kind, name, errors.Join(err, err2))
+		}
+	}
+	return nil
+}
