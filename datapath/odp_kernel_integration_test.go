@@ -116,13 +116,15 @@ func TestIntegrationKernelActions(t *testing.T) {
 	testbed.Require(t)
 	dp := openTestDP(t, "govsodpa")
 	names, keys := datapath.KeysForTest()
-	var tcp4, udp6 flow.Key
+	var tcp4, udp6, mpls flow.Key
 	for i, n := range names {
 		switch n {
 		case "ipv4 tcp":
 			tcp4 = keys[i]
 		case "ipv6 udp":
 			udp6 = keys[i]
+		case "mpls":
+			mpls = keys[i]
 		}
 	}
 	tests := []struct {
@@ -143,6 +145,11 @@ func TestIntegrationKernelActions(t *testing.T) {
 		{"check_pkt_len", "check_pkt_len(size=100,gt(1),le(2))", &tcp4, ""},
 		{"trunc recirc hash", "trunc(100),1,hash(l4(7)),recirc(0x5)", &tcp4, ""},
 		{"mpls", "push_mpls(label=10,tc=1,ttl=64,bos=1,eth_type=0x8847),1", &tcp4, ""},
+		// decap(), decap to Ethernet: the inner frame after a recirculation.
+		{"decap mpls to ethernet", "pop_eth,pop_mpls(eth_type=0x6558),recirc(0x5)", &mpls, ""},
+		// decap(), decap to IPv4, encap(ethernet): pop_mpls of a packet
+		// without Ethernet to an L3 type, then push_eth (OVS test 38).
+		{"decap mpls to ipv4", "pop_eth,pop_mpls(eth_type=0x800),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),recirc(0x5)", &mpls, ""},
 		// No zone: the bed's kernel has no CONFIG_NF_CONNTRACK_ZONES.
 		{"ct", "ct(commit,mark=0x1/0xff,label=0x1),ct_clear,1", &tcp4, ""},
 		{"meter", "meter(0),1", &tcp4, ""},

@@ -91,7 +91,8 @@ func FuzzExecuteSlow(f *testing.F) {
 		"set(arp(sip=10.0.0.9,tip=10.0.0.1,op=2,sha=00:00:5e:00:00:09,tha=80:88:88:88:88:88)),pop_vlan,1",
 		"set(icmp(type=0,code=0)),1", "push_vlan(vid=5,pcp=0),set(icmpv6(type=129,code=0)),2",
 		"add_mpls(label=2,tc=0,ttl=64,bos=1,eth_type=0x8847),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),2",
-		"pop_eth,pop_mpls(eth_type=0x6558),1", "pop_eth,push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),clone(pop_eth,1),1",
+		"pop_eth,pop_mpls(eth_type=0x6558),1", "pop_eth,pop_mpls(eth_type=0x800),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),1",
+		"pop_eth,push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),clone(pop_eth,1),1",
 	} {
 		a := mustParseF(f, s)
 		f.Add(arp, a)
@@ -142,5 +143,17 @@ func TestExecutorPacketTypes(t *testing.T) {
 	}
 	if err := e.Execute(inner, &md, mustParse(t, "push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02)")); err == nil {
 		t.Error("push_eth on an Ethernet frame ran")
+	}
+
+	// OVS test 38's decap: the label of an Ethernet MPLS frame popped
+	// to IPv4, then a new Ethernet header of that type.
+	mplsIP, _ := hex.DecodeString("36b1ee7c010236b1ee7c0103" + "8847" + "00002140" + hex.EncodeToString(inner[14:]))
+	back = nil
+	if err := e.Execute(mplsIP, &md, mustParse(t,
+		"pop_eth,pop_mpls(eth_type=0x800),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),recirc(0x6)")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "000000000002" + "000000000001" + "0800" + hex.EncodeToString(inner[14:]); hex.EncodeToString(back) != want || md2.RecircID != 6 {
+		t.Errorf("decapsulated to IPv4 (recirc %d):\n%x\nwant\n%s", md2.RecircID, back, want)
 	}
 }

@@ -226,16 +226,20 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 	if err := checkCt(in, m); err != nil {
 		return err
 	}
-	for _, list := range [][]openflow.Action{in.Apply, in.Write} {
+	for li, list := range [][]openflow.Action{in.Apply, in.Write} {
 		if err := checkSupported(list); err != nil {
 			return err
 		}
 		// The packet the actions see: push_mpls and pop_mpls change its
 		// ethertype, and so what later actions may set (xlate_mpls.go).
 		mk, mm := m.Key, m.Mask
+		var ec encapCheck
 		for i := range list {
 			a := &list[i]
 			if err := mplsCheckAction(a, &mk, &mm); err != nil {
+				return err
+			}
+			if err := ec.action(a); err != nil {
 				return err
 			}
 			switch a.Type {
@@ -269,6 +273,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 				p == openflow.PortAll, p == openflow.PortController, p == openflow.PortLocal:
 			default:
 				return errorf(ErrBadOutPort, "output to port %#x, which is not a destination", p)
+			}
+		}
+		if li == 0 {
+			if err := ec.end(in); err != nil {
+				return err
 			}
 		}
 	}

@@ -22,12 +22,22 @@ import (
 //     bare MPLS packet); decap(packet_type(ns=0,type=0)) of a bare MPLS
 //     packet with one label is pop_mpls to ETH_P_TEB, and, as in OVS,
 //     the translation then recirculates so that the inner frame is
-//     parsed (mplsFreeze).
+//     parsed (mplsFreeze);
+//   - decap(packet_type(ns=1,type=0x800)) (or 0x86dd) of a bare MPLS
+//     packet with one label is pop_mpls to that ethertype, which leaves a
+//     bare IP packet whose header only the datapath has seen. OVS
+//     recirculates at once, with a flow key that has no Ethernet header;
+//     this switch's keys always have one, so the translation goes on as
+//     after a pop_mpls (wasMPLS): actions that need the IP header freeze
+//     it, and those that do not run first, encap(ethernet) among them.
+//     The packet recirculates once push_eth has made it an Ethernet frame
+//     again, and what would recirculate it before that is refused
+//     (encapCheck at flow_mod time, mplsFreeze in translation).
 //
 // A bare L3 packet is not otherwise a packet this switch models (the
-// flow key has no packet_type): decap to an IP packet, and encap or decap
-// of anything else, is refused at flow_mod time (checkSupported) or ends
-// the translation in a drop.
+// flow key has no packet_type): it is never recirculated or looked up,
+// and encap or decap of anything else is refused at flow_mod time
+// (checkSupported) or ends the translation in a drop.
 
 // encapState is the packet-type part of a translation.
 type encapState struct {
@@ -47,10 +57,67 @@ func encapSupported(a *openflow.Action) bool {
 		return true
 	case openflow.PacketTypeMPLS, openflow.PacketTypeMPLSMC:
 		return true
-	case openflow.PacketTypeNextProto:
+	case openflow.PacketTypeNextProto, openflow.PacketTypeIPv4, openflow.PacketTypeIPv6:
 		return a.Type == openflow.ActDecap
 	}
 	return false
+}
+
+// encapCheck is the flow_mod check of the packet types one action list
+// leaves, the packet at its start taken to be an Ethernet frame: after a
+// pop of the last label of a bare MPLS packet to IP (a decap to IP, or a
+// pop_mpls) the packet has no Ethernet header until an encap(ethernet),
+// and an action that needs its IP header (one that mplsNeedsRecirc names)
+// would recirculate it so, which this switch does not do: its flow keys
+// always have an Ethernet header. Where the list starts on a bare packet
+// (after a resubmit), translation refuses it instead (mplsFreeze).
+type encapCheck struct {
+	noEth  bool // a decap or encap(mpls), and no encap(ethernet) since
+	bareIP bool // and a pop to IP since
+}
+
+func (s *encapCheck) action(a *openflow.Action) error {
+	pt := uint32(a.Load)
+	switch a.Type {
+	case openflow.ActDecap:
+		switch {
+		case s.bareIP:
+			return errorf(ErrUnsupportedNXAction, "decap of a bare IP packet is not implemented")
+		case !s.noEth:
+			s.noEth = true // pop_eth
+		case pt == openflow.PacketTypeIPv4 || pt == openflow.PacketTypeIPv6:
+			s.bareIP = true
+		case pt == openflow.PacketTypeEthernet:
+			s.noEth = false // the inner frame, after a recirculation
+		}
+		return nil
+	case openflow.ActEncap:
+		if pt == openflow.PacketTypeEthernet {
+			s.noEth, s.bareIP = false, false
+			return nil
+		}
+		s.noEth = true
+	case openflow.ActPopMPLS:
+		if s.noEth && !isMPLS(a.EthType) {
+			s.bareIP = true
+			return nil
+		}
+	}
+	if s.bareIP && mplsNeedsRecirc(a) {
+		return errorf(ErrUnsupportedNXAction, "%s after a pop to IP and before an encap(ethernet) is not implemented "+
+			"(the packet would recirculate without an Ethernet header)", a.Type)
+	}
+	return nil
+}
+
+// end checks what runs after the list: in's other instructions, which
+// recirculate a packet popped to IP as mplsNeedsRecirc's actions do.
+func (s *encapCheck) end(in *openflow.Instructions) error {
+	if s.bareIP && (in.Clear || in.Write != nil || in.WriteMetadata || in.GotoTable) {
+		return errorf(ErrUnsupportedNXAction, "a pop to IP with no encap(ethernet) before the next instruction is not implemented "+
+			"(the packet would recirculate without an Ethernet header)")
+	}
+	return nil
 }
 
 func (c *xctx) doEncap(a *openflow.Action) {
@@ -120,7 +187,8 @@ func (c *xctx) doDecap(a *openflow.Action) {
 		return
 	}
 	pt := uint32(a.Load)
-	if !isMPLS(f.EthType) || pt != openflow.PacketTypeEthernet && pt != openflow.PacketTypeMPLS && pt != openflow.PacketTypeMPLSMC {
+	toIP := pt == openflow.PacketTypeIPv4 || pt == openflow.PacketTypeIPv6
+	if !isMPLS(f.EthType) || pt != openflow.PacketTypeEthernet && pt != openflow.PacketTypeMPLS && pt != openflow.PacketTypeMPLSMC && !toIP {
 		c.unsupportedHere("decap of this packet to this packet type")
 		return
 	}
@@ -128,6 +196,24 @@ func (c *xctx) doDecap(a *openflow.Action) {
 		wc.MPLSLSE |= mplsBoSMask
 	}
 	bos := f.MPLSLSE&mplsBoSMask != 0
+	if toIP {
+		if !bos && !e.lseUnknown {
+			c.unsupportedHere("decap to IP of a packet with more than one label")
+			return
+		}
+		// The last label goes, now: what is under it is an IP header
+		// the datapath parses only after a recirculation, which must
+		// wait for an encap(ethernet) (mplsFreeze refuses a packet
+		// without one). The kernel pops the label of a packet without
+		// Ethernet to any ethertype.
+		c.out.Actions = datapath.AppendPopMPLS(c.out.Actions, uint16(pt))
+		c.slowIfOff(FeatureAddMPLS)
+		f.EthType, f.MPLSLSE = uint16(pt), 0
+		c.base.EthType, c.base.MPLSLSE = uint16(pt), 0
+		e.lseUnknown = false
+		c.wasMPLS = true
+		return
+	}
 	if pt != openflow.PacketTypeEthernet {
 		// To MPLS: a label that is not the last goes, and the packet
 		// stays a bare MPLS packet whose new top entry the datapath

@@ -170,6 +170,10 @@ func mplsNeedsRecirc(a *openflow.Action) bool {
 		return false
 	case openflow.ActSetField, openflow.ActRegLoad:
 		return !l2Field(a.Field)
+	case openflow.ActEncap:
+		// push_eth: a decap to IP is followed by it before the
+		// recirculation (xlate_encap.go).
+		return uint32(a.Load) != openflow.PacketTypeEthernet
 	}
 	return true
 }
@@ -196,6 +200,12 @@ func l2Field(f openflow.Field) bool {
 // at the top of the pipeline can be resumed so; elsewhere (inside a
 // resubmit, clone, group or packet-out) the translation ends in a drop.
 func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
+	if c.encap.noEth {
+		// Popped to IP and no encap(ethernet) yet: the recirculated
+		// key would have no Ethernet header (xlate_encap.go).
+		c.unsupportedHere("recirculation of a packet without an Ethernet header")
+		return
+	}
 	if in == nil || c.depth != 0 || len(rest) > len(in.Apply) {
 		// Deeper in (a resubmit, clone or packet-out), the translation
 		// is frozen as a controller pause freezes it, each level adding
@@ -284,7 +294,13 @@ func mplsCheckAction(a *openflow.Action, k *flow.Key, m *flow.Mask) error {
 			k.NwProto, m.NwProto = 0, 0
 		}
 	case openflow.ActDecap:
-		if uint32(a.Load) != openflow.PacketTypeNextProto {
+		switch pt := uint32(a.Load); {
+		case pt == openflow.PacketTypeNextProto:
+		case (pt == openflow.PacketTypeIPv4 || pt == openflow.PacketTypeIPv6) && mpls:
+			// An IP packet, its header parsed after a recirculation.
+			k.EthType, m.EthType = uint16(pt), 0xffff
+			k.MPLSLSE, m.MPLSLSE = 0, 0
+		default:
 			// What is under the label is parsed after a recirculation.
 			k.EthType, m.EthType = 0, 0
 		}

@@ -247,3 +247,111 @@ func TestXlateEncapDecapTwoLabels(t *testing.T) {
 		t.Errorf("decap: %s", got)
 	}
 }
+
+// TestXlateDecapToIP: OVS test 38's decap side. decap() pops the
+// Ethernet header, decap to IPv4 pops the only label, encap(ethernet)
+// and the address sets need no IP header and go into push_eth, and the
+// resubmit, which does, recirculates an Ethernet frame.
+func TestXlateDecapToIP(t *testing.T) {
+	x := testBridge(t)
+	src := openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}
+	src.Value[5] = 1
+	in := apply(openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)},
+		openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeIPv4)},
+		openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)},
+		setEthDst([6]byte{0, 0, 0, 0, 0, 2}), src, openflow.Resubmit(openflow.PortInPort, 3))
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff
+		k.MPLSLSE, m.MPLSLSE = 2<<12, mplsLabelMask
+	}, 100, in)
+	mustAdd(t, x, 3, func(k *flow.Key, m *flow.Mask) {
+		k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff
+		k.EthDst, m.EthDst = [6]byte{0, 0, 0, 0, 0, 2}, ones6
+		k.IPv4Dst, m.IPv4Dst = [4]byte{10, 0, 0, 2}, [4]byte{255, 255, 255, 255}
+	}, 10, apply(openflow.Output(1, 0)))
+
+	out := translate(x, mplsPkt(12, 2))
+	got := datapath.FormatActions(out.Actions)
+	if want := "pop_eth,pop_mpls(eth_type=0x800),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),recirc("; !strings.HasPrefix(got, want) || out.Dropped != "" {
+		t.Fatalf("first pass: %s (dropped %q)\n      want %s...", got, out.Dropped, want)
+	}
+	if out.WC.MPLSLSE != mplsLabelMask|mplsBoSMask {
+		t.Errorf("first pass megaflow MPLS mask %#x", out.WC.MPLSLSE)
+	}
+	var id uint32
+	datapath.WalkActions(out.Actions, func(a *datapath.Action) error {
+		if a.Type == datapath.ActionRecirc {
+			id = a.ID
+		}
+		return nil
+	})
+	// Back from the datapath: the Ethernet/IPv4 frame push_eth made.
+	k := pkt(12)
+	k.EthSrc, k.EthDst = [6]byte{0, 0, 0, 0, 0, 1}, [6]byte{0, 0, 0, 0, 0, 2}
+	k.RecircID = id
+	if got := datapath.FormatActions(translate(x, k).Actions); got != "11" {
+		t.Errorf("second pass: %s, want 11", got)
+	}
+
+	// A label that is not the last cannot go to IP.
+	k = mplsPkt(12, 2)
+	k.MPLSLSE &^= mplsBoSMask
+	if out := translate(x, k); out.Dropped == "" {
+		t.Errorf("two labels: %s, want a drop", datapath.FormatActions(out.Actions))
+	}
+}
+
+// TestXlateDecapToIPRefused: what would recirculate a packet popped to
+// IP before an encap(ethernet) gave it an Ethernet header is refused at
+// flow_mod time, or, where the flow_mod check cannot see it (the bare
+// packet came from another table), dropped in translation.
+func TestXlateDecapToIPRefused(t *testing.T) {
+	decap := openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeNextProto)}
+	toIP := openflow.Action{Type: openflow.ActDecap, Load: uint64(openflow.PacketTypeIPv4)}
+	ethEncap := openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeEthernet)}
+	popIP := openflow.Action{Type: openflow.ActPopMPLS, EthType: flow.EthTypeIPv4}
+	setIP := openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldIPv4Dst}
+	copy(setIP.Value[:], []byte{10, 0, 0, 9})
+	mplsMatch := match(func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff })
+	tests := []struct {
+		name string
+		in   openflow.Instructions
+		ok   bool
+	}{
+		{"encap then resubmit", apply(decap, toIP, ethEncap, openflow.Resubmit(openflow.PortInPort, 3)), true},
+		{"encap then set ip", apply(decap, toIP, ethEncap, setIP, openflow.Output(1, 0)), true},
+		{"output only", apply(decap, toIP, openflow.Output(1, 0)), true},
+		{"resubmit", apply(decap, toIP, openflow.Resubmit(openflow.PortInPort, 3)), false},
+		{"set ip", apply(decap, toIP, setIP, ethEncap, openflow.Output(1, 0)), false},
+		{"decap again", apply(decap, toIP, decap), false},
+		{"pop_mpls then resubmit", apply(decap, popIP, openflow.Resubmit(openflow.PortInPort, 3)), false},
+		{"pop_mpls, encap, resubmit", apply(decap, popIP, ethEncap, openflow.Resubmit(openflow.PortInPort, 3)), true},
+		{"goto", openflow.Instructions{Apply: []openflow.Action{decap, toIP}, GotoTable: true, Table: 3}, false},
+		{"encap then goto", openflow.Instructions{Apply: []openflow.Action{decap, toIP, ethEncap}, GotoTable: true, Table: 3}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mplsMatch
+			err := checkActions(&tc.in, &m)
+			if tc.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.ok && ErrKind(err) != ErrUnsupportedNXAction {
+				t.Fatalf("got %v, want an ErrUnsupportedNXAction refusal", err)
+			}
+		})
+	}
+
+	// decap() in one table, the pop to IP and a resubmit in the next:
+	// the flow_mod check takes the second table's packet for an
+	// Ethernet frame, translation sees it is not.
+	x := testBridge(t)
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff }, 1,
+		apply(decap, openflow.Resubmit(openflow.PortInPort, 1)))
+	mustAdd(t, x, 1, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeMPLS, 0xffff }, 1,
+		apply(toIP, openflow.Resubmit(openflow.PortInPort, 2)))
+	out := translate(x, mplsPkt(12, 2))
+	if !strings.Contains(out.Dropped, "without an Ethernet header") {
+		t.Errorf("got %s (dropped %q), want a drop naming the missing Ethernet header", datapath.FormatActions(out.Actions), out.Dropped)
+	}
+}

@@ -98,6 +98,8 @@ const (
 	PacketTypeEthernet  uint32 = 0
 	PacketTypeMPLS      uint32 = 1<<16 | 0x8847
 	PacketTypeMPLSMC    uint32 = 1<<16 | 0x8848
+	PacketTypeIPv4      uint32 = 1<<16 | 0x0800
+	PacketTypeIPv6      uint32 = 1<<16 | 0x86dd
 	PacketTypeNextProto uint32 = 0xfffe
 )
 
