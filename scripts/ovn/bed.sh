@@ -71,13 +71,13 @@ stop_all() {
 		in_hv2 ovn-appctl -t ovn-controller exit >/dev/null 2>&1
 		in_hv2 timeout 30 ovs-appctl -t ovs-vswitchd exit --cleanup >/dev/null 2>&1
 		for p in ovsdb-server ovs-vswitchd ovn-controller; do
-			[[ -f $d/hv2/$p.pid ]] && kill "$(cat "$d/hv2/$p.pid")" 2>/dev/null
+			[[ -f $d/hv2/$p.pid ]] && kill "$(cat "$d/hv2/$p.pid" 2>/dev/null)" 2>/dev/null
 		done
 	fi
 	env OVN_RUNDIR="$d" OVS_RUNDIR="$d" ovn-appctl -t ovn-controller exit >/dev/null 2>&1
 	env OVS_RUNDIR="$d" timeout 30 ovs-appctl -t ovs-vswitchd exit --cleanup >/dev/null 2>&1
 	for p in ovn-northd ovsdb-nb ovsdb-sb ovsdb-server ovs-vswitchd ovn-controller; do
-		[[ -f $d/$p.pid ]] && kill "$(cat "$d/$p.pid")" 2>/dev/null
+		[[ -f $d/$p.pid ]] && kill "$(cat "$d/$p.pid" 2>/dev/null)" 2>/dev/null
 	done
 	if [[ -f $d/servers.pids ]]; then
 		kill $(cat "$d/servers.pids") 2>/dev/null
