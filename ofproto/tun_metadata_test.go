@@ -92,3 +92,49 @@ func TestTunMetadataXlate(t *testing.T) {
 		t.Errorf("deleting a matched field's mapping: %v", err)
 	}
 }
+
+// TestTunMetadataMoveMask: OVN reads the logical ports out of its Geneve
+// option with two moves (tun_metadata0[16..30] into reg14, [0..15] into
+// reg15); the megaflow matches the 31 bits read and leaves the option's
+// top bit wildcarded, as ovs-vswitchd's does (0x30001/0x7fffffff).
+func TestTunMetadataMoveMask(t *testing.T) {
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	cfg, err := ParseTunnelConfig("g0", "geneve", map[string]string{"remote_ip": "10.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := br0.AddTunnelPort("g0", cfg, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br0.TLVs.Apply(openflow.TLVTableClear, nil)
+	if err := br0.TLVs.Apply(openflow.TLVTableAdd, []openflow.TLVMap{{Class: 0x0102, Type: 0x80, Len: 4, Index: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	p1 := br0.Ports.byName("p1")
+	var m classifier.Match
+	m.Key.InPort, m.Mask.InPort = g0.OFPort, ^uint32(0)
+	mv := func(ofs, n uint16, dst openflow.Field) openflow.Action {
+		return openflow.Action{Type: openflow.ActRegMove, Src: openflow.FieldTunMetadata0, SrcOfs: ofs, Field: dst, NBits: n}
+	}
+	fm := FlowMod{Command: CmdAdd, Match: m, Priority: 100, OutPort: openflow.PortAny,
+		Instructions: apply(mv(16, 15, openflow.FieldReg0+14), mv(0, 16, openflow.FieldReg0+15), openflow.Output(p1.OFPort, 0))}
+	if err := br0.Tables.Apply(&fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	rx := flow.Metadata{InPort: g0.DPPort, Tunnel: flow.Tunnel{IPv4Src: [4]byte{10, 0, 0, 2}, IPv4Dst: [4]byte{10, 0, 0, 1},
+		TTL: 64, TpDst: 6081, Flags: flow.TunnelKey | flow.TunnelUDPIF}}
+	opts := []byte{0x01, 0x02, 0x80, 0x01, 0x00, 0x03, 0x00, 0x01}
+	copy(rx.Tunnel.Metadata.Opts[:], opts)
+	rx.Tunnel.Metadata.Present = uint64(len(opts))
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	out := Out{Actions: make([]byte, 0, 1024)}
+	bk.Translate(&key, time.Now(), true, &out)
+	if got := datapath.FormatActions(out.Actions); got != u32s(p1.DPPort) {
+		t.Errorf("actions %s, want %s", got, u32s(p1.DPPort))
+	}
+	if got := flow.Format(&key, &out.WC); !strings.Contains(got, "geneve({class=0x102,type=0x80,len=4,0x30001/0x7fffffff})") {
+		t.Errorf("megaflow %s, want the option's 31 bits read", got)
+	}
+}

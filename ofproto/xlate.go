@@ -609,20 +609,27 @@ func (c *xctx) regLoad(a *openflow.Action) {
 
 // regMove copies NBits from a.Src at SrcOfs to a.Field at Ofs. The
 // translation now depends on the source's value: its whole field joins
-// the megaflow (registers and metadata are no datapath fields and drop
-// out of the datapath mask).
+// the megaflow, a tun_metadata field's only the bits read (registers and
+// metadata are no datapath fields and drop out of the datapath mask).
 func (c *xctx) regMove(a *openflow.Action) {
 	sn, dn := a.Src.Size(), a.Field.Size()
 	if sn == 0 || dn == 0 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*sn || int(a.Ofs)+int(a.NBits) > 8*dn {
 		return
+	}
+	if a.Src.IsTunMetadata() {
+		// Only the bits read, as ovs-vswitchd's mf_subfield_copy: OVN
+		// reads a tunnel option's logical ports as two bit ranges, and
+		// its megaflows leave the option's other bits wildcarded.
+		c.unwildcardBits(a.Src, a.SrcOfs, a.NBits)
+	} else {
+		cover := a.Src.Cover()
+		c.out.WC.Or(&cover)
 	}
 	src, ok1 := a.Src.Value(c.scratch[0][:0], &c.flow)
 	dst, ok2 := a.Field.Value(c.scratch[1][:0], &c.flow)
 	if !ok1 || !ok2 {
 		return
 	}
-	cover := a.Src.Cover()
-	c.out.WC.Or(&cover)
 	for i := 0; i < int(a.NBits); i++ {
 		sp, dp := int(a.SrcOfs)+i, int(a.Ofs)+i
 		bit := byte(1) << (dp % 8)

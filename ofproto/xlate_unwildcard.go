@@ -15,6 +15,12 @@ func (c *xctx) unwildcardDst(f openflow.Field, ofs, nbits uint16) {
 		f >= openflow.FieldXReg0 && f <= openflow.FieldXXReg3 {
 		return
 	}
+	c.unwildcardBits(f, ofs, nbits)
+}
+
+// unwildcardBits makes bits ofs to ofs+nbits of field f exact in the
+// megaflow.
+func (c *xctx) unwildcardBits(f openflow.Field, ofs, nbits uint16) {
 	n := f.Size()
 	if n == 0 || n > len(c.scratch[0]) {
 		return
