@@ -91,13 +91,19 @@ func TestIntegrationTunnelGeneveMetadata(t *testing.T) {
 		r.tlv = tlv[strings.Index(tlv, "mapping table"):]
 		dump, _ := exec.Command("ovs-dpctl", "dump-flows").CombinedOutput()
 		t.Logf("%s: ovs-dpctl dump-flows:\n%s", who, dump)
-		// The two switches number h1's datapath port differently.
-		h1 := dpPort(t, b.v1)
+		// The two switches number h1's datapath port, and the shared
+		// geneve vport, differently; so does one datapath after another
+		// test's ports came and went.
+		h1, tun := dpPort(t, b.v1), dpPort(t, "genev_sys_6081")
 		for _, l := range flowLinesNoStats(string(dump)) {
 			if strings.Contains(l, "eth_type(0x0800)") {
 				l = strings.ReplaceAll(l, "in_port("+h1+")", "in_port(h1)")
+				l = strings.ReplaceAll(l, "in_port("+tun+")", "in_port(gnv)")
 				if strings.HasSuffix(l, "actions:"+h1) {
 					l = strings.TrimSuffix(l, h1) + "h1"
+				}
+				if strings.HasSuffix(l, ")),"+tun) {
+					l = strings.TrimSuffix(l, tun) + "gnv"
 				}
 				r.dpFlows = append(r.dpFlows, macRE.ReplaceAllString(l, "MAC"))
 			}
