@@ -54,12 +54,16 @@ type Executor struct {
 
 // Execute runs actions on a copy of pkt (pkt itself is not modified) whose
 // metadata is md: only the metadata fields of md (in_port, marks, tunnel,
-// conntrack, recirc_id) are read. It stops at the first action it cannot
+// conntrack, recirc_id) are read, and, for a packet without Ethernet
+// (md.L3), its ethertype. It stops at the first action it cannot
 // run and returns an error wrapping ErrAction (malformed) or
 // ErrActionUnsupported.
 func (e *Executor) Execute(pkt []byte, md *flow.Key, actions []byte) error {
 	e.bufs[0] = append(e.bufs[0][:0], pkt...)
 	e.l3[0] = 0
+	if md.L3 {
+		e.l3[0] = md.EthType
+	}
 	meta := *md
 	return e.run(0, &meta, actions)
 }

@@ -14,6 +14,9 @@ import (
 func (e *Executor) RunOn(pkt []byte, md *flow.Key, actions []byte) ([]byte, error) {
 	e.bufs[0] = append(e.bufs[0][:0], pkt...)
 	e.l3[0] = 0
+	if md.L3 {
+		e.l3[0] = md.EthType
+	}
 	err := e.run(0, md, actions)
 	return e.bufs[0], err
 }

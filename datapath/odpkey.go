@@ -184,12 +184,20 @@ type keyShape struct {
 	l4        uint16 // KeyAttrTCP, UDP, SCTP, ICMP, ICMPv6 or 0
 	nd        bool   // ICMPv6 neighbour solicitation or advertisement
 	noHeaders bool   // EthType zero: metadata only
+	noEth     bool   // Key.L3: an ethertype and L3 and L4, no Ethernet attribute
 }
 
 func shapeOf(k *flow.Key) keyShape {
 	var s keyShape
-	if k.EthType == 0 && k.EthSrc == [6]byte{} && k.EthDst == [6]byte{} && !vlanPresent(k.VLANs[0]) {
+	if !k.L3 && k.EthType == 0 && k.EthSrc == [6]byte{} && k.EthDst == [6]byte{} && !vlanPresent(k.VLANs[0]) {
 		s.noHeaders = true
+		return s
+	}
+	if k.L3 {
+		s.noEth = true
+		s.l3 = l3Attr(k.EthType)
+		s.l4 = l4Attr(k, s.l3)
+		s.nd = s.l4 == KeyAttrICMPv6 && (k.TpSrc == 135 || k.TpSrc == 136)
 		return s
 	}
 	if vlanPresent(k.VLANs[0]) {
@@ -204,36 +212,49 @@ func shapeOf(k *flow.Key) keyShape {
 		s.truncated = s.tags < 2
 		return s
 	}
+	s.l3 = l3Attr(k.EthType)
+	s.l4 = l4Attr(k, s.l3)
+	s.nd = s.l4 == KeyAttrICMPv6 && (k.TpSrc == 135 || k.TpSrc == 136)
+	return s
+}
+
+// l3Attr is the L3 attribute of a packet of ethertype t, 0 for none.
+func l3Attr(t uint16) uint16 {
 	switch {
-	case k.EthType == flow.EthTypeIPv4:
-		s.l3 = KeyAttrIPv4
-	case k.EthType == flow.EthTypeIPv6:
-		s.l3 = KeyAttrIPv6
-	case k.EthType == flow.EthTypeARP || k.EthType == flow.EthTypeRARP:
-		s.l3 = KeyAttrARP
-	case isMPLSType(k.EthType):
-		s.l3 = KeyAttrMPLS
+	case t == flow.EthTypeIPv4:
+		return KeyAttrIPv4
+	case t == flow.EthTypeIPv6:
+		return KeyAttrIPv6
+	case t == flow.EthTypeARP || t == flow.EthTypeRARP:
+		return KeyAttrARP
+	case isMPLSType(t):
+		return KeyAttrMPLS
 	}
-	if (s.l3 == KeyAttrIPv4 || s.l3 == KeyAttrIPv6) && k.NwFrag&flow.FragLater == 0 {
-		switch k.NwProto {
-		case flow.IPProtoTCP:
-			s.l4 = KeyAttrTCP
-		case flow.IPProtoUDP:
-			s.l4 = KeyAttrUDP
-		case flow.IPProtoSCTP:
-			s.l4 = KeyAttrSCTP
-		case flow.IPProtoICMP:
-			if s.l3 == KeyAttrIPv4 {
-				s.l4 = KeyAttrICMP
-			}
-		case flow.IPProtoICMPv6:
-			if s.l3 == KeyAttrIPv6 {
-				s.l4 = KeyAttrICMPv6
-				s.nd = k.TpSrc == 135 || k.TpSrc == 136
-			}
+	return 0
+}
+
+// l4Attr is the L4 attribute of k under L3 attribute l3, 0 for none.
+func l4Attr(k *flow.Key, l3 uint16) uint16 {
+	if (l3 != KeyAttrIPv4 && l3 != KeyAttrIPv6) || k.NwFrag&flow.FragLater != 0 {
+		return 0
+	}
+	switch k.NwProto {
+	case flow.IPProtoTCP:
+		return KeyAttrTCP
+	case flow.IPProtoUDP:
+		return KeyAttrUDP
+	case flow.IPProtoSCTP:
+		return KeyAttrSCTP
+	case flow.IPProtoICMP:
+		if l3 == KeyAttrIPv4 {
+			return KeyAttrICMP
+		}
+	case flow.IPProtoICMPv6:
+		if l3 == KeyAttrIPv6 {
+			return KeyAttrICMPv6
 		}
 	}
-	return s
+	return 0
 }
 
 // AppendKey appends k as a flow key: the payload of OVS_PACKET_ATTR_KEY,
@@ -574,6 +595,17 @@ func fragMaskToODP(f uint8) uint8 {
 // appendHeaders appends the L2, L3 and L4 attributes of values v in the
 // shape s of key k.
 func appendHeaders(b []byte, k, v *flow.Key, s *keyShape, isMask bool) []byte {
+	if s.noEth {
+		// The kernel takes a key with an ethertype and no Ethernet
+		// attribute for a packet without Ethernet (MAC_PROTO_NONE), and
+		// always matches the ethertype of one.
+		et := v.EthType
+		if isMask {
+			et = 0xffff
+		}
+		b = netlinkio.AppendBE16(b, KeyAttrEthertype, et)
+		return appendL3L4(b, v, s, isMask)
+	}
 	b, eth := netlinkio.AppendReserve(b, KeyAttrEthernet, sizeEthernet)
 	copy(eth[0:6], v.EthSrc[:])
 	copy(eth[6:12], v.EthDst[:])
@@ -770,6 +802,13 @@ func FitMask(k *flow.Key, m *flow.Mask) {
 		m.EthType = 0xffff
 	}
 	if m.EthType != 0 {
+		m.EthType = 0xffff
+	}
+	m.L3 = false
+	if s.noEth {
+		// No Ethernet attribute to match; the kernel matches the
+		// ethertype of a packet without one in full.
+		m.EthSrc, m.EthDst = [6]byte{}, [6]byte{}
 		m.EthType = 0xffff
 	}
 }
@@ -1050,6 +1089,7 @@ func DecodeKey(b []byte, k *flow.Key) error {
 		switch {
 		case a.has(KeyAttrEthertype):
 			k.EthType = binary.BigEndian.Uint16(a.take(KeyAttrEthertype))
+			k.L3 = !hasEth
 		case hasEth:
 			k.EthType = flow.EthTypeNone
 		}

@@ -13,6 +13,11 @@ const (
 	// the tunnel metadata), over IPv4 and IPv6.
 	TunnelERSPAN    = "erspan"
 	TunnelIP6ERSPAN = "ip6erspan"
+	// TunnelGREL3 is GRE with options:packet_type=legacy_l3: the
+	// packets in the tunnel have no Ethernet header. Its vport is
+	// gre_sys too, a "gre" device where TunnelGRE's is a "gretap", so
+	// the two cannot share a datapath.
+	TunnelGREL3 = "gre_l3"
 )
 
 // TunnelVporter is a datapath that makes the shared tunnel vports itself,
@@ -55,6 +60,8 @@ func TunnelVportName(kind string, dstPort uint16) string {
 		return fmt.Sprintf("vxlan_sys_%d", dstPort)
 	case TunnelGeneve:
 		return fmt.Sprintf("genev_sys_%d", dstPort)
+	case TunnelGREL3:
+		return "gre_sys"
 	}
 	return kind + "_sys"
 }

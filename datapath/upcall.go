@@ -119,7 +119,8 @@ func AppendUpcall(b []byte, dpIndex int, u *Upcall) []byte {
 
 // MetadataKey returns the metadata of k (what Execute reads from its md
 // argument) with every header field cleared, which AppendKey encodes as
-// metadata attributes only.
+// metadata attributes only; a packet without Ethernet keeps L3 and its
+// ethertype.
 func MetadataKey(k *flow.Key) flow.Key {
 	return flow.Key{
 		Tunnel:   k.Tunnel,
@@ -133,5 +134,16 @@ func MetadataKey(k *flow.Key) flow.Key {
 		CtMark:   k.CtMark,
 		CtLabels: k.CtLabels,
 		CtOrig:   k.CtOrig,
+		// A packet without Ethernet (Key.L3) needs its ethertype in
+		// the key: the kernel parses it as an Ethernet frame otherwise.
+		L3:      k.L3,
+		EthType: l3EthType(k),
 	}
+}
+
+func l3EthType(k *flow.Key) uint16 {
+	if k.L3 {
+		return k.EthType
+	}
+	return 0
 }

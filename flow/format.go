@@ -104,6 +104,13 @@ func AppendFormat(b []byte, k *Key, m *Mask) []byte {
 	v := k.Apply(m)
 	f := formatter{b: b, start: len(b)}
 	f.metadata(&v, m, k.EthType)
+	if k.L3 {
+		// No Ethernet header: the ethertype and what follows, as
+		// ovs-dpctl prints a packet of a legacy_l3 port.
+		f.ethType(k.EthType, 0xffff)
+		f.l3(&v, m)
+		return f.b
+	}
 	if l2Matched(m) {
 		f.attr("eth")
 		f.eth("src", &v.EthSrc, &m.EthSrc)

@@ -157,7 +157,12 @@ type Key struct {
 	EthSrc  [6]byte
 	EthDst  [6]byte
 	EthType uint16 // ethertype after the VLAN tags; EthTypeNone for 802.3 without SNAP
-	_       [2]byte
+	// L3 says the packet has no Ethernet header (it came from a
+	// legacy_l3 tunnel): EthType is the datapath's ethertype attribute
+	// alone, EthSrc, EthDst and VLANs are zero. In a Mask it means
+	// nothing: the datapath always matches the packet's kind.
+	L3      bool
+	_       [1]byte
 	MPLSLSE uint32 // top MPLS label stack entry (label, TC, BoS, TTL) when EthType is MPLS
 	// ConjID is OpenFlow's conj_id: nonzero only while a table's
 	// conjunctive lookup looks for conj_id's flow; never in a packet's or

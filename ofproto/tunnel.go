@@ -32,6 +32,7 @@ type TunnelConfig struct {
 	TOS, TTL                    uint8
 	TOSInherit, TTLInherit      bool
 	Csum, DontFragment          bool
+	L3                          bool // packet_type=legacy_l3 (gre): no Ethernet header in the tunnel
 
 	// ERSPAN (erspan and ip6erspan only): the version 1 (type II) or 2
 	// (type III) and its fields, sent with every packet; 0 is none
@@ -167,10 +168,16 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 				return c, fmt.Errorf("%s: invalid TTL %s", name, v)
 			}
 		case "packet_type":
-			// Ethernet frames in the tunnel, the one mode govswitchd
-			// carries (legacy_l3 and ptap need packet_type matching).
-			if v != "legacy_l2" {
-				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is)", name, typ, v)
+			// Ethernet frames in the tunnel, or, for gre, IP packets
+			// (legacy_l3: translation gives them an Ethernet header on
+			// the way in and takes it off on the way out, as
+			// ovs-vswitchd does). ptap needs packet_type matching.
+			switch {
+			case v == "legacy_l2":
+			case v == "legacy_l3" && typ == datapath.TunnelGRE:
+				c.L3 = true
+			default:
+				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is, and legacy_l3 for gre)", name, typ, v)
 			}
 		case "erspan_ver", "erspan_idx", "erspan_dir", "erspan_hwid":
 			if !erspan {
@@ -191,6 +198,9 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 		default:
 			return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
 		}
+	}
+	if c.L3 && (c.Remote.Is6() || c.Local.Is6()) {
+		return c, fmt.Errorf("%s: %s packet_type=legacy_l3 over IPv6 is not supported by govswitchd", name, typ)
 	}
 	if !c.Remote.IsValid() && !c.RemoteFlow {
 		return c, fmt.Errorf("%s: %s type requires valid 'remote_ip' argument", name, typ)
@@ -315,7 +325,11 @@ func (b *Bridge) AddTunnelPort(name string, cfg TunnelConfig, ofport uint32, v P
 	if err := bk.tunnelClash(name, &cfg); err != nil {
 		return Port{}, err
 	}
-	vp, err := bk.tunnelVport(cfg.Type, cfg.DstPort)
+	kind := cfg.Type
+	if cfg.L3 {
+		kind = datapath.TunnelGREL3
+	}
+	vp, err := bk.tunnelVport(kind, cfg.DstPort)
 	if err != nil {
 		return Port{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -347,6 +361,11 @@ func (bk *Backer) tunnelVport(kind string, dstPort uint16) (datapath.Vport, erro
 		return vp, nil
 	}
 	lt := datapath.TunnelLegacyType(kind)
+	if kind == datapath.TunnelGREL3 {
+		// The in-memory datapath's GRE vport carries what the actions
+		// give it, with an Ethernet header or without.
+		lt = datapath.VportGRE
+	}
 	if lt == 0 {
 		return datapath.Vport{}, fmt.Errorf("tunnel type %s: datapath %s has no vport type for it: %w", kind, bk.DP.Name(), datapath.ErrNotSupported)
 	}
@@ -388,6 +407,10 @@ func (bk *Backer) tunnelClash(name string, cfg *TunnelConfig) error {
 	for _, ends := range bk.set.Load().tunnels {
 		for _, e := range ends {
 			o := &e.p.tunnel.cfg
+			if o.Type == cfg.Type && o.L3 != cfg.L3 {
+				// One gre_sys vport: a gretap or a gre device.
+				return fmt.Errorf("%s: %s ports with packet_type legacy_l2 and legacy_l3 (port '%s') cannot share a datapath in govswitchd", name, cfg.Type, e.p.Name)
+			}
 			if o.Type == cfg.Type && o.DstPort == cfg.DstPort && o.Remote == cfg.Remote && o.RemoteFlow == cfg.RemoteFlow &&
 				o.Local == cfg.Local && o.LocalFlow == cfg.LocalFlow && o.InKey == cfg.InKey && o.InKeyFlow == cfg.InKeyFlow {
 				return fmt.Errorf("%s: attempting to add tunnel port with same config as port '%s'", name, e.p.Name)

@@ -362,3 +362,73 @@ func TestTunnelXlateErspan(t *testing.T) {
 		t.Errorf("key 2 from e4's remote: %s (%q)", datapath.FormatActions(out.Actions), out.Dropped)
 	}
 }
+
+// TestTunnelXlateLegacyL3: OVS test 163's flows on a gre port with
+// packet_type=legacy_l3. Out: the frame loses its Ethernet header before
+// the tunnel. In: the IP packet gets a dummy one for the tables, pushed
+// with the addresses the actions set at the output to an Ethernet port.
+// gre ports of both packet types cannot share the datapath's gre_sys.
+func TestTunnelXlateLegacyL3(t *testing.T) {
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	p1 := br0.Ports.byName("p1")
+	c, err := ParseTunnelConfig("g0", "gre", map[string]string{"remote_ip": "172.31.1.1", "packet_type": "legacy_l3"})
+	if err != nil || !c.L3 {
+		t.Fatalf("legacy_l3: %+v %v", c, err)
+	}
+	g0, err := br0.AddTunnelPort("g0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3, err := ParseTunnelConfig("g2", "gre", map[string]string{"remote_ip": "172.31.1.3", "packet_type": "legacy_l3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, err := br0.AddTunnelPort("g2", c3, 0, PortVLAN{})
+	if err != nil || g2.DPPort != g0.DPPort {
+		t.Fatalf("a second legacy_l3 port: %+v %v", g2, err)
+	}
+	c2, err := ParseTunnelConfig("g1", "gre", map[string]string{"remote_ip": "172.31.1.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br0.AddTunnelPort("g1", c2, 0, PortVLAN{}); err == nil || !strings.Contains(err.Error(), "legacy_l3") {
+		t.Errorf("an L2 gre port beside an L3 one: %v, want a refusal", err)
+	}
+	if _, err := ParseTunnelConfig("x", "vxlan", map[string]string{"remote_ip": "10.0.0.1", "packet_type": "legacy_l3"}); err == nil {
+		t.Error("vxlan packet_type=legacy_l3 accepted")
+	}
+	src, dst := openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}, setEthDst([6]byte{0, 0x12, 0x34, 0x56, 0x78, 0xbb})
+	copy(src.Value[:], []byte{0, 0x12, 0x34, 0x56, 0x78, 0xaa})
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(g0.OFPort, 0))
+	addRule(t, br0, g0.OFPort, 0, src, dst, openflow.Output(p1.OFPort, 0), openflow.Output(g2.OFPort, 0), openflow.Output(p1.OFPort, 0))
+	now := time.Now()
+	out := Out{Actions: make([]byte, 0, 1024)}
+
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "pop_eth,set(tunnel(dst=172.31.1.1,ttl=64,flags(df))),"+u32s(g0.DPPort); got != want {
+		t.Errorf("output to g0: %s, want %s", got, want)
+	}
+
+	// In: the kernel's key of a packet from the gre device.
+	flow.ExtractInto(&key, synFrame(7), &flow.Metadata{InPort: g0.DPPort, Tunnel: flow.Tunnel{IPv4Src: [4]byte{172, 31, 1, 1},
+		IPv4Dst: [4]byte{172, 31, 1, 100}, TTL: 64}})
+	key.L3, key.EthSrc, key.EthDst = true, [6]byte{}, [6]byte{}
+	bk.Translate(&key, now, true, &out)
+	want := "push_eth(src=00:12:34:56:78:aa,dst=00:12:34:56:78:bb)," + u32s(p1.DPPort) +
+		",pop_eth,set(tunnel(dst=172.31.1.3,ttl=64,flags(df)))," + u32s(g0.DPPort) +
+		",push_eth(src=00:12:34:56:78:aa,dst=00:12:34:56:78:bb)," + u32s(p1.DPPort)
+	if got := datapath.FormatActions(out.Actions); got != want || out.Dropped != "" {
+		t.Errorf("from g0: %s (%q)\n     want %s", got, out.Dropped, want)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("legacy_l3 receive allocates %v times", n)
+	}
+	// The datapath's key and mask for it have no Ethernet attribute.
+	fm := out.WC
+	datapath.FitMask(&key, &fm)
+	if s := flow.Format(&key, &fm); strings.Contains(s, "eth(") || !strings.Contains(s, "eth_type(0x0800),ipv4(") {
+		t.Errorf("megaflow %s: want no eth()", s)
+	}
+}

@@ -282,6 +282,9 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 		}
 	}
 	c.flow.InPort = c.inPort.OFPort
+	if key.L3 {
+		c.l3Input() // xlate_encap.go
+	}
 	if isLACPFrame(key, c.inPort) {
 		c.lacpSlowPath(c.inPort) // lacp_bond.go, as OVS's process_special
 		return

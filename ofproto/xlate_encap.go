@@ -27,7 +27,9 @@ import (
 //     packet with one label is pop_mpls to that ethertype, which leaves a
 //     bare IP packet whose header only the datapath has seen. OVS
 //     recirculates at once, with a flow key that has no Ethernet header;
-//     this switch's keys always have one, so the translation goes on as
+//     this switch's tables never see such a packet (flow.Key.L3 is the
+//     datapath's, for a legacy_l3 port's input, which l3Input gives a
+//     dummy Ethernet header at once), so the translation goes on as
 //     after a pop_mpls (wasMPLS): actions that need the IP header freeze
 //     it, and those that do not run first, encap(ethernet) among them.
 //     The packet recirculates once push_eth has made it an Ethernet frame
@@ -35,9 +37,10 @@ import (
 //     (encapCheck at flow_mod time, mplsFreeze in translation).
 //
 // A bare L3 packet is not otherwise a packet this switch models (the
-// flow key has no packet_type): it is never recirculated or looked up,
+// tables have no packet_type): it is never recirculated or looked up,
 // and encap or decap of anything else is refused at flow_mod time
-// (checkSupported) or ends the translation in a drop.
+// (checkSupported) or ends the translation in a drop. A legacy_l3 port's
+// packets are Ethernet frames to the tables: l3Input, beginL3Output.
 
 // encapState is the packet-type part of a translation.
 type encapState struct {
@@ -68,8 +71,8 @@ func encapSupported(a *openflow.Action) bool {
 // pop of the last label of a bare MPLS packet to IP (a decap to IP, or a
 // pop_mpls) the packet has no Ethernet header until an encap(ethernet),
 // and an action that needs its IP header (one that mplsNeedsRecirc names)
-// would recirculate it so, which this switch does not do: its flow keys
-// always have an Ethernet header. Where the list starts on a bare packet
+// would recirculate it so, which this switch does not do: its tables see
+// Ethernet frames only. Where the list starts on a bare packet
 // (after a resubmit), translation refuses it instead (mplsFreeze).
 type encapCheck struct {
 	noEth  bool // a decap or encap(mpls), and no encap(ethernet) since
@@ -265,6 +268,53 @@ func (c *xctx) commitEncap(acts []byte) []byte {
 		e.baseNoEth = true
 	}
 	return acts
+}
+
+// l3Input starts the translation of a packet without Ethernet, from a
+// legacy_l3 port, as ovs-vswitchd's xlate_actions: the tables see it
+// with a dummy Ethernet header (zero addresses), which the first output
+// to a port that takes Ethernet frames pushes, with the addresses the
+// actions set by then.
+func (c *xctx) l3Input() {
+	c.flow.L3 = false
+	c.encap.baseNoEth, c.encap.pushEth = true, true
+}
+
+// l3Output is what beginL3Output saved for endL3Output.
+type l3Output struct {
+	ethSrc, ethDst [6]byte
+	noEth          bool
+}
+
+// beginL3Output commits the packet for an output to a legacy_l3 port:
+// without its Ethernet header (pop_eth, or no push_eth if it was not
+// pushed yet), as ovs-vswitchd's compose_output_action. It reports false
+// (and outputs nothing) for a VLAN-tagged frame, whose header the
+// datapath does not pop.
+func (c *xctx) beginL3Output(s *l3Output) bool {
+	f, e := &c.flow, &c.encap
+	*s = l3Output{ethSrc: f.EthSrc, ethDst: f.EthDst, noEth: e.noEth}
+	if !e.noEth {
+		c.out.WC.VLANs[0].TCI |= flow.VLANPresent
+		if f.VLANs[0].TCI&flow.VLANPresent != 0 {
+			return false
+		}
+		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
+		e.noEth, e.pushEth = true, false
+	}
+	c.commit()
+	return true
+}
+
+// endL3Output makes the flow again what it was before beginL3Output: a
+// frame whose Ethernet header the datapath's packet no longer has, and
+// which the next output to an Ethernet port pushes again.
+func (c *xctx) endL3Output(s *l3Output) {
+	if s.noEth {
+		return
+	}
+	c.flow.EthSrc, c.flow.EthDst = s.ethSrc, s.ethDst
+	c.encap.noEth, c.encap.pushEth = false, true
 }
 
 // unsupportedHere ends the translation in a drop, naming why.

@@ -130,7 +130,15 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if isERSPANType(cfg.Type) {
 		erspanOutput(cfg, &t, &f.Tunnel, wc)
 	}
-	c.commit()
+	var l3 l3Output
+	if cfg.L3 {
+		if !c.beginL3Output(&l3) { // xlate_encap.go
+			f.Tunnel = saved
+			return
+		}
+	} else {
+		c.commit()
+	}
 	if c.base.Tunnel != t {
 		f.Tunnel = t
 		c.out.Actions = datapath.AppendSet(c.out.Actions, datapath.KeyAttrTunnel, f)
@@ -139,6 +147,9 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go (without the tunnel elements)
 	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
 	f.Tunnel = saved
+	if cfg.L3 {
+		c.endL3Output(&l3)
+	}
 }
 
 // erspanOutput fills the ERSPAN metadata of tunnel t, sent to an erspan

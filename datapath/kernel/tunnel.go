@@ -20,7 +20,7 @@ const tunnelMTU = 65000
 // as ovs-vswitchd 3.1 makes it on Linux (lib/dpif-netlink-rtnl.c): a
 // network device of the kind's lightweight-tunnel type in collect-metadata
 // mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap, erspan,
-// ip6erspan), made
+// ip6erspan, gre for TunnelGREL3), made
 // over rtnetlink and attached as a netdev vport. Where the kernel refuses
 // the device (a module missing, a kernel without metadata mode), the legacy
 // tunnel vport type (OVS_VPORT_TYPE_VXLAN, GENEVE, GRE, with the UDP port
@@ -33,6 +33,13 @@ func (d *Datapath) AddTunnelVport(kind string, dstPort uint16) (datapath.Vport, 
 	}
 	name := datapath.TunnelVportName(kind, dstPort)
 	if vp, err := d.Vport(name); err == nil {
+		// gre_sys is a "gre" device for TunnelGREL3, a "gretap" one
+		// for TunnelGRE: one left over of the other kind would carry
+		// the wrong packets.
+		if l, lerr := netlink.LinkByName(name); lerr == nil && (kind == datapath.TunnelGREL3) != (l.Type() == "gre") &&
+			(kind == datapath.TunnelGRE || kind == datapath.TunnelGREL3) {
+			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a %s device", name, l.Type())
+		}
 		return vp, nil
 	}
 	rtErr := d.makeTunnelDevice(kind, name, dstPort)
@@ -75,6 +82,11 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv6zero}
 	case datapath.TunnelERSPAN, datapath.TunnelIP6ERSPAN:
 		return makeErspanDevice(kind, name)
+	case datapath.TunnelGREL3:
+		// Its packets reach the datapath without an Ethernet header
+		// (the device is ARPHRD_NONE in metadata mode), as
+		// ovs-vswitchd's legacy_l3 "gre" device.
+		link = &netlink.Gretun{LinkAttrs: attrs, FlowBased: true, Local: net.IPv4zero}
 	default:
 		return fmt.Errorf("tunnel kind %q: %w", kind, datapath.ErrNotSupported)
 	}
@@ -94,6 +106,8 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 		case *netlink.Geneve:
 			l.LinkAttrs = attrs
 		case *netlink.Gretap:
+			l.LinkAttrs = attrs
+		case *netlink.Gretun:
 			l.LinkAttrs = attrs
 		}
 		if err2 := netlink.LinkAdd(link2); err2 != nil {
