@@ -18,6 +18,13 @@ const (
 	// gre_sys too, a "gre" device where TunnelGRE's is a "gretap", so
 	// the two cannot share a datapath.
 	TunnelGREL3 = "gre_l3"
+	// TunnelVXLANGPE is vxlan with options:exts=gpe and
+	// packet_type=legacy_l3: VXLAN-GPE, whose header names the inner
+	// protocol, carrying IP packets with no Ethernet header. Its vport
+	// is vxlan_sys_PORT too, a vxlan device in GPE mode (ARPHRD_NONE)
+	// where TunnelVXLAN's carries Ethernet frames, so the two cannot
+	// share a UDP port.
+	TunnelVXLANGPE = "vxlan_gpe"
 )
 
 // TunnelVporter is a datapath that makes the shared tunnel vports itself,
@@ -40,7 +47,8 @@ type TunnelVporter interface {
 // TunnelDefaultPort is the IANA UDP port of a UDP tunnel kind, 0 for GRE.
 func TunnelDefaultPort(kind string) uint16 {
 	switch kind {
-	case TunnelVXLAN:
+	case TunnelVXLAN, TunnelVXLANGPE:
+		// ovs-vswitchd's default for VXLAN-GPE is VXLAN's too.
 		return 4789
 	case TunnelGeneve:
 		return 6081
@@ -56,7 +64,7 @@ func TunnelVportName(kind string, dstPort uint16) string {
 		dstPort = TunnelDefaultPort(kind)
 	}
 	switch kind {
-	case TunnelVXLAN:
+	case TunnelVXLAN, TunnelVXLANGPE:
 		return fmt.Sprintf("vxlan_sys_%d", dstPort)
 	case TunnelGeneve:
 		return fmt.Sprintf("genev_sys_%d", dstPort)
@@ -67,7 +75,8 @@ func TunnelVportName(kind string, dstPort uint16) string {
 }
 
 // TunnelLegacyType is the compat vport type of a tunnel kind, or 0 where
-// the kernel has none (ip6gre, erspan, ip6erspan).
+// the kernel has none (ip6gre, erspan, ip6erspan, and vxlan_gpe: the
+// legacy vxlan vport knows no GPE).
 func TunnelLegacyType(kind string) VportType {
 	switch kind {
 	case TunnelVXLAN:

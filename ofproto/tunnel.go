@@ -32,7 +32,8 @@ type TunnelConfig struct {
 	TOS, TTL                    uint8
 	TOSInherit, TTLInherit      bool
 	Csum, DontFragment          bool
-	L3                          bool // packet_type=legacy_l3 (gre): no Ethernet header in the tunnel
+	L3                          bool // packet_type=legacy_l3 (gre, vxlan with GPE): no Ethernet header in the tunnel
+	GPE                         bool // exts=gpe (vxlan): VXLAN-GPE, legacy_l3 only in govswitchd
 
 	// ERSPAN (erspan and ip6erspan only): the version 1 (type II) or 2
 	// (type III) and its fields, sent with every packet; 0 is none
@@ -172,12 +173,28 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			// (legacy_l3: translation gives them an Ethernet header on
 			// the way in and takes it off on the way out, as
 			// ovs-vswitchd does). ptap needs packet_type matching.
+			// vxlan carries IP packets only with exts=gpe, checked
+			// once every option is read.
 			switch {
 			case v == "legacy_l2":
-			case v == "legacy_l3" && typ == datapath.TunnelGRE:
+			case v == "legacy_l3" && (typ == datapath.TunnelGRE || typ == datapath.TunnelVXLAN):
 				c.L3 = true
 			default:
-				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is, and legacy_l3 for gre)", name, typ, v)
+				return c, fmt.Errorf("%s: %s packet_type=%s is not supported by govswitchd (legacy_l2 is, and legacy_l3 for gre and VXLAN-GPE)", name, typ, v)
+			}
+		case "exts":
+			if typ != datapath.TunnelVXLAN {
+				return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
+			}
+			for _, ext := range strings.Split(v, ",") {
+				switch ext {
+				case "gpe":
+					c.GPE = true
+				case "gbp":
+					return c, fmt.Errorf("%s: vxlan extension 'gbp' is not supported by govswitchd", name)
+				default:
+					return c, fmt.Errorf("%s: unknown extension '%s'", name, ext)
+				}
 			}
 		case "erspan_ver", "erspan_idx", "erspan_dir", "erspan_hwid":
 			if !erspan {
@@ -197,6 +214,18 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			c.DontFragment = v != "false"
 		default:
 			return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
+		}
+	}
+	if typ == datapath.TunnelVXLAN {
+		// As set_tunnel_config: VXLAN carries IP packets only with
+		// GPE, and GPE's default packet_type is legacy_l2, which
+		// govswitchd does not give a GPE device (Ethernet frames
+		// ride in VXLAN without it).
+		switch {
+		case c.L3 && !c.GPE:
+			return c, fmt.Errorf("%s: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic", name)
+		case c.GPE && !c.L3:
+			return c, fmt.Errorf("%s: VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd (packet_type=legacy_l3 is)", name)
 		}
 	}
 	if c.L3 && (c.Remote.Is6() || c.Local.Is6()) {
@@ -325,10 +354,7 @@ func (b *Bridge) AddTunnelPort(name string, cfg TunnelConfig, ofport uint32, v P
 	if err := bk.tunnelClash(name, &cfg); err != nil {
 		return Port{}, err
 	}
-	kind := cfg.Type
-	if cfg.L3 {
-		kind = datapath.TunnelGREL3
-	}
+	kind := cfg.vportKind()
 	vp, err := bk.tunnelVport(kind, cfg.DstPort)
 	if err != nil {
 		return Port{}, fmt.Errorf("%s: %w", name, err)
@@ -350,6 +376,18 @@ func (b *Bridge) AddTunnelPort(name string, cfg TunnelConfig, ofport uint32, v P
 	return p, nil
 }
 
+// vportKind is the datapath tunnel kind of c's shared vport: its type's,
+// or the L3 kind of gre and VXLAN-GPE, whose devices differ.
+func (c *TunnelConfig) vportKind() string {
+	switch {
+	case c.L3 && c.Type == datapath.TunnelGRE:
+		return datapath.TunnelGREL3
+	case c.GPE:
+		return datapath.TunnelVXLANGPE
+	}
+	return c.Type
+}
+
 // tunnelVport returns the shared vport of tunnels of kind on dstPort, made
 // now if the datapath lacks it. The caller holds bk.mu.
 func (bk *Backer) tunnelVport(kind string, dstPort uint16) (datapath.Vport, error) {
@@ -361,10 +399,13 @@ func (bk *Backer) tunnelVport(kind string, dstPort uint16) (datapath.Vport, erro
 		return vp, nil
 	}
 	lt := datapath.TunnelLegacyType(kind)
-	if kind == datapath.TunnelGREL3 {
-		// The in-memory datapath's GRE vport carries what the actions
-		// give it, with an Ethernet header or without.
+	switch kind {
+	case datapath.TunnelGREL3:
+		// The in-memory datapath's GRE and VXLAN vports carry what
+		// the actions give them, with an Ethernet header or without.
 		lt = datapath.VportGRE
+	case datapath.TunnelVXLANGPE:
+		lt = datapath.VportVXLAN
 	}
 	if lt == 0 {
 		return datapath.Vport{}, fmt.Errorf("tunnel type %s: datapath %s has no vport type for it: %w", kind, bk.DP.Name(), datapath.ErrNotSupported)
@@ -407,9 +448,14 @@ func (bk *Backer) tunnelClash(name string, cfg *TunnelConfig) error {
 	for _, ends := range bk.set.Load().tunnels {
 		for _, e := range ends {
 			o := &e.p.tunnel.cfg
-			if o.Type == cfg.Type && o.L3 != cfg.L3 {
+			if o.Type == cfg.Type && o.L3 != cfg.L3 && cfg.Type == datapath.TunnelGRE {
 				// One gre_sys vport: a gretap or a gre device.
 				return fmt.Errorf("%s: %s ports with packet_type legacy_l2 and legacy_l3 (port '%s') cannot share a datapath in govswitchd", name, cfg.Type, e.p.Name)
+			}
+			if o.Type == cfg.Type && o.GPE != cfg.GPE && o.DstPort == cfg.DstPort {
+				// One vxlan_sys_PORT vport: a vxlan device in
+				// GPE mode or not.
+				return fmt.Errorf("%s: vxlan ports with and without exts=gpe (port '%s') cannot share UDP port %d in govswitchd", name, e.p.Name, cfg.DstPort)
 			}
 			if o.Type == cfg.Type && o.DstPort == cfg.DstPort && o.Remote == cfg.Remote && o.RemoteFlow == cfg.RemoteFlow &&
 				o.Local == cfg.Local && o.LocalFlow == cfg.LocalFlow && o.InKey == cfg.InKey && o.InKeyFlow == cfg.InKeyFlow {
@@ -520,7 +566,7 @@ func (s *backerSet) tunnelReceiver(key *flow.Key) *tunnelEnd {
 }
 
 // TunnelVportKind is the tunnel type (vxlan, geneve, gre, ip6gre, erspan,
-// ip6erspan) of
+// ip6erspan; VXLAN-GPE's is vxlan too, as ovs-vswitchd names it) of
 // datapath port portNo when it is a shared tunnel vport with a tunnel port
 // on it, "" otherwise.
 func (bk *Backer) TunnelVportKind(portNo uint32) string {

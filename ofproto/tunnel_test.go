@@ -47,7 +47,36 @@ func TestParseTunnelConfig(t *testing.T) {
 		{name: "bad remote", typ: "vxlan", opts: map[string]string{"remote_ip": "nonsense"}, err: "bad vxlan 'remote_ip'"},
 		{name: "ip6gre v4 remote", typ: "ip6gre", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "bad ip6gre 'remote_ip'"},
 		{name: "mixed families", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "local_ip": "fc00::1"}, err: "one address family"},
-		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"}, err: "'exts' is not supported"},
+		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "1"}, err: "'egress_pkt_mark' is not supported"},
+		{name: "vxlan-gpe", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l3"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.GPE || !c.L3 || c.DstPort != 4789 || c.vportKind() != datapath.TunnelVXLANGPE {
+					t.Errorf("%+v (vport kind %s)", c, c.vportKind())
+				}
+			}},
+		{name: "vxlan-gpe dst_port", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l3", "dst_port": "4790"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.DstPort != 4790 || datapath.TunnelVportName(c.vportKind(), c.DstPort) != "vxlan_sys_4790" {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "gre legacy_l3 kind", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "packet_type": "legacy_l3"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if c.GPE || c.vportKind() != datapath.TunnelGREL3 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "vxlan legacy_l3 without gpe", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "packet_type": "legacy_l3"},
+			err: "t0: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic"},
+		{name: "vxlan-gpe legacy_l2", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe"},
+			err: "VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd"},
+		{name: "vxlan-gpe legacy_l2 asked", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l2"},
+			err: "VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd"},
+		{name: "vxlan gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"}, err: "extension 'gbp' is not supported by govswitchd"},
+		{name: "vxlan gpe,gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe,gbp", "packet_type": "legacy_l3"}, err: "extension 'gbp' is not supported"},
+		{name: "vxlan unknown ext", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "nsh"}, err: "t0: unknown extension 'nsh'"},
+		{name: "exts on geneve", typ: "geneve", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe"}, err: "geneve argument 'exts' is not supported"},
+		{name: "vxlan-gpe over IPv6", typ: "vxlan", opts: map[string]string{"remote_ip": "fc00::1", "exts": "gpe", "packet_type": "legacy_l3"}, err: "legacy_l3 over IPv6 is not supported"},
 		{name: "gre dst_port", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "dst_port": "99"}, err: "does not support 'dst_port'"},
 		{name: "bad key", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "key": "x"}, err: "bad gre 'key'"},
 		{name: "bad tos", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "tos": "3"}, err: "invalid TOS"},
@@ -430,5 +459,80 @@ func TestTunnelXlateLegacyL3(t *testing.T) {
 	datapath.FitMask(&key, &fm)
 	if s := flow.Format(&key, &fm); strings.Contains(s, "eth(") || !strings.Contains(s, "eth_type(0x0800),ipv4(") {
 		t.Errorf("megaflow %s: want no eth()", s)
+	}
+}
+
+// TestTunnelXlateVXLANGPE: a vxlan port with exts=gpe and
+// packet_type=legacy_l3 (OVS test 162) is translated as a legacy_l3 gre
+// port is: its vport is vxlan_sys_4789 in GPE mode, the frame loses its
+// Ethernet header on the way out, and a packet from it gets one (with the
+// addresses the actions set) at the output to an Ethernet port. A vxlan
+// port without GPE cannot share its UDP port, and may use another.
+func TestTunnelXlateVXLANGPE(t *testing.T) {
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	p1 := br0.Ports.byName("p1")
+	c, err := ParseTunnelConfig("v0", "vxlan", map[string]string{"remote_ip": "172.31.1.1", "packet_type": "legacy_l3", "exts": "gpe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0, err := br0.AddTunnelPort("v0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vp, err := bk.DP.Vport("vxlan_sys_4789"); err != nil || vp.PortNo != v0.DPPort {
+		t.Fatalf("vport of v0: %+v %v, want vxlan_sys_4789 as port %d", vp, err, v0.DPPort)
+	}
+	l2, err := ParseTunnelConfig("v1", "vxlan", map[string]string{"remote_ip": "172.31.1.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br0.AddTunnelPort("v1", l2, 0, PortVLAN{}); err == nil || !strings.Contains(err.Error(), "exts=gpe (port 'v0') cannot share UDP port 4789") {
+		t.Errorf("an L2 vxlan port on the GPE port's UDP port: %v, want a refusal", err)
+	}
+	l2o, err := ParseTunnelConfig("v2", "vxlan", map[string]string{"remote_ip": "172.31.1.2", "dst_port": "4790"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := br0.AddTunnelPort("v2", l2o, 0, PortVLAN{})
+	if err != nil || v2.DPPort == v0.DPPort {
+		t.Fatalf("an L2 vxlan port on another UDP port: %+v %v", v2, err)
+	}
+	// A legacy_l3 gre port is another vport, and no clash.
+	g, err := ParseTunnelConfig("g0", "gre", map[string]string{"remote_ip": "172.31.1.1", "packet_type": "legacy_l3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := br0.AddTunnelPort("g0", g, 0, PortVLAN{})
+	if err != nil || g0.DPPort == v0.DPPort {
+		t.Fatalf("a legacy_l3 gre port beside: %+v %v", g0, err)
+	}
+
+	src, dst := openflow.Action{Type: openflow.ActSetField, Field: openflow.FieldEthSrc}, setEthDst([6]byte{0, 0x12, 0x34, 0x56, 0x78, 0xbb})
+	copy(src.Value[:], []byte{0, 0x12, 0x34, 0x56, 0x78, 0xaa})
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(v0.OFPort, 0))
+	addRule(t, br0, v0.OFPort, 0, src, dst, openflow.Output(p1.OFPort, 0), openflow.Output(v2.OFPort, 0))
+	now := time.Now()
+	out := Out{Actions: make([]byte, 0, 1024)}
+
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "pop_eth,set(tunnel(dst=172.31.1.1,ttl=64,tp_dst=4789,flags(df))),"+u32s(v0.DPPort); got != want {
+		t.Errorf("output to v0: %s, want %s", got, want)
+	}
+
+	// In: the kernel's key of a packet from the GPE device. The output
+	// to the L2 vxlan port after p1 keeps the pushed Ethernet header.
+	flow.ExtractInto(&key, synFrame(7), &flow.Metadata{InPort: v0.DPPort, Tunnel: flow.Tunnel{IPv4Src: [4]byte{172, 31, 1, 1},
+		IPv4Dst: [4]byte{172, 31, 1, 100}, TTL: 64, TpDst: 4789}})
+	key.L3, key.EthSrc, key.EthDst = true, [6]byte{}, [6]byte{}
+	bk.Translate(&key, now, true, &out)
+	want := "push_eth(src=00:12:34:56:78:aa,dst=00:12:34:56:78:bb)," + u32s(p1.DPPort) +
+		",set(tunnel(dst=172.31.1.2,ttl=64,tp_dst=4790,flags(df)))," + u32s(v2.DPPort)
+	if got := datapath.FormatActions(out.Actions); got != want || out.Dropped != "" {
+		t.Errorf("from v0: %s (%q)\n     want %s", got, out.Dropped, want)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("VXLAN-GPE receive allocates %v times", n)
 	}
 }

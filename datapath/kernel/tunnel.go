@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +21,7 @@ const tunnelMTU = 65000
 // as ovs-vswitchd 3.1 makes it on Linux (lib/dpif-netlink-rtnl.c): a
 // network device of the kind's lightweight-tunnel type in collect-metadata
 // mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap, erspan,
-// ip6erspan, gre for TunnelGREL3), made
+// ip6erspan, gre for TunnelGREL3, vxlan in GPE mode for TunnelVXLANGPE), made
 // over rtnetlink and attached as a netdev vport. Where the kernel refuses
 // the device (a module missing, a kernel without metadata mode), the legacy
 // tunnel vport type (OVS_VPORT_TYPE_VXLAN, GENEVE, GRE, with the UDP port
@@ -39,6 +40,16 @@ func (d *Datapath) AddTunnelVport(kind string, dstPort uint16) (datapath.Vport, 
 		if l, lerr := netlink.LinkByName(name); lerr == nil && (kind == datapath.TunnelGREL3) != (l.Type() == "gre") &&
 			(kind == datapath.TunnelGRE || kind == datapath.TunnelGREL3) {
 			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a %s device", name, l.Type())
+		}
+		// So is vxlan_sys_PORT a vxlan device in GPE mode (without
+		// Ethernet: ARPHRD_NONE) for TunnelVXLANGPE only.
+		if l, lerr := netlink.LinkByName(name); lerr == nil && (kind == datapath.TunnelVXLAN || kind == datapath.TunnelVXLANGPE) &&
+			(kind == datapath.TunnelVXLANGPE) != isVxlanGPE(l) {
+			mode := "without GPE"
+			if isVxlanGPE(l) {
+				mode = "in GPE mode"
+			}
+			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a vxlan device %s", name, mode)
 		}
 		return vp, nil
 	}
@@ -82,6 +93,8 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 		link = &netlink.Gretap{LinkAttrs: attrs, FlowBased: true, Local: net.IPv6zero}
 	case datapath.TunnelERSPAN, datapath.TunnelIP6ERSPAN:
 		return makeErspanDevice(kind, name)
+	case datapath.TunnelVXLANGPE:
+		return makeVxlanGPEDevice(name, dstPort)
 	case datapath.TunnelGREL3:
 		// Its packets reach the datapath without an Ethernet header
 		// (the device is ARPHRD_NONE in metadata mode), as
@@ -93,6 +106,9 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 	if old, err := netlink.LinkByName(name); err == nil {
 		if old.Type() != link.Type() {
 			return fmt.Errorf("device %s exists and is a %s, not a %s", name, old.Type(), link.Type())
+		}
+		if kind == datapath.TunnelVXLAN && isVxlanGPE(old) {
+			return fmt.Errorf("device %s exists and is a vxlan device in GPE mode", name)
 		}
 		link = old
 	} else if err := netlink.LinkAdd(link); err != nil {
@@ -154,6 +170,51 @@ func makeErspanDevice(kind, name string) error {
 		}
 		return nil
 	}
+	return createRawLink(kind, name, func(data *nl.RtAttr) {
+		data.AddRtAttr(nl.IFLA_GRE_COLLECT_METADATA, nil)
+	})
+}
+
+// makeVxlanGPEDevice creates (or finds) the vxlan device name in GPE mode
+// on UDP port dstPort, as ovs-vswitchd's dpif_netlink_rtnl_create makes
+// it for exts=gpe: collect metadata, learning off (the kernel refuses GPE
+// with learning, which it turns on when the attribute is absent), zero
+// UDP checksums over IPv6 taken, IFLA_VXLAN_GPE. The device has no
+// Ethernet (ARPHRD_NONE): the GPE header's next-protocol field says what
+// it carries, IPv4 or IPv6 from the packet's ethertype. The netlink
+// package's Vxlan has no GPE flag, so the request is built here.
+func makeVxlanGPEDevice(name string, dstPort uint16) error {
+	if old, err := netlink.LinkByName(name); err == nil {
+		if old.Type() != "vxlan" || !isVxlanGPE(old) {
+			return fmt.Errorf("device %s exists and is a %s (%s), not a vxlan device in GPE mode", name, old.Type(), old.Attrs().EncapType)
+		}
+		if err := netlink.LinkSetUp(old); err != nil {
+			return fmt.Errorf("set %s up: %w", name, err)
+		}
+		return nil
+	}
+	return createRawLink("vxlan", name, func(data *nl.RtAttr) {
+		data.AddRtAttr(unix.IFLA_VXLAN_LEARNING, nl.Uint8Attr(0))
+		data.AddRtAttr(unix.IFLA_VXLAN_COLLECT_METADATA, nl.Uint8Attr(1))
+		data.AddRtAttr(unix.IFLA_VXLAN_UDP_ZERO_CSUM6_RX, nl.Uint8Attr(1))
+		data.AddRtAttr(unix.IFLA_VXLAN_GPE, nil)
+		var port [2]byte
+		binary.BigEndian.PutUint16(port[:], dstPort)
+		data.AddRtAttr(unix.IFLA_VXLAN_PORT, port[:])
+	})
+}
+
+// isVxlanGPE reports whether vxlan device l is in GPE mode: the only
+// vxlan devices without Ethernet (the netlink package does not decode
+// IFLA_VXLAN_GPE).
+func isVxlanGPE(l netlink.Link) bool {
+	return l.Type() == "vxlan" && l.Attrs().EncapType == "none"
+}
+
+// createRawLink creates network device name of rtnetlink kind, up, with
+// the large MTU (or the device's default where that is refused, as for
+// the other kinds), and the IFLA_INFO_DATA attributes data adds.
+func createRawLink(kind, name string, data func(*nl.RtAttr)) error {
 	create := func(mtu uint32) error {
 		req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
@@ -165,15 +226,12 @@ func makeErspanDevice(kind, name string) error {
 		}
 		info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
 		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
-		data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
-		data.AddRtAttr(nl.IFLA_GRE_COLLECT_METADATA, nil)
+		data(info.AddRtAttr(nl.IFLA_INFO_DATA, nil))
 		req.AddData(info)
 		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 		return err
 	}
 	if err := create(tunnelMTU); err != nil {
-		// As for the other kinds: the device's default MTU serves where
-		// the large one is refused.
 		if err2 := create(0); err2 != nil {
 			return fmt.Errorf("create %s device %s: %w", kind, name, errors.Join(err, err2))
 		}

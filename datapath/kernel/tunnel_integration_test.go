@@ -1,0 +1,73 @@
+package kernel
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/internal/testbed"
+	"github.com/vishvananda/netlink"
+)
+
+// TestIntegrationTunnelVXLANGPE: the VXLAN-GPE vport (OVS test 162) is
+// vxlan_sys_PORT, a vxlan device without Ethernet in metadata mode, GPE,
+// learning off, on its UDP port, as ovs-vswitchd makes it; asking for it
+// again finds it, a vxlan vport without GPE on that UDP port is refused
+// while it is there (and the other way round), and deleting it deletes
+// the device.
+func TestIntegrationTunnelVXLANGPE(t *testing.T) {
+	testbed.Require(t)
+	name := uniqueName("gx")
+	p, err := Provider{}.Create(name, datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := p.(*Datapath)
+	const dev = "vxlan_sys_4791"
+	t.Cleanup(func() {
+		dp.Close()
+		Provider{}.Delete(name)
+		exec.Command("ip", "link", "del", dev).Run()
+	})
+	vp, err := dp.AddTunnelVport(datapath.TunnelVXLANGPE, 4791)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vp.Name != dev || vp.Type != datapath.VportNetdev {
+		t.Fatalf("vport %+v: want netdev %s", vp, dev)
+	}
+	out, err := exec.Command("ip", "-d", "link", "show", dev).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -d link show %s: %v\n%s", dev, err, out)
+	}
+	t.Logf("%s", out)
+	for _, w := range []string{"link/none", "vxlan", "external", "nolearning", "dstport 4791", "gpe"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("device %s lacks %q", dev, w)
+		}
+	}
+	again, err := dp.AddTunnelVport(datapath.TunnelVXLANGPE, 4791)
+	if err != nil || again.PortNo != vp.PortNo {
+		t.Errorf("again: %+v %v, want port %d", again, err, vp.PortNo)
+	}
+	if _, err := dp.AddTunnelVport(datapath.TunnelVXLAN, 4791); err == nil || !strings.Contains(err.Error(), "GPE mode") {
+		t.Errorf("a vxlan vport without GPE on the GPE device's port: %v, want a refusal", err)
+	}
+	if err := dp.DeleteTunnelVport(vp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName(dev); err == nil {
+		t.Errorf("device %s outlived its vport", dev)
+	}
+	l2, err := dp.AddTunnelVport(datapath.TunnelVXLAN, 4791)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.AddTunnelVport(datapath.TunnelVXLANGPE, 4791); err == nil || !strings.Contains(err.Error(), "without GPE") {
+		t.Errorf("a GPE vport on an Ethernet vxlan device's port: %v, want a refusal", err)
+	}
+	if err := dp.DeleteTunnelVport(l2); err != nil {
+		t.Fatal(err)
+	}
+}
