@@ -326,7 +326,28 @@ func (st *ipfixState) sample(b *Bridge, up *datapath.Upcall, ck *SampleCookie) {
 	if s.Direction == ipfix.Egress {
 		s.Out = st.iface(b, ck.Output)
 	}
+	// Tunnel traffic, as ovs-vswitchd tells it: a sample of a packet
+	// entering (no output port) with an IPv4 outer header, from the
+	// packet's tunnel metadata, on a tunnel port of a type the exporter
+	// knows. Egress samples carry no tunnel yet.
+	if exp.Config().TunnelSampling && ck.Output == odppNone && k.Tunnel.IPv4Dst != [4]byte{} {
+		s.Tunnel, s.TunnelType = &k.Tunnel, ipfixTunnelType(b, k.InPort)
+	}
 	exp.Sample(&s)
+}
+
+// ipfixTunnelType is the IPFIX tunnel type of the bridge's port on
+// datapath port dp: ipfix.TunnelUnknown for a port that is not a tunnel
+// (or not the bridge's).
+func ipfixTunnelType(b *Bridge, dp uint32) uint8 {
+	return tunnelTypeOf(b.Ports.Snapshot().TunnelByDP(dp))
+}
+
+func tunnelTypeOf(p *Port) uint8 {
+	if p == nil {
+		return ipfix.TunnelUnknown
+	}
+	return ipfix.TunnelTypeOf(p.tunnel.cfg.Type)
 }
 
 // iface returns the interface of datapath port dp as IPFIX names it: its

@@ -12,15 +12,17 @@ import "github.com/govswitch/govswitch/ofproto/openflow"
 // (ODPP_NONE without one) and the direction. The IPFIX upcall
 // (ipfix_bridge.go) exports the sample through the collector set's
 // exporter. On a bridge without IPFIX the action does nothing, as in
-// OVS. Egress tunnel sampling (a tunnel port as sampling_port with
-// enable-tunnel-sampling) is not done: the sample carries no tunnel key.
+// OVS. A sampling port that is the packet's input port samples it
+// entering, as with none. Egress tunnel sampling (a tunnel port as
+// sampling_port with enable-tunnel-sampling) is not done: the sample
+// carries no tunnel key.
 func (c *xctx) flowSample(a *openflow.Action) {
 	st := c.x.ipfix.Load()
 	if st == nil {
 		return
 	}
 	out := odppNone
-	if a.Port != openflow.PortAny {
+	if a.Port != openflow.PortAny && a.Port != c.flow.InPort {
 		pt := c.ports.ByOF(a.Port)
 		if pt == nil || pt.IsPatch() {
 			return // OVS: "can't use unknown port in flow sample action"; the rest translates

@@ -26,7 +26,8 @@ func (s *ovsdbSwitch) SetIPFIX(bridge string, c *ovsdb.IPFIXConfig) error {
 	}
 	exporter := func(e *ovsdb.IPFIXExporterConfig) ipfix.Config {
 		return ipfix.Config{Targets: e.Targets, ActiveTimeout: time.Duration(e.CacheActiveTimeout) * time.Second,
-			MaxFlows: int(e.CacheMaxFlows), VirtualObsID: e.VirtualObsID}
+			MaxFlows: int(e.CacheMaxFlows), VirtualObsID: e.VirtualObsID,
+			TunnelSampling: e.TunnelSampling}
 	}
 	cfg := ofproto.IPFIXConfig{Sets: map[uint32]ipfix.Config{}}
 	tunnelSampling := false
