@@ -209,7 +209,10 @@ func (b *Bridge) stopIPFIX() {
 // ipfixSample appends a sample action with probability prob around a
 // userspace action carrying cookie ck (the userspace action alone at
 // probability UINT32_MAX), as ovs-vswitchd's compose_sample_action.
-func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie) {
+// tunOut, when not odppNone, is the tunnel's datapath port the userspace
+// action names (OVS_USERSPACE_ATTR_EGRESS_TUN_PORT), so that the upcall
+// carries the packet's egress tunnel key.
+func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie, tunOut uint32) {
 	pid := c.x.ControllerPID.Load()
 	if pid == 0 || prob == 0 {
 		return
@@ -224,7 +227,8 @@ func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie) {
 		acts = netlinkio.AppendU32(acts, sampleAttrProbability, prob)
 		acts, actsAt = netlinkio.BeginNested(acts, sampleAttrActions)
 	}
-	acts = datapath.AppendUserspace(acts, pid, ud[:])
+	acts = datapath.AppendUserspaceAction(acts, &datapath.Userspace{PID: pid, Userdata: ud[:],
+		TunnelOutPort: tunOut, HasTunnelOutPort: tunOut != odppNone})
 	if wrap {
 		acts = netlinkio.EndNested(acts, actsAt)
 		acts = netlinkio.EndNested(acts, sampleAt)
@@ -238,8 +242,18 @@ func (c *xctx) ipfixBridgeSample(st *ipfixState, output uint32) {
 	if st.bridge == nil || output == odppNone && !st.input || output != odppNone && !st.output {
 		return
 	}
+	tunOut := odppNone
+	if output != odppNone && st.bridge.Config().TunnelSampling && c.ipfixTunnelPort(output) {
+		tunOut = output
+	}
 	ck := SampleCookie{Type: cookieTypeIPFIX, InPort: ovsPort(c.flow.InPort), UUID: st.uuid, Output: output}
-	c.ipfixSample(st.prob, &ck)
+	c.ipfixSample(st.prob, &ck, tunOut)
+}
+
+// ipfixTunnelPort reports whether datapath port dp is a tunnel port of a
+// type IPFIX has tunnel elements for (dpif_ipfix_is_tunnel_port).
+func (c *xctx) ipfixTunnelPort(dp uint32) bool {
+	return tunnelTypeOf(c.ports.TunnelByDP(dp)) != ipfix.TunnelUnknown
 }
 
 // ovsPort is OpenFlow port p in OVS's 16-bit numbering (OpenFlow 1.1's
@@ -328,10 +342,17 @@ func (st *ipfixState) sample(b *Bridge, up *datapath.Upcall, ck *SampleCookie) {
 	}
 	// Tunnel traffic, as ovs-vswitchd tells it: a sample of a packet
 	// entering (no output port) with an IPv4 outer header, from the
-	// packet's tunnel metadata, on a tunnel port of a type the exporter
-	// knows. Egress samples carry no tunnel yet.
-	if exp.Config().TunnelSampling && ck.Output == odppNone && k.Tunnel.IPv4Dst != [4]byte{} {
-		s.Tunnel, s.TunnelType = &k.Tunnel, ipfixTunnelType(b, k.InPort)
+	// packet's tunnel metadata; one leaving by an output port whose
+	// upcall carries the datapath's egress tunnel key (the userspace
+	// action asked for it, egressTunnelPort). Either counts only on a
+	// tunnel port of a type the exporter knows.
+	if exp.Config().TunnelSampling {
+		switch {
+		case ck.Output == odppNone && k.Tunnel.IPv4Dst != [4]byte{}:
+			s.Tunnel, s.TunnelType = &k.Tunnel, ipfixTunnelType(b, k.InPort)
+		case ck.Output != odppNone && up.HasEgressTunnel:
+			s.Tunnel, s.TunnelType = &up.EgressTunnelKey, ipfixTunnelType(b, ck.Output)
+		}
 	}
 	exp.Sample(&s)
 }

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,13 +12,59 @@ import (
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
-// TestIPFIXTunnelTranslation: a flow sample whose sampling port is the
-// packet's input port is the packet entering (no output port), as
-// xlate_sample_action has it.
+// TestIPFIXTunnelTranslation: with tunnel sampling, the bridge's output
+// sample of a packet sent to a tunnel port comes after the port's
+// set(tunnel(...)) and its userspace action names the tunnel's datapath
+// port (tunnel_out_port), as compose_ipfix_action; the input sample and
+// samples without tunnel sampling name none. A flow sample with the
+// tunnel port as sampling port commits the port's tunnel first, as
+// xlate_sample_action does; one whose sampling port is the input port is
+// an ingress sample.
 func TestIPFIXTunnelTranslation(t *testing.T) {
+	_, first, _, v0, _ := tunnelBridges(t) // the numbering every call gives
+	p1 := first.Ports.byName("p1")
+	tunSet := "set(tunnel(tun_id=0x64,dst=10.0.0.2,ttl=64,tp_dst=4789,flags(df|key)))"
+	vp := u32s(v0.DPPort)
 	now := time.Now()
-	bk, br0, _, v0, _ := tunnelBridges(t)
-	p1 := br0.Ports.byName("p1")
+	for _, tc := range []struct {
+		name     string
+		sampling bool
+		acts     []openflow.Action
+		want     string // the formatted actions, the cookies' userdata cut out
+	}{
+		{"bridge", true, []openflow.Action{openflow.Output(v0.OFPort, 0)},
+			"userspace(pid=77,userdata())," + tunSet + "," +
+				"userspace(pid=77,userdata(),tunnel_out_port=" + vp + ")," + vp},
+		{"bridge without tunnel sampling", false, []openflow.Action{openflow.Output(v0.OFPort, 0)},
+			"userspace(pid=77,userdata())," + tunSet + ",userspace(pid=77,userdata())," + vp},
+		{"flow sample", true, []openflow.Action{openflow.Sample(65535, 5, 6, 7, v0.OFPort, openflow.SampleEgress)},
+			"userspace(pid=77,userdata())," + tunSet + ",userspace(pid=77,userdata(),tunnel_out_port=" + vp + ")"},
+		{"flow sample without tunnel sampling", false, []openflow.Action{openflow.Sample(65535, 5, 6, 7, v0.OFPort,
+			openflow.SampleEgress)},
+			"userspace(pid=77,userdata()),userspace(pid=77,userdata())"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bk, br0, _, _, _ := tunnelBridges(t)
+			br0.X.ControllerPID.Store(77)
+			addRule(t, br0, p1.OFPort, 0, tc.acts...)
+			cfg := ipfix.Config{TunnelSampling: tc.sampling}
+			st := &ipfixState{bridge: ipfixTestExporter(t, cfg), prob: ^uint32(0), delta: 1, input: true, output: true,
+				sets: map[uint32]*ipfix.Exporter{5: ipfixTestExporter(t, cfg)}}
+			br0.X.ipfix.Store(st)
+			defer br0.X.ipfix.Store(nil)
+			out := Out{Actions: make([]byte, 0, 1024)}
+			var key flow.Key
+			flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+			bk.Translate(&key, now, true, &out)
+			if got := cutUserdata(datapath.FormatActions(out.Actions)); got != tc.want {
+				t.Errorf("actions\n got  %s\n want %s", got, tc.want)
+			}
+		})
+	}
+
+	// A flow sample whose sampling port is the packet's input port is
+	// the packet entering: no output port, no tunnel.
+	bk, br0, _, _, _ := tunnelBridges(t)
 	br0.X.ControllerPID.Store(77)
 	addRule(t, br0, v0.OFPort, 0, openflow.Sample(65535, 5, 6, 7, v0.OFPort, openflow.SampleDefault),
 		openflow.Output(p1.OFPort, 0))
@@ -33,6 +80,23 @@ func TestIPFIXTunnelTranslation(t *testing.T) {
 	cks, _, _ := ipfixCookies(t, out.Actions)
 	if len(cks) != 1 || cks[0].Output != odppNone {
 		t.Errorf("sampling port = input port: cookies %+v, want one with no output port", cks)
+	}
+	if s := datapath.FormatActions(out.Actions); strings.Contains(s, "tunnel_out_port") {
+		t.Errorf("an ingress sample names a tunnel port: %s", s)
+	}
+}
+
+// cutUserdata empties the userdata(...) of formatted actions.
+func cutUserdata(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "userdata(")
+		if i < 0 {
+			return b.String() + s
+		}
+		j := strings.IndexByte(s[i:], ')')
+		b.WriteString(s[:i] + "userdata()")
+		s = s[i+j+1:]
 	}
 }
 
@@ -55,12 +119,13 @@ func ipfixTestExporter(t *testing.T, cfg ipfix.Config) *ipfix.Exporter {
 	return e
 }
 
-// TestIPFIXTunnelRecords: an ingress sample upcall of a packet from a
-// vxlan port becomes a record with the Tunneled template, its tunnel
-// elements from the packet's tunnel metadata. As ovs-vswitchd, it sends
-// no tunnel elements for an ingress packet with an IPv6 outer header, an
-// egress sample (here, without the datapath's egress tunnel key), or
-// with tunnel sampling off.
+// TestIPFIXTunnelRecords: sample upcalls of tunnel traffic become records
+// with the Tunneled template: an ingress sample on a vxlan port from the
+// packet's tunnel metadata, an egress sample from the upcall's egress
+// tunnel key. As ovs-vswitchd, it sends no tunnel elements for an
+// ingress packet with an IPv6 outer header, an egress sample without the
+// datapath's egress key, a port not a tunnel, or with tunnel sampling
+// off.
 func TestIPFIXTunnelRecords(t *testing.T) {
 	_, br0, _, v0, _ := tunnelBridges(t)
 	p1 := br0.Ports.byName("p1")
@@ -73,19 +138,23 @@ func TestIPFIXTunnelRecords(t *testing.T) {
 		TpDst: 4789, Flags: flow.TunnelKey}
 	rx6 := flow.Tunnel{ID: 100, IPv6Src: [16]byte{0xfd, 15: 2}, IPv6Dst: [16]byte{0xfd, 15: 1}, TpDst: 4789,
 		Flags: flow.TunnelKey}
+	txTun := flow.Tunnel{ID: 0x64, IPv4Src: [4]byte{10, 0, 0, 1}, IPv4Dst: [4]byte{10, 0, 0, 2}, TTL: 64, TpSrc: 51234,
+		TpDst: 4789, Flags: flow.TunnelKey | flow.TunnelDontFragment}
 	for _, tc := range []struct {
 		name     string
 		sampling bool
 		in       uint32
 		rx       flow.Tunnel
 		output   uint32
+		egress   *flow.Tunnel
 		want     *flow.Tunnel // the record's tunnel, nil for NotTunneled
 	}{
-		{"ingress vxlan", true, v0.DPPort, rxTun, odppNone, &rxTun},
-		{"ingress IPv6 outer", true, v0.DPPort, rx6, odppNone, nil},
-		{"egress", true, p1.DPPort, flow.Tunnel{}, v0.DPPort, nil},
-		{"egress from a tunnel", true, v0.DPPort, rxTun, p1.DPPort, nil},
-		{"tunnel sampling off", false, v0.DPPort, rxTun, odppNone, nil},
+		{"ingress vxlan", true, v0.DPPort, rxTun, odppNone, nil, &rxTun},
+		{"egress vxlan", true, p1.DPPort, flow.Tunnel{}, v0.DPPort, &txTun, &txTun},
+		{"ingress IPv6 outer", true, v0.DPPort, rx6, odppNone, nil, nil},
+		{"egress without the datapath's key", true, p1.DPPort, flow.Tunnel{}, v0.DPPort, nil, nil},
+		{"egress key on a port not a tunnel", true, v0.DPPort, rxTun, p1.DPPort, &txTun, nil},
+		{"tunnel sampling off", false, v0.DPPort, rxTun, odppNone, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := IPFIXConfig{Bridge: &IPFIXExporter{Config: ipfix.Config{Targets: []string{col.LocalAddr().String()},
@@ -99,6 +168,9 @@ func TestIPFIXTunnelRecords(t *testing.T) {
 			ck := SampleCookie{Type: cookieTypeIPFIX, UUID: st.uuid, Output: tc.output}
 			up := datapath.Upcall{Cmd: datapath.UpcallAction, Packet: frame, Userdata: AppendSampleCookie(nil, &ck)}
 			flow.ExtractInto(&up.Key, frame, &flow.Metadata{InPort: tc.in, Tunnel: tc.rx})
+			if tc.egress != nil {
+				up.EgressTunnelKey, up.HasEgressTunnel = *tc.egress, true
+			}
 			br0.Udpif.sampleUpcall(&up)
 			var c ipfix.Collector
 			var rec *ipfix.Record
