@@ -373,8 +373,9 @@ func tunnelTypeOf(p *Port) uint8 {
 
 // iface returns the interface of datapath port dp as IPFIX names it: its
 // device's ifindex and name (the type and description ovs-vswitchd
-// reads from the netdev's status, which Linux devices leave empty); zero
-// for a port not on the bridge.
+// reads from the netdev's status, which Linux devices leave empty); for
+// a shared tunnel vport, one of the bridge's tunnel ports on it by name;
+// zero for a port not on the bridge.
 func (st *ipfixState) iface(b *Bridge, dp uint32) ipfix.Iface {
 	m := *st.ifaces.Load()
 	if i, ok := m[dp]; ok {
@@ -389,6 +390,10 @@ func (st *ipfixState) iface(b *Bridge, dp uint32) ipfix.Iface {
 	for i := range vports {
 		if p := ports.ByDP(vports[i].PortNo); p != nil && !p.IsPatch() {
 			n[vports[i].PortNo] = ipfix.Iface{Index: vports[i].IfIndex, Name: vports[i].Name}
+		} else if p := ports.TunnelByDP(vports[i].PortNo); p != nil {
+			// As ovs-vswitchd names a tunnel port: the shared vport's
+			// device's ifindex, the Interface's name.
+			n[vports[i].PortNo] = ipfix.Iface{Index: vports[i].IfIndex, Name: p.Name}
 		}
 	}
 	if _, ok := n[dp]; !ok {

@@ -202,6 +202,9 @@ func TestIPFIXTunnelRecords(t *testing.T) {
 			if want := ipfix.TemplateID(ipfix.L2Eth, ipfix.L3IPv4, ipfix.L4TCP, tunneled, dir); rec.Template != want {
 				t.Fatalf("template %d, want %d", rec.Template, want)
 			}
+			if name, _ := rec.Get(ipfix.InterfaceName); tc.in == v0.DPPort && string(name) != "v0" {
+				t.Errorf("ingress interface %q, want the tunnel port's name v0", name)
+			}
 			if tc.want == nil {
 				return
 			}
