@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ var ipfixTunnelFlows = []string{
 // what the tunnel case says, and nfcapd's count of flows to the
 // decoder's.
 func ipfixTunnelRun(t *testing.T, who string, b *tunnelBed, tc *ipfixTunnelCase, br string, flowSample bool,
-	vsctl func(args ...string) string, ofctl func(args ...string) (string, error)) []tunnelRecord {
+	vsctl func(args ...string) string, ofctl func(args ...string) (string, error)) (recs []tunnelRecord, acts []string) {
 	t.Helper()
 	col, targets := startIPFIXCollectors(t)
 	quoted := make([]string, len(targets))
@@ -147,7 +149,11 @@ func ipfixTunnelRun(t *testing.T, who string, b *tunnelBed, tc *ipfixTunnelCase,
 	if loss, _ := reach(t, b.h1, b.hr, "10.1.1.100"); loss != 0 {
 		t.Errorf("%s: h1 -> remote: lost %d of 3 pings", who, loss)
 	}
-	var recs []tunnelRecord
+	acts = tunnelSampleActions(t)
+	t.Logf("%s: sample actions naming the tunnel: %q", who, acts)
+	if len(acts) == 0 {
+		t.Errorf("%s: no datapath userspace action with tunnel_out_port", who)
+	}
 	seen := map[string]bool{}
 	for deadline := time.Now().Add(20 * time.Second); len(seen) < len(want) && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		recs = col.tunnelRecords()
@@ -190,7 +196,36 @@ func ipfixTunnelRun(t *testing.T, who string, b *tunnelBed, tc *ipfixTunnelCase,
 	if nf != flows {
 		t.Errorf("%s: nfcapd stored %d flows, the decoder read %d", who, nf, flows)
 	}
-	return recs
+	return recs, acts
+}
+
+var (
+	userspaceTunOut = regexp.MustCompile(`userspace\([^()]*\([^()]*\),tunnel_out_port=\d+\)`)
+	dpctlPorts      = regexp.MustCompile(`(output_port|tunnel_out_port)=\d+`)
+)
+
+// tunnelSampleActions are the distinct userspace actions naming a
+// tunnel port in the datapath's flows, as ovs-dpctl prints them, the
+// netlink pid and the port numbers (each switch numbers its vports)
+// cut; an action whose output port is not its tunnel_out_port is kept
+// whole, to show.
+func tunnelSampleActions(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ovs-dpctl", "dump-flows").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, out)
+	}
+	var acts []string
+	for _, a := range userspaceTunOut.FindAllString(string(out), -1) {
+		a = dpctlPid.ReplaceAllString(a, "pid=N")
+		ports := dpctlPorts.FindAllStringSubmatch(a, -1)
+		if len(ports) == 2 && strings.TrimPrefix(ports[0][0], "output_port=") == strings.TrimPrefix(ports[1][0], "tunnel_out_port=") {
+			a = dpctlPorts.ReplaceAllString(a, "$1=P")
+		}
+		acts = append(acts, a)
+	}
+	slices.Sort(acts)
+	return slices.Compact(acts)
 }
 
 // kinds are the distinct records, the UDP source port (the tunnel
@@ -237,8 +272,8 @@ func TestIntegrationIPFIXTunnel(t *testing.T) {
 			ovsMgmt := filepath.Join(o.dir, br+".mgmt")
 			ovsVsctl := func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }
 			ovsOfctl := func(args ...string) (string, error) { return ofctlAt(ovsMgmt, args...) }
-			ovsBr := ipfixTunnelRun(t, "ovs-vswitchd", b, &tc, br, false, ovsVsctl, ovsOfctl)
-			ovsFS := ipfixTunnelRun(t, "ovs-vswitchd flow sample", b, &tc, br, true, ovsVsctl, ovsOfctl)
+			ovsBr, ovsBrActs := ipfixTunnelRun(t, "ovs-vswitchd", b, &tc, br, false, ovsVsctl, ovsOfctl)
+			ovsFS, ovsFSActs := ipfixTunnelRun(t, "ovs-vswitchd flow sample", b, &tc, br, true, ovsVsctl, ovsOfctl)
 			if r := appctlAt(t, o.ctl, "exit", "--cleanup"); r.code != 0 {
 				t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", r.code, r.err)
 			}
@@ -268,15 +303,19 @@ func TestIntegrationIPFIXTunnel(t *testing.T) {
 			}
 			govMgmt := filepath.Join(rundir, br+".mgmt")
 			ofctl := func(args ...string) (string, error) { return ofctlAt(govMgmt, args...) }
-			govBr := ipfixTunnelRun(t, "govswitchd", b, &tc, br, false, vsctl, ofctl)
-			govFS := ipfixTunnelRun(t, "govswitchd flow sample", b, &tc, br, true, vsctl, ofctl)
+			govBr, govBrActs := ipfixTunnelRun(t, "govswitchd", b, &tc, br, false, vsctl, ofctl)
+			govFS, govFSActs := ipfixTunnelRun(t, "govswitchd flow sample", b, &tc, br, true, vsctl, ofctl)
 			defer vsctl("del-br", br)
 			for _, c := range []struct {
-				phase    string
-				ovs, gov []tunnelRecord
-			}{{"bridge IPFIX", ovsBr, govBr}, {"flow sample", ovsFS, govFS}} {
+				phase            string
+				ovs, gov         []tunnelRecord
+				ovsActs, govActs []string
+			}{{"bridge IPFIX", ovsBr, govBr, ovsBrActs, govBrActs}, {"flow sample", ovsFS, govFS, ovsFSActs, govFSActs}} {
 				if o, g := kinds(c.ovs), kinds(c.gov); !slices.Equal(o, g) {
 					t.Errorf("%s: records\novs-vswitchd %q\ngovswitchd   %q", c.phase, o, g)
+				}
+				if !slices.Equal(c.ovsActs, c.govActs) {
+					t.Errorf("%s: datapath sample actions\novs-vswitchd %q\ngovswitchd   %q", c.phase, c.ovsActs, c.govActs)
 				}
 			}
 		})
