@@ -20,7 +20,11 @@ import (
 // sampling, xlate_flowsample.go) does the same with a flow-sample cookie
 // that names a collector set. The cookies are ovs-vswitchd's 48-byte
 // user_action_cookie, so ovs-dpctl dump-flows shows them as it does
-// ovs-vswitchd's (userspace(pid=..,ipfix(output_port=..))). The megaflow
+// ovs-vswitchd's (userspace(pid=..,ipfix(output_port=..))). With an
+// exporter's tunnel sampling, a sample of a packet leaving by a tunnel
+// port also names that port (tunnel_out_port), so that the kernel sends
+// the packet's egress tunnel key up with it; records of packets entering
+// by a tunnel port take the tunnel from the packet's key. The megaflow
 // mask and the forwarding actions are the unsampled translation's; a
 // bridge without IPFIX pays one atomic load per translation and output.
 
