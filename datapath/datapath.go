@@ -401,8 +401,14 @@ type Upcall struct {
 	// them; nil otherwise.
 	Actions []byte
 	// EgressTunnel is the OVS_TUNNEL_KEY_ATTR_* egress tunnel key of an
-	// action upcall that asked for it; nil otherwise.
-	EgressTunnel []byte
+	// action upcall that asked for it (OVS_PACKET_ATTR_EGRESS_TUN_KEY,
+	// which the kernel adds for a userspace action with
+	// OVS_USERSPACE_ATTR_EGRESS_TUN_PORT when the packet has tunnel
+	// metadata and the port is a tunnel); nil otherwise.
+	// EgressTunnelKey is it decoded, HasEgressTunnel whether it came.
+	EgressTunnel    []byte
+	EgressTunnelKey flow.Tunnel
+	HasEgressTunnel bool
 	// MRU is the maximum received fragment size of a reassembled packet,
 	// 0 if the packet was not reassembled.
 	MRU uint16

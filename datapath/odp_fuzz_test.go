@@ -68,6 +68,8 @@ func FuzzDecodeMask(f *testing.F) {
 func FuzzWalkActions(f *testing.F) {
 	for _, s := range []string{
 		"1,2", "push_vlan(vid=10,pcp=0),3", "userspace(pid=1234,userdata(01020304),actions)",
+		"userspace(pid=5,ipfix(output_port=4),tunnel_out_port=4)",
+		"userspace(pid=5,flow_sample(probability=9,collector_set_id=5,obs_domain_id=3,obs_point_id=4,output_port=2,egress))",
 		"set(ipv4(src=10.0.0.1/255.255.255.0,ttl=9)),set(tcp(src=1,dst=2)),set(tunnel(tun_id=0x1,dst=1.1.1.1,ttl=2,flags(key)))",
 		"ct(commit,zone=1,mark=0x1/0xff,label=0x1,helper=ftp,nat(src=10.0.0.1-10.0.0.2:1-2,random))",
 		"sample(sample=50.0%,actions(clone(1),check_pkt_len(size=100,gt(2),le(3))))",

@@ -74,6 +74,7 @@ func formatAction(sb *strings.Builder, a *Action) {
 		fmt.Fprintf(sb, "userspace(pid=%d", u.PID)
 		if reason, ok := ParseSlowPathCookie(u.Userdata); ok {
 			sb.WriteString(",slow_path(" + SlowPathReasonString(reason) + ")") // slowpath.go
+		} else if formatSampleCookie(sb, u.Userdata) { // samplecookie.go
 		} else if u.Userdata != nil {
 			fmt.Fprintf(sb, ",userdata(%x)", u.Userdata)
 		}
@@ -754,6 +755,14 @@ func parseUserspace(b []byte, args string) ([]byte, error) {
 				}
 				u.Userdata = make([]byte, SlowPathCookieLen)
 				PutSlowPathCookie(u.Userdata, reasons, 0xffff, &[16]byte{})
+				continue
+			}
+			// keyValues cut flow_sample(a=1,...) and ipfix(output_port=N)
+			// at their first '='.
+			if sn, sdata, sok := call(p[0] + "=" + p[1]); sok && (sn == "flow_sample" || sn == "ipfix") && p[1] != "" {
+				if u.Userdata, err = parseSampleCookie(sn == "flow_sample", sdata); err != nil { // samplecookie.go
+					return nil, err
+				}
 				continue
 			}
 			if !ok || n != "userdata" || p[1] != "" {

@@ -59,7 +59,7 @@ func DecodeUpcall(b []byte, u *Upcall) (dpIndex int, err error) {
 		case PacketAttrUserdata:
 			u.Userdata = it.Data()
 		case PacketAttrEgressTunKey:
-			u.EgressTunnel = it.Data()
+			u.EgressTunnel, u.HasEgressTunnel = it.Data(), true
 		case PacketAttrMRU:
 			u.MRU = it.U16()
 		case PacketAttrLen:
@@ -77,7 +77,26 @@ func DecodeUpcall(b []byte, u *Upcall) (dpIndex int, err error) {
 	if err := DecodeKey(u.KeyAttrs, &u.Key); err != nil {
 		return 0, err
 	}
+	if u.HasEgressTunnel {
+		if err := DecodeEgressTunnel(u.EgressTunnel, &u.EgressTunnelKey); err != nil {
+			return 0, err
+		}
+	}
 	return dpIndex, nil
+}
+
+// DecodeEgressTunnel decodes an OVS_PACKET_ATTR_EGRESS_TUN_KEY payload
+// (nested OVS_TUNNEL_KEY_ATTR_* attributes, as the kernel's
+// ovs_nla_put_tunnel_info writes the egress tunnel info it filled from
+// the tunnel device: the route's source address and the UDP source port
+// the device would choose) into t. It never panics; a malformed key is an
+// error wrapping ErrUpcall.
+func DecodeEgressTunnel(b []byte, t *flow.Tunnel) error {
+	*t = flow.Tunnel{}
+	if err := decodeTunnel(b, t); err != nil {
+		return fmt.Errorf("%w: egress tunnel key: %w", ErrUpcall, err)
+	}
+	return nil
 }
 
 // AppendUpcall appends an upcall message's generic netlink payload

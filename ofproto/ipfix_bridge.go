@@ -20,7 +20,11 @@ import (
 // sampling, xlate_flowsample.go) does the same with a flow-sample cookie
 // that names a collector set. The cookies are ovs-vswitchd's 48-byte
 // user_action_cookie, so ovs-dpctl dump-flows shows them as it does
-// ovs-vswitchd's (userspace(pid=..,ipfix(output_port=..))). The megaflow
+// ovs-vswitchd's (userspace(pid=..,ipfix(output_port=..))). With an
+// exporter's tunnel sampling, a sample of a packet leaving by a tunnel
+// port also names that port (tunnel_out_port), so that the kernel sends
+// the packet's egress tunnel key up with it; records of packets entering
+// by a tunnel port take the tunnel from the packet's key. The megaflow
 // mask and the forwarding actions are the unsampled translation's; a
 // bridge without IPFIX pays one atomic load per translation and output.
 
@@ -209,7 +213,10 @@ func (b *Bridge) stopIPFIX() {
 // ipfixSample appends a sample action with probability prob around a
 // userspace action carrying cookie ck (the userspace action alone at
 // probability UINT32_MAX), as ovs-vswitchd's compose_sample_action.
-func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie) {
+// tunOut, when not odppNone, is the tunnel's datapath port the userspace
+// action names (OVS_USERSPACE_ATTR_EGRESS_TUN_PORT), so that the upcall
+// carries the packet's egress tunnel key.
+func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie, tunOut uint32) {
 	pid := c.x.ControllerPID.Load()
 	if pid == 0 || prob == 0 {
 		return
@@ -224,7 +231,8 @@ func (c *xctx) ipfixSample(prob uint32, ck *SampleCookie) {
 		acts = netlinkio.AppendU32(acts, sampleAttrProbability, prob)
 		acts, actsAt = netlinkio.BeginNested(acts, sampleAttrActions)
 	}
-	acts = datapath.AppendUserspace(acts, pid, ud[:])
+	acts = datapath.AppendUserspaceAction(acts, &datapath.Userspace{PID: pid, Userdata: ud[:],
+		TunnelOutPort: tunOut, HasTunnelOutPort: tunOut != odppNone})
 	if wrap {
 		acts = netlinkio.EndNested(acts, actsAt)
 		acts = netlinkio.EndNested(acts, sampleAt)
@@ -238,8 +246,18 @@ func (c *xctx) ipfixBridgeSample(st *ipfixState, output uint32) {
 	if st.bridge == nil || output == odppNone && !st.input || output != odppNone && !st.output {
 		return
 	}
+	tunOut := odppNone
+	if output != odppNone && st.bridge.Config().TunnelSampling && c.ipfixTunnelPort(output) {
+		tunOut = output
+	}
 	ck := SampleCookie{Type: cookieTypeIPFIX, InPort: ovsPort(c.flow.InPort), UUID: st.uuid, Output: output}
-	c.ipfixSample(st.prob, &ck)
+	c.ipfixSample(st.prob, &ck, tunOut)
+}
+
+// ipfixTunnelPort reports whether datapath port dp is a tunnel port of a
+// type IPFIX has tunnel elements for (dpif_ipfix_is_tunnel_port).
+func (c *xctx) ipfixTunnelPort(dp uint32) bool {
+	return tunnelTypeOf(c.ports.TunnelByDP(dp)) != ipfix.TunnelUnknown
 }
 
 // ovsPort is OpenFlow port p in OVS's 16-bit numbering (OpenFlow 1.1's
@@ -326,13 +344,42 @@ func (st *ipfixState) sample(b *Bridge, up *datapath.Upcall, ck *SampleCookie) {
 	if s.Direction == ipfix.Egress {
 		s.Out = st.iface(b, ck.Output)
 	}
+	// Tunnel traffic, as ovs-vswitchd tells it: a sample of a packet
+	// entering (no output port) with an IPv4 outer header, from the
+	// packet's tunnel metadata; one leaving by an output port whose
+	// upcall carries the datapath's egress tunnel key (the userspace
+	// action asked for it, egressTunnelPort). Either counts only on a
+	// tunnel port of a type the exporter knows.
+	if exp.Config().TunnelSampling {
+		switch {
+		case ck.Output == odppNone && k.Tunnel.IPv4Dst != [4]byte{}:
+			s.Tunnel, s.TunnelType = &k.Tunnel, ipfixTunnelType(b, k.InPort)
+		case ck.Output != odppNone && up.HasEgressTunnel:
+			s.Tunnel, s.TunnelType = &up.EgressTunnelKey, ipfixTunnelType(b, ck.Output)
+		}
+	}
 	exp.Sample(&s)
+}
+
+// ipfixTunnelType is the IPFIX tunnel type of the bridge's port on
+// datapath port dp: ipfix.TunnelUnknown for a port that is not a tunnel
+// (or not the bridge's).
+func ipfixTunnelType(b *Bridge, dp uint32) uint8 {
+	return tunnelTypeOf(b.Ports.Snapshot().TunnelByDP(dp))
+}
+
+func tunnelTypeOf(p *Port) uint8 {
+	if p == nil {
+		return ipfix.TunnelUnknown
+	}
+	return ipfix.TunnelTypeOf(p.tunnel.cfg.Type)
 }
 
 // iface returns the interface of datapath port dp as IPFIX names it: its
 // device's ifindex and name (the type and description ovs-vswitchd
-// reads from the netdev's status, which Linux devices leave empty); zero
-// for a port not on the bridge.
+// reads from the netdev's status, which Linux devices leave empty); for
+// a shared tunnel vport, one of the bridge's tunnel ports on it by name;
+// zero for a port not on the bridge.
 func (st *ipfixState) iface(b *Bridge, dp uint32) ipfix.Iface {
 	m := *st.ifaces.Load()
 	if i, ok := m[dp]; ok {
@@ -347,6 +394,10 @@ func (st *ipfixState) iface(b *Bridge, dp uint32) ipfix.Iface {
 	for i := range vports {
 		if p := ports.ByDP(vports[i].PortNo); p != nil && !p.IsPatch() {
 			n[vports[i].PortNo] = ipfix.Iface{Index: vports[i].IfIndex, Name: vports[i].Name}
+		} else if p := ports.TunnelByDP(vports[i].PortNo); p != nil {
+			// As ovs-vswitchd names a tunnel port: the shared vport's
+			// device's ifindex, the Interface's name.
+			n[vports[i].PortNo] = ipfix.Iface{Index: vports[i].IfIndex, Name: p.Name}
 		}
 	}
 	if _, ok := n[dp]; !ok {

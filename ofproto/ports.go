@@ -56,7 +56,10 @@ const PortTypePatch = "patch"
 type PortSet struct {
 	byOF map[uint32]*Port
 	byDP map[uint32]*Port
-	list []*Port // by OpenFlow port number
+	// tunnelDP maps a shared tunnel vport to one of the bridge's tunnel
+	// ports on it (all of one type); nil when the bridge has none.
+	tunnelDP map[uint32]*Port
+	list     []*Port // by OpenFlow port number
 	// floodOrder is list with LOCAL moved to the front: the order
 	// ovs-vswitchd floods a bridge's ports in (its bridge port is its
 	// first bundle), which OVS's tests see in datapath actions such as
@@ -79,6 +82,11 @@ func (s *PortSet) ByOF(p uint32) *Port { return s.byOF[p] }
 
 // ByDP returns the port with datapath number p, or nil.
 func (s *PortSet) ByDP(p uint32) *Port { return s.byDP[p] }
+
+// TunnelByDP returns a tunnel port of the bridge on the shared tunnel
+// vport with datapath number p, or nil. The tunnel ports on one vport
+// share their type and UDP port, not the rest of their configuration.
+func (s *PortSet) TunnelByDP(p uint32) *Port { return s.tunnelDP[p] }
 
 // List returns the ports ordered by OpenFlow port number. The slice is
 // shared: do not modify it.
@@ -133,6 +141,12 @@ func buildPortSet(list []*Port) *PortSet {
 		s.byOF[pt.OFPort] = pt
 		if pt.ownsVport() {
 			s.byDP[pt.DPPort] = pt
+		}
+		if pt.tunnel != nil {
+			if s.tunnelDP == nil {
+				s.tunnelDP = map[uint32]*Port{}
+			}
+			s.tunnelDP[pt.DPPort] = pt
 		}
 		if pt.ownsVport() && !pt.NoFlood && !pt.Down {
 			s.flood = append(s.flood, pt.DPPort)

@@ -51,6 +51,44 @@ var (
 // destination the flow leaves zero drops the packet, as in OVS. The
 // metadata is the flow's again after the output.
 func (c *xctx) tunnelOutput(pt *Port) {
+	f := &c.flow
+	saved := f.Tunnel
+	t, ok := c.tunnelHeader(pt)
+	if !ok {
+		return // no destination: nothing to send to
+	}
+	// An L3 port (packet_type=legacy_l3) takes the packet without its
+	// Ethernet header: pop_eth first (xlate_encap.go).
+	var l3 l3Output
+	if pt.tunnel.cfg.L3 && !c.beginL3Output(&l3) {
+		f.Tunnel = saved
+		return
+	}
+	c.commitTunnel(&t)
+	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go: after the set, so the datapath's egress tunnel key is the port's
+	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
+	f.Tunnel = saved
+	if pt.tunnel.cfg.L3 {
+		c.endL3Output(&l3)
+	}
+}
+
+// commitTunnel commits the pending header changes and then tunnel
+// metadata t as set(tunnel(...)), unless the datapath's packet already
+// has it; the flow's tunnel is t after it.
+func (c *xctx) commitTunnel(t *flow.Tunnel) {
+	c.commit()
+	if c.base.Tunnel != *t {
+		c.flow.Tunnel = *t
+		c.out.Actions = datapath.AppendSet(c.out.Actions, datapath.KeyAttrTunnel, &c.flow)
+		c.base.Tunnel = *t
+	}
+}
+
+// tunnelHeader is the tunnel metadata a packet sent to tunnel port pt
+// gets, as tnl_port_send computes it; ok is false when a flow-based
+// destination is zero. The flow fields it reads join the megaflow.
+func (c *xctx) tunnelHeader(pt *Port) (t flow.Tunnel, ok bool) {
 	cfg := &pt.tunnel.cfg
 	f := &c.flow
 	// A flow-based field depends on the packet only when it came from a
@@ -61,8 +99,7 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if c.inPort != nil && c.inPort.tunnel != nil {
 		wc = &c.out.WC
 	}
-	saved := f.Tunnel
-	t := flow.Tunnel{TTL: cfg.TTL, TOS: cfg.TOS}
+	t = flow.Tunnel{TTL: cfg.TTL, TOS: cfg.TOS}
 	if cfg.OutKeyFlow {
 		t.ID = f.Tunnel.ID
 		wc.Tunnel.ID = ^uint64(0)
@@ -89,7 +126,7 @@ func (c *xctx) tunnelOutput(pt *Port) {
 		t.IPv4Dst = cfg.Remote.As4()
 	}
 	if t.IPv4Dst == [4]byte{} && t.IPv6Dst == [16]byte{} {
-		return // no destination: nothing to send to
+		return t, false
 	}
 	switch {
 	case cfg.LocalFlow && ipv6:
@@ -130,26 +167,7 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if isERSPANType(cfg.Type) {
 		erspanOutput(cfg, &t, &f.Tunnel, wc)
 	}
-	var l3 l3Output
-	if cfg.L3 {
-		if !c.beginL3Output(&l3) { // xlate_encap.go
-			f.Tunnel = saved
-			return
-		}
-	} else {
-		c.commit()
-	}
-	if c.base.Tunnel != t {
-		f.Tunnel = t
-		c.out.Actions = datapath.AppendSet(c.out.Actions, datapath.KeyAttrTunnel, f)
-		c.base.Tunnel = t
-	}
-	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go (without the tunnel elements)
-	c.out.Actions = datapath.AppendOutput(c.out.Actions, pt.DPPort)
-	f.Tunnel = saved
-	if cfg.L3 {
-		c.endL3Output(&l3)
-	}
+	return t, true
 }
 
 // erspanOutput fills the ERSPAN metadata of tunnel t, sent to an erspan

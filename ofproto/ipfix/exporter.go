@@ -31,6 +31,71 @@ type Config struct {
 	MaxFlows int
 	// VirtualObsID, when not "", is sent in every data record.
 	VirtualObsID string
+	// TunnelSampling is enable-tunnel-sampling: a sample with a tunnel
+	// (Sample.Tunnel) is exported with the Tunneled template and the
+	// tunnel elements; without it every record is NotTunneled.
+	TunnelSampling bool
+}
+
+// Tunnel types of the tunnelType element, as ovs-vswitchd's
+// dpif_ipfix_tunnel_type numbers them (4 and 6 are reserved).
+const (
+	TunnelUnknown = 0
+	TunnelVXLAN   = 1
+	TunnelGRE     = 2
+	TunnelLISP    = 3
+	TunnelSTT     = 4
+	TunnelGeneve  = 7
+)
+
+// TunnelTypeOf is the tunnelType of a tunnel port of Interface type kind,
+// TunnelUnknown for the types ovs-vswitchd sends no tunnel elements for
+// (ip6gre, erspan, ip6erspan, ...).
+func TunnelTypeOf(kind string) uint8 {
+	switch kind {
+	case "vxlan":
+		return TunnelVXLAN
+	case "gre":
+		return TunnelGRE
+	case "lisp":
+		return TunnelLISP
+	case "stt":
+		return TunnelSTT
+	case "geneve":
+		return TunnelGeneve
+	}
+	return TunnelUnknown
+}
+
+// tunnelKeyLen is how many low bytes of the 64-bit tunnel ID the
+// tunnelKey element carries for a tunnel type: GRE's 32-bit key, the
+// 24-bit VNI of VXLAN, LISP and Geneve, STT's 64-bit context.
+func tunnelKeyLen(typ uint8) int {
+	switch typ {
+	case TunnelGRE:
+		return 4
+	case TunnelVXLAN, TunnelLISP, TunnelGeneve:
+		return 3
+	case TunnelSTT:
+		return 8
+	}
+	return 0
+}
+
+const ipProtoGRE = 47
+
+// tunnelProtocol is the tunnelProtocolIdentifier of a tunnel type: the
+// outer header's IP protocol.
+func tunnelProtocol(typ uint8) uint8 {
+	switch typ {
+	case TunnelVXLAN, TunnelLISP, TunnelGeneve:
+		return flow.IPProtoUDP
+	case TunnelGRE:
+		return ipProtoGRE
+	case TunnelSTT:
+		return flow.IPProtoTCP
+	}
+	return 0
 }
 
 // Iface is an interface of a sample, as its record names it; the zero
@@ -57,6 +122,15 @@ type Sample struct {
 	// when the userspace action carried the actions, which its bridge and
 	// flow samples never do).
 	Output bool
+	// Tunnel, when not nil and TunnelType is not TunnelUnknown, is the
+	// outer header of a sample of tunnel traffic: the packet's own tunnel
+	// metadata for an ingress sample of a packet received on a tunnel
+	// port, the datapath's egress tunnel key for an egress sample on one.
+	// The record carries its outer IPv4 addresses (zero for an IPv6
+	// outer header, as in ovs-vswitchd), UDP ports and ID, with
+	// Config.TunnelSampling only.
+	Tunnel     *flow.Tunnel
+	TunnelType uint8
 }
 
 // Stats are an exporter's counters, as ovs-ofctl dump-ipfix-bridge
@@ -75,8 +149,9 @@ type totals struct {
 }
 
 // maxKeyLen bounds the flow key part of a data record: the fixed fields,
-// two interfaces with the longest names and descriptions.
-const maxKeyLen = 20 + 2*(10+64+128) + 5 + 6 + 36 + 4
+// two interfaces with the longest names and descriptions, VLAN, IPv6,
+// ports and the tunnel elements with the longest key.
+const maxKeyLen = 20 + 2*(10+64+128) + 5 + 6 + 36 + 4 + 15 + 8
 
 type entry struct {
 	domain     uint32
@@ -257,8 +332,16 @@ func (e *Exporter) Sample(s *Sample) {
 		}
 	}
 	dir := s.Direction
+	tun := s.Tunnel
+	if !e.cfg.TunnelSampling || s.TunnelType == TunnelUnknown {
+		tun = nil
+	}
+	tunneled := NotTunneled
+	if tun != nil {
+		tunneled = Tunneled
+	}
 	var ent entry // on the stack: added to the cache as a copy
-	ent.domain, ent.template = s.ObsDomain, TemplateID(l2, l3, l4, NotTunneled, dir)
+	ent.domain, ent.template = s.ObsDomain, TemplateID(l2, l3, l4, tunneled, dir)
 
 	hdrLen := 14
 	if l2 == L2VLAN {
@@ -301,6 +384,18 @@ func (e *Exporter) Sample(s *Sample) {
 		b = binary.BigEndian.AppendUint16(b, k.TpDst)
 	case L4ICMP:
 		b = append(b, uint8(k.TpSrc), uint8(k.TpDst))
+	}
+	if tun != nil {
+		b = append(b, tun.IPv4Src[:]...)
+		b = append(b, tun.IPv4Dst[:]...)
+		b = append(b, tunnelProtocol(s.TunnelType))
+		b = binary.BigEndian.AppendUint16(b, tun.TpSrc)
+		b = binary.BigEndian.AppendUint16(b, tun.TpDst)
+		n := tunnelKeyLen(s.TunnelType)
+		b = append(b, s.TunnelType, uint8(n))
+		var id [8]byte
+		binary.BigEndian.PutUint64(id[:], tun.ID)
+		b = append(b, id[8-n:]...)
 	}
 	ent.keyLen = len(b)
 

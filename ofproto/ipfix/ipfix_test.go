@@ -232,3 +232,101 @@ func FuzzCollector(f *testing.F) {
 		col.Decode(b)
 	})
 }
+
+// TestExportTunneled: with tunnel sampling, a sample with a tunnel of a
+// type ovs-vswitchd knows is exported with the Tunneled template, the
+// tunnel elements after the L4 ones and the tunnel ID cut to the type's
+// key length; without tunnel sampling, or for a type it does not know,
+// the record is NotTunneled.
+func TestExportTunneled(t *testing.T) {
+	tun := &flow.Tunnel{ID: 0x1122334455667788, IPv4Src: [4]byte{172, 31, 1, 1}, IPv4Dst: [4]byte{172, 31, 1, 2},
+		TpSrc: 50000, TpDst: 4789, Flags: flow.TunnelKey}
+	for _, tc := range []struct {
+		name     string
+		sampling bool
+		typ      uint8
+		dir      int
+		want     []byte // the tunnel elements, nil for NotTunneled
+	}{
+		{"vxlan ingress", true, TunnelVXLAN, Ingress, []byte{
+			172, 31, 1, 1, // tunnelSourceIPv4Address
+			172, 31, 1, 2, // tunnelDestinationIPv4Address
+			17,         // tunnelProtocolIdentifier UDP
+			0xc3, 0x50, // tunnelSourceTransportPort 50000
+			0x12, 0xb5, // tunnelDestinationTransportPort 4789
+			1,                   // tunnelType VXLAN
+			3, 0x66, 0x77, 0x88, // tunnelKey: length 3, the VNI
+		}},
+		{"gre egress", true, TunnelGRE, Egress, []byte{
+			172, 31, 1, 1, // tunnelSourceIPv4Address
+			172, 31, 1, 2, // tunnelDestinationIPv4Address
+			47,         // tunnelProtocolIdentifier GRE
+			0xc3, 0x50, // tunnelSourceTransportPort (as the key has it)
+			0x12, 0xb5, // tunnelDestinationTransportPort
+			2,                         // tunnelType GRE
+			4, 0x55, 0x66, 0x77, 0x88, // tunnelKey: length 4, the GRE key
+		}},
+		{"geneve", true, TunnelGeneve, Ingress, []byte{
+			172, 31, 1, 1, 172, 31, 1, 2, // addresses
+			17, 0xc3, 0x50, 0x12, 0xb5, // UDP, ports
+			7,                   // tunnelType Geneve
+			3, 0x66, 0x77, 0x88, // tunnelKey: the VNI
+		}},
+		{"stt", true, TunnelSTT, Ingress, []byte{
+			172, 31, 1, 1, 172, 31, 1, 2, // addresses
+			6, 0xc3, 0x50, 0x12, 0xb5, // TCP, ports
+			4,                                                 // tunnelType STT
+			8, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, // tunnelKey: the whole 64-bit context
+		}},
+		{"sampling off", false, TunnelVXLAN, Ingress, nil},
+		{"unknown type", true, TunnelUnknown, Ingress, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := listen(t)
+			e, err := NewExporter(Config{Targets: []string{c.LocalAddr().String()}, TunnelSampling: tc.sampling})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			e.Sample(&Sample{Key: icmpKey(), Len: 98, In: Iface{Index: 7, Name: "vxlan_sys_4789"}, Out: Iface{Index: 9},
+				Direction: tc.dir, Delta: 1, Tunnel: tun, TunnelType: tc.typ})
+			var col Collector
+			recs := collect(t, c, &col, 2)
+			r := recs[1]
+			tunneled := NotTunneled
+			if tc.want != nil {
+				tunneled = Tunneled
+			}
+			if want := TemplateID(L2Eth, L3IPv4, L4ICMP, tunneled, tc.dir); r.Template != want {
+				t.Fatalf("template %d, want %d", r.Template, want)
+			}
+			if tc.want == nil {
+				if _, ok := r.Get(TunnelType); ok {
+					t.Errorf("a NotTunneled record with a tunnel type")
+				}
+				return
+			}
+			// The tunnel elements follow the ICMP code, in the template's
+			// order: gather their wire bytes back (the key with its
+			// length prefix).
+			var got []byte
+			for _, el := range []Element{TunnelSourceIPv4, TunnelDestinationIPv4, TunnelProtocol, TunnelSourcePort,
+				TunnelDestinationPort, TunnelType, TunnelKey} {
+				v, ok := r.Get(el)
+				if !ok {
+					t.Fatalf("no element %d", el.ID&0x7fff)
+				}
+				if el == TunnelKey {
+					got = append(got, uint8(len(v)))
+				}
+				got = append(got, v...)
+			}
+			if !bytes.Equal(got, tc.want) {
+				t.Errorf("tunnel elements\n got  % x\n want % x", got, tc.want)
+			}
+			if v, _ := r.Get(ICMPCodeIPv4); len(v) != 1 || r.Uint(PacketDelta) != 1 {
+				t.Errorf("the elements around the tunnel's: ICMP code %x, packet delta %d", v, r.Uint(PacketDelta))
+			}
+		})
+	}
+}
