@@ -18,20 +18,9 @@ import (
 // option drops the packet; none of it allocates; and a mapping a flow
 // matches cannot be deleted.
 func TestTunMetadataXlate(t *testing.T) {
-	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
-	cfg, err := ParseTunnelConfig("g0", "geneve", map[string]string{"remote_ip": "10.0.0.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g0, err := br0.AddTunnelPort("g0", cfg, 0, PortVLAN{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br0.TLVs.Apply(openflow.TLVTableClear, nil)
-	if err := br0.TLVs.Apply(openflow.TLVTableAdd, []openflow.TLVMap{{Class: 0xffff, Type: 0, Len: 4, Index: 0},
-		{Class: 0x0102, Type: 0x80, Len: 4, Index: 1}}); err != nil {
-		t.Fatal(err)
-	}
+	bk, br0, g0 := geneveBridge(t, openflow.TLVMap{Class: 0xffff, Type: 0, Len: 4, Index: 0},
+		openflow.TLVMap{Class: 0x0102, Type: 0x80, Len: 4, Index: 1})
+	var err error
 	p1 := br0.Ports.byName("p1")
 	// Table 0: from g0 with tun_metadata0=0xa/0xff, set tun_metadata1 and go back out g0.
 	var m classifier.Match
@@ -98,19 +87,7 @@ func TestTunMetadataXlate(t *testing.T) {
 // reg15); the megaflow matches the 31 bits read and leaves the option's
 // top bit wildcarded, as ovs-vswitchd's does (0x30001/0x7fffffff).
 func TestTunMetadataMoveMask(t *testing.T) {
-	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
-	cfg, err := ParseTunnelConfig("g0", "geneve", map[string]string{"remote_ip": "10.0.0.2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g0, err := br0.AddTunnelPort("g0", cfg, 0, PortVLAN{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br0.TLVs.Apply(openflow.TLVTableClear, nil)
-	if err := br0.TLVs.Apply(openflow.TLVTableAdd, []openflow.TLVMap{{Class: 0x0102, Type: 0x80, Len: 4, Index: 0}}); err != nil {
-		t.Fatal(err)
-	}
+	bk, br0, g0 := geneveBridge(t, openflow.TLVMap{Class: 0x0102, Type: 0x80, Len: 4, Index: 0})
 	p1 := br0.Ports.byName("p1")
 	var m classifier.Match
 	m.Key.InPort, m.Mask.InPort = g0.OFPort, ^uint32(0)
@@ -137,4 +114,24 @@ func TestTunMetadataMoveMask(t *testing.T) {
 	if got := flow.Format(&key, &out.WC); !strings.Contains(got, "geneve({class=0x102,type=0x80,len=4,0x30001/0x7fffffff})") {
 		t.Errorf("megaflow %s, want the option's 31 bits read", got)
 	}
+}
+
+// geneveBridge is a backer whose br0 has geneve port g0 (remote 10.0.0.2)
+// and a TLV map of maps, cleared when the test ends.
+func geneveBridge(t *testing.T, maps ...openflow.TLVMap) (*Backer, *Bridge, Port) {
+	t.Helper()
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	cfg, err := ParseTunnelConfig("g0", "geneve", map[string]string{"remote_ip": "10.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := br0.AddTunnelPort("g0", cfg, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { br0.TLVs.Apply(openflow.TLVTableClear, nil) })
+	if err := br0.TLVs.Apply(openflow.TLVTableAdd, maps); err != nil {
+		t.Fatal(err)
+	}
+	return bk, br0, g0
 }
