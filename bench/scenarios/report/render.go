@@ -115,12 +115,16 @@ func Render(w io.Writer, m *Meta, runs []Run) {
 	fmt.Fprintf(w, ").\n\n")
 	fmt.Fprintf(w, "- Host: %s CPUs (%s), kernel %s, load average (1, 5, 15 min) %s at the start and %s at the end.\n",
 		m.Get("host_cpus"), m.Get("host_cpu"), m.Get("host_kernel"), m.Get("host_load_start"), m.Get("host_load_end"))
-	fmt.Fprintf(w, "- Bed: UML %s, %s CPU; %s; %s; %s; built with %s.\n",
-		m.Get("kernel"), m.Get("cpus"), m.Get("ovs"), m.Get("govswitchd"), m.Get("govbench"), m.Get("go"))
+	cpus := m.Get("cpus") + " CPUs"
+	if m.Get("cpus") == "1" {
+		cpus = "1 CPU"
+	}
+	fmt.Fprintf(w, "- Bed: %s %s, %s; %s; %s; %s; built with %s.\n",
+		bedName(m.Get("bed")), m.Get("kernel"), cpus, m.Get("ovs"), m.Get("govswitchd"), m.Get("govbench"), m.Get("go"))
 	fmt.Fprintf(w, "- %d rounds, switch order rotated each round; %s s timed after %s s warm-up; L4 table of %s tcp_dst rules; %d runs recorded.\n\n",
 		len(rounds), m.Get("secs"), m.Get("warmup"), m.Get("rules"), len(runs))
 	fmt.Fprintf(w, "Cells are median (min–max) over rounds. flows/s = 2 × attempts/s. CPU is the daemon's utime+stime "+
-		"during the timed part (CPU s per s: its share of the bed's one CPU); µs/upcall = that CPU ÷ the datapath's "+
+		"during the timed part (CPU s per s: the share of one of the bed's CPUs); µs/upcall = that CPU ÷ the datapath's "+
 		"missed-counter delta (left out for runs with fewer than %d upcalls); upcalls, lost and datapath flows at the end as `ovs-dpctl show` counts them; "+
 		"RSS is the daemon's VmHWM; reached h2 = (RSTs h2 sent + connections it accepted) ÷ attempts, from its "+
 		"/proc/net/snmp, a check that the attempts crossed the switch (it can pass 100 by the up to 100 attempts still in flight when the warm-up ended); SYN retrans = h1's retransmitted segments "+
@@ -265,4 +269,16 @@ func Splice(doc, gen string) (string, error) {
 		return "", fmt.Errorf("no %q … %q section", BeginMarker, EndMarker)
 	}
 	return doc[:i+len(BeginMarker)] + "\n\n" + strings.TrimSpace(gen) + "\n\n" + doc[j:], nil
+}
+
+// bedName names the bed run's meta calls uml or vm (an older run, with no
+// bed line, was UML's).
+func bedName(bed string) string {
+	switch bed {
+	case "vm":
+		return "vm (Debian's kernel under QEMU)"
+	case "uml", "?", "":
+		return "UML"
+	}
+	return bed
 }

@@ -330,3 +330,21 @@ func TestWakeAndContextSwitchColumns(t *testing.T) {
 		t.Errorf("upcalls per wake-up without a daemon: %d values, want none", n)
 	}
 }
+
+func TestRenderNamesTheBed(t *testing.T) {
+	for _, c := range []struct{ meta, want string }{
+		{"bed=vm\nkernel=6.1.0-57-amd64\ncpus=2\n", "- Bed: vm (Debian's kernel under QEMU) 6.1.0-57-amd64, 2 CPUs;"},
+		{"bed=uml\nkernel=6.1.176\ncpus=1\n", "- Bed: UML 6.1.176, 1 CPU;"},
+		{"kernel=6.1.176\ncpus=1\n", "- Bed: UML 6.1.176, 1 CPU;"}, // runs from before the bed line
+	} {
+		var m Meta
+		if err := ParseMeta(&m, strings.NewReader(c.meta)); err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		Render(&b, &m, nil)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("meta %q: page lacks %q:\n%s", c.meta, c.want, b.String())
+		}
+	}
+}
