@@ -297,6 +297,11 @@ run_one() {
 		# What the daemon says its memory holds, for the results page.
 		printf 'memory/show (%s %s): %s\n' "$sw" "$label" \
 			"$(ovsenv ovs-appctl memory/show 2>&1 | tr '\n' ' ')" >>"$out/memory.txt"
+		# And what the kernel counts: with transparent huge pages on
+		# (the vm bed's Debian kernel says always), a touched 2 MB
+		# stretch of heap can be resident whole.
+		printf 'smaps (%s %s): %s\n' "$sw" "$label" \
+			"$(awk '/^(Rss|Anonymous|AnonHugePages):/ {printf "%s %s kB  ", $1, $2}' "/proc/$pid/smaps_rollup" 2>&1)" >>"$out/memory.txt"
 	fi
 	[[ -n $listener ]] && { kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null; }
 	local m0 l0 m1 l1 f1 _
