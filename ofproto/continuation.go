@@ -69,9 +69,9 @@ func (c *Conn) resume(raw []byte, m *openflow.PacketIn2) error {
 		}
 		return c.sendError(raw, openflow.ErrTypeBadRequest, openflow.BadRequestBadLen)
 	}
-	if cont.Bridge != c.m.contUUID || len(cont.Stack) > 0 || cont.Mirrors != 0 || cont.Conntracked {
-		// Not from this bridge in this run: this switch writes no stack,
-		// mirrors or conntrack state into its continuations.
+	if cont.Bridge != c.m.contUUID || len(cont.Stack) > 0 || cont.Mirrors != 0 {
+		// Not from this bridge in this run: this switch writes no stack
+		// or mirrors into its continuations.
 		c.log.Info("NXT_RESUME with a stale continuation")
 		return c.queueMsg(nxrStale(v).Reply(raw))
 	}
@@ -107,6 +107,12 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 	key.OFMetadata = md.Key.OFMetadata & md.Mask.OFMetadata
 	for i := range key.Regs {
 		key.Regs[i] = md.Key.Regs[i] & md.Mask.Regs[i]
+	}
+	if cont.Conntracked {
+		// Paused after a ct action: the tables go on seeing the
+		// connection the packet-in reported (pinCtMetadata), as
+		// ovs-vswitchd's resume takes it from the metadata.
+		resumeCtMetadata(&key, md)
 	}
 	var out Out
 	now := time.Now()
@@ -170,4 +176,27 @@ func (c *xctx) runContinuation(cont *openflow.Continuation) {
 		}
 		from = to
 	}
+}
+
+// resumeCtMetadata copies into key the conntrack fields of a resumed
+// packet's metadata md: ct_state, ct_zone, ct_mark, ct_label and the
+// original-direction tuple, each as far as md's mask has it.
+func resumeCtMetadata(key *flow.Key, md *openflow.Match) {
+	k, m := &md.Key, &md.Mask
+	key.CtState = k.CtState & m.CtState
+	key.CtZone = k.CtZone & m.CtZone
+	key.CtMark = k.CtMark & m.CtMark
+	for i := range key.CtLabels {
+		key.CtLabels[i] = k.CtLabels[i] & m.CtLabels[i]
+	}
+	o, ko, mo := &key.CtOrig, &k.CtOrig, &m.CtOrig
+	for i := range o.IPv4Src {
+		o.IPv4Src[i] = ko.IPv4Src[i] & mo.IPv4Src[i]
+		o.IPv4Dst[i] = ko.IPv4Dst[i] & mo.IPv4Dst[i]
+	}
+	for i := range o.IPv6Src {
+		o.IPv6Src[i] = ko.IPv6Src[i] & mo.IPv6Src[i]
+		o.IPv6Dst[i] = ko.IPv6Dst[i] & mo.IPv6Dst[i]
+	}
+	o.Proto, o.TpSrc, o.TpDst = ko.Proto&mo.Proto, ko.TpSrc&mo.TpSrc, ko.TpDst&mo.TpDst
 }

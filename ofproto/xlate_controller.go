@@ -214,7 +214,8 @@ func (c *xctx) freezeInstructions(in *openflow.Instructions) {
 // userdata, and the userspace action goes out.
 func (c *xctx) finishPause() {
 	o := &c.out.ctrl
-	cont := openflow.Continuation{ActionSet: c.actionSet[:c.nActionSet], Actions: o.frozen, Unrolls: o.unrolls}
+	cont := openflow.Continuation{ActionSet: c.actionSet[:c.nActionSet], Actions: o.frozen, Unrolls: o.unrolls,
+		Conntracked: c.flow.CtState != 0}
 	if c.ctrl.recirc {
 		c.finishRecircFreeze(&cont) // xlate_mpls.go
 		return
