@@ -410,6 +410,11 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 	carrier := map[string]bool{}
 	var tx []lacpTx
 	var frame, acts []byte
+	// current is what currentBits said last time (lacp_current);
+	// currentKnown is false before the first look, which tells the
+	// database layer too.
+	var current uint64
+	currentKnown := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -462,6 +467,10 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 					bd.Config.LACPLog.Warn(fmt.Sprintf("%s: sending a LACP PDU on %s failed: %v", bd.Config.Name, p.Name, err))
 				}
 			}
+			if c := bd.currentBits(st); c != current || !currentKnown {
+				current, currentKnown = c, true
+				b.statusChanged()
+			}
 		}
 		if st != nil && bd.rebalanceDue(now) && bd.rebalance(st, now) { // bond_rebalance.go
 			changed = true
@@ -496,6 +505,32 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// LACPCurrent is Interface lacp_current of port name: whether its LACP
+// partner information is current, as OVS's lacp_member_is_current, that
+// is, not defaulted (expired information still counts: it is current
+// until the expiry timer runs out too). ok is false when name is not a
+// member of a bond running LACP; the column is then empty.
+func (b *Bridge) LACPCurrent(name string) (current, ok bool) {
+	p := b.Ports.Snapshot().byName(name)
+	if p == nil || p.Bond == nil || p.Bond.lacp == nil {
+		return false, false
+	}
+	return p.Bond.lacp.IsCurrent(name)
+}
+
+// currentBits is which members of st LACP deems current, a bit each by
+// position (a bond has at most 64 members here, as the database layer
+// allows).
+func (bd *Bond) currentBits(st *bondState) uint64 {
+	var v uint64
+	for i, p := range st.members {
+		if c, _ := bd.lacp.IsCurrent(p.Name); c && i < 64 {
+			v |= 1 << i
+		}
+	}
+	return v
 }
 
 // LACPs returns the LACP state of the bridge's bonds that run LACP, by

@@ -494,3 +494,62 @@ func TestBondRebalance(t *testing.T) {
 		t.Error("a balanced bond rebalanced again")
 	}
 }
+
+// TestLACPCurrent: Interface lacp_current is empty for a port of no LACP
+// bond; as OVS's lacp_member_is_current it is true while a member's
+// partner is current or expired (an active bond's members start expired)
+// and false once defaulted; the bond's runner tells the database layer
+// when it changes, and only then.
+func TestLACPCurrent(t *testing.T) {
+	b, _, bd := lacpBridge(t, BondBalanceTCP, false)
+	changed := make(chan struct{}, 8)
+	b.SetStatusChanged(func() { changed <- struct{}{} })
+	if _, ok := b.LACPCurrent("p3"); ok {
+		t.Error("p3, of no bond, has lacp_current")
+	}
+	if _, ok := b.LACPCurrent("nonesuch"); ok {
+		t.Error("a missing port has lacp_current")
+	}
+	want := func(what string, v bool) {
+		t.Helper()
+		for _, n := range []string{"b1", "b2"} {
+			if cur, ok := b.LACPCurrent(n); !ok || cur != v {
+				t.Errorf("%s %s: lacp_current %t (ok %t), want %t", n, what, cur, ok, v)
+			}
+		}
+	}
+	wantChange := func(what string) {
+		t.Helper()
+		bd.kick()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the runner did not report lacp_current changing", what)
+		}
+	}
+	want("before any PDU (expired)", true)
+	// Let the runner take its first look (it may have before the hook
+	// was set), and forget what it said.
+	bd.kick()
+	time.Sleep(200 * time.Millisecond)
+	for len(changed) > 0 {
+		<-changed
+	}
+	for _, n := range []string{"b1", "b2"} {
+		bd.lacp.carrierFirst(n, true)
+	}
+	// No partner for the fast expiry time: defaulted.
+	bd.lacp.Run(time.Now().Add(4*time.Second), nil)
+	want("with no partner (defaulted)", false)
+	wantChange("defaulted")
+	negotiate(t, b, bd)
+	want("after the partner spoke", true)
+	wantChange("current")
+	// Nothing changed: another run says nothing.
+	bd.kick()
+	select {
+	case <-changed:
+		t.Error("the runner reported a change when lacp_current stayed")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
