@@ -147,6 +147,9 @@ type Bond struct {
 	tx            [bondBuckets]atomic.Uint64
 	nextRebalance time.Time
 	acctID        uint16 // its slot in bondByID, 0 none; set before the bond is published
+	// learn is a state whose learning packets the runner is to send, nil
+	// none (bond_learning.go).
+	learn *bondState
 }
 
 // bondState is a bond as one PortSet sees it: immutable.
@@ -209,7 +212,7 @@ func (bd *Bond) choose(st *bondState) {
 	if bd.was == nil {
 		bd.was = map[string]bool{}
 	}
-	bd.linkStatus(st, time.Now()) // lacp_bond.go: may_enable, updelay, downdelay
+	lost := bd.linkStatus(st, time.Now()) // lacp_bond.go: may_enable, updelay, downdelay
 	byName := map[string]*Port{}
 	var en []*Port
 	for i, p := range st.members {
@@ -220,6 +223,11 @@ func (bd *Bond) choose(st *bondState) {
 	}
 	prev := bd.active
 	defer func() {
+		// As bond.c: a member disabled, or an active member chosen,
+		// sends learning packets (bond_learning.go).
+		if lost || bd.active != prev && bd.active != "" {
+			bd.wantLearning(st)
+		}
 		switch {
 		case log == nil || bd.active == prev:
 		case bd.active == "":
@@ -451,13 +459,19 @@ func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) 
 	if st.active == st.members[i] {
 		return false, nil
 	}
-	st.bond.mu.Lock()
-	st.bond.active = member
-	st.bond.mu.Unlock()
-	if log := st.bond.Config.Log; log != nil {
+	bd := st.bond
+	bd.mu.Lock()
+	bd.active = member
+	bd.mu.Unlock()
+	if log := bd.Config.Log; log != nil {
 		log.Info(fmt.Sprintf("bond %s: active member is now %s", bond, member))
 	}
 	b.Ports.republish()
+	if nst := b.Ports.Snapshot().bonds[bd]; nst != nil {
+		bd.mu.Lock()
+		bd.wantLearning(nst)
+		bd.mu.Unlock()
+	}
 	b.Tables.Invalidate()
 	return true, nil
 }

@@ -217,8 +217,8 @@ func (c *BondConfig) lacpEqual(d *BondConfig) bool {
 // bond_link_status_update: a member whose may_enable (administratively
 // up, carrier, and LACP's verdict) differs from its enabled state
 // changes after updelay or downdelay. Its first sight enables it at once
-// if it may be. The caller holds bd.mu.
-func (bd *Bond) linkStatus(st *bondState, now time.Time) {
+// if it may be. lost reports a member disabled. The caller holds bd.mu.
+func (bd *Bond) linkStatus(st *bondState, now time.Time) (lost bool) {
 	n := len(st.members)
 	st.mayEnable, st.delayLeft = make([]bool, n), make([]time.Duration, n)
 	st.lacp = LACPOff
@@ -285,9 +285,11 @@ func (bd *Bond) linkStatus(st *bondState, now time.Time) {
 		if pending {
 			st.delayLeft[i] = exp.Sub(now)
 		}
+		lost = lost || bd.was[p.Name] && !was
 		bd.was[p.Name], st.enabled[i] = was, was
 	}
 	bd.kick() // the runner follows carrier changes into LACP
+	return lost
 }
 
 // skipUpdelay is bond_choose_member's last resort: with no member
@@ -363,7 +365,10 @@ func (b *Bridge) startBondRunners(old map[string]*Bond) {
 		}
 	}
 	for bd := range cur {
-		if bd.run == nil && (bd.lacp != nil || bd.Config.Updelay > 0 || bd.Config.Downdelay > 0 || bd.rebalances()) {
+		// Every bond has a runner: besides LACP, delays and
+		// rebalancing, it sends learning packets (bond_learning.go).
+		// A placeholder (bond_hold.go) carries nothing and needs none.
+		if bd.run == nil && bd.Config.Mode != bondDrop {
 			r := &bondRunner{kick: make(chan struct{}, 1), done: make(chan struct{})}
 			bd.mu.Lock()
 			bd.run = r
@@ -410,6 +415,7 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 	carrier := map[string]bool{}
 	var tx []lacpTx
 	var frame, acts []byte
+	var learning []learningPacket
 	// current is what currentBits said last time (lacp_current);
 	// currentKnown is false before the first look, which tells the
 	// database layer too.
@@ -471,6 +477,9 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 				current, currentKnown = c, true
 				b.statusChanged()
 			}
+		}
+		if lst := bd.takeLearning(); lst != nil {
+			learning, frame, acts = bd.sendLearning(b, lst, now, learning, frame, acts) // bond_learning.go
 		}
 		if st != nil && bd.rebalanceDue(now) && bd.rebalance(st, now) { // bond_rebalance.go
 			changed = true
