@@ -332,6 +332,10 @@ type BondStatus struct {
 	// to the next rebalancing (bond_rebalance.go).
 	Balanced      bool
 	NextRebalance time.Duration
+	// RecircID is the recirculation id balance-tcp's output hashes in
+	// the kernel with (xlate_bond.go), 0 when the bond does not
+	// recirculate now.
+	RecircID uint32
 }
 
 // BondMemberStatus is one member of a BondStatus.
@@ -365,6 +369,9 @@ func (b *Bridge) Bonds() []BondStatus {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
 		}
 		st.rebalanceStatus(&bs) // bond_rebalance.go
+		if b.X != nil && bondDPHash.Load() && s.mirrors == nil && st.balance() == BondBalanceTCP {
+			bs.RecircID = recircs.id(&frozenState{x: b.X, bond: st.bond}, time.Now())
+		}
 		out = append(out, bs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })
