@@ -19,8 +19,10 @@ import (
 // administratively up and, on a bond with LACP (lacp.go, lacp_bond.go),
 // while LACP says so; bond_updelay and bond_downdelay hold a change back
 // (bond-detect-mode carrier; miimon is refused by the database layer).
-// balance-tcp hashes the 5-tuple in translation (lacp_bond.go) and needs
-// LACP negotiated, as OVS's.
+// balance-tcp needs LACP negotiated, as OVS's, and hashes in the kernel
+// with hash(l4) and recirculation (xlate_bond.go), or, without the hash
+// action, the 5-tuple in translation (lacp_bond.go). A member lost or a
+// new active member sends learning packets (bond_learning.go).
 
 // BondMode is a bond's bond_mode.
 type BondMode uint8
