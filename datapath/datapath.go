@@ -170,6 +170,10 @@ type Features struct {
 	// Trunc, Clone, CheckPktLen, AddMPLS: the trunc, clone,
 	// check_pkt_len and add_mpls actions (probed with the others).
 	Trunc, Clone, CheckPktLen, AddMPLS bool
+	// Hash: the hash action (OVS_ACTION_ATTR_HASH) with the l4
+	// algorithm, which sets the dp_hash a recirculated packet matches on
+	// (balance-tcp bonds hash in the kernel with it).
+	Hash bool
 	// MaxVLANHeaders is how many VLAN headers the datapath matches in a
 	// flow key (ovs-vswitchd's "VLAN header stack length"): 2 on Linux
 	// 4.10+ (802.1ad), 1 before; at most len(flow.Key{}.VLANs).

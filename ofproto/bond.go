@@ -19,8 +19,10 @@ import (
 // administratively up and, on a bond with LACP (lacp.go, lacp_bond.go),
 // while LACP says so; bond_updelay and bond_downdelay hold a change back
 // (bond-detect-mode carrier; miimon is refused by the database layer).
-// balance-tcp hashes the 5-tuple in translation (lacp_bond.go) and needs
-// LACP negotiated, as OVS's.
+// balance-tcp needs LACP negotiated, as OVS's, and hashes in the kernel
+// with hash(l4) and recirculation (xlate_bond.go), or, without the hash
+// action, the 5-tuple in translation (lacp_bond.go). A member lost or a
+// new active member sends learning packets (bond_learning.go).
 
 // BondMode is a bond's bond_mode.
 type BondMode uint8
@@ -147,6 +149,9 @@ type Bond struct {
 	tx            [bondBuckets]atomic.Uint64
 	nextRebalance time.Time
 	acctID        uint16 // its slot in bondByID, 0 none; set before the bond is published
+	// learn is a state whose learning packets the runner is to send, nil
+	// none (bond_learning.go).
+	learn *bondState
 }
 
 // bondState is a bond as one PortSet sees it: immutable.
@@ -209,7 +214,7 @@ func (bd *Bond) choose(st *bondState) {
 	if bd.was == nil {
 		bd.was = map[string]bool{}
 	}
-	bd.linkStatus(st, time.Now()) // lacp_bond.go: may_enable, updelay, downdelay
+	lost := bd.linkStatus(st, time.Now()) // lacp_bond.go: may_enable, updelay, downdelay
 	byName := map[string]*Port{}
 	var en []*Port
 	for i, p := range st.members {
@@ -220,6 +225,11 @@ func (bd *Bond) choose(st *bondState) {
 	}
 	prev := bd.active
 	defer func() {
+		// As bond.c: a member disabled, or an active member chosen,
+		// sends learning packets (bond_learning.go).
+		if lost || bd.active != prev && bd.active != "" {
+			bd.wantLearning(st)
+		}
 		switch {
 		case log == nil || bd.active == prev:
 		case bd.active == "":
@@ -324,6 +334,10 @@ type BondStatus struct {
 	// to the next rebalancing (bond_rebalance.go).
 	Balanced      bool
 	NextRebalance time.Duration
+	// RecircID is the recirculation id balance-tcp's output hashes in
+	// the kernel with (xlate_bond.go), 0 when the bond does not
+	// recirculate now.
+	RecircID uint32
 }
 
 // BondMemberStatus is one member of a BondStatus.
@@ -357,6 +371,9 @@ func (b *Bridge) Bonds() []BondStatus {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
 		}
 		st.rebalanceStatus(&bs) // bond_rebalance.go
+		if b.X != nil && bondDPHash.Load() && s.mirrors == nil && st.balance() == BondBalanceTCP {
+			bs.RecircID = recircs.id(&frozenState{x: b.X, bond: st.bond}, time.Now())
+		}
 		out = append(out, bs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Config.Name < out[j].Config.Name })
@@ -451,13 +468,19 @@ func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) 
 	if st.active == st.members[i] {
 		return false, nil
 	}
-	st.bond.mu.Lock()
-	st.bond.active = member
-	st.bond.mu.Unlock()
-	if log := st.bond.Config.Log; log != nil {
+	bd := st.bond
+	bd.mu.Lock()
+	bd.active = member
+	bd.mu.Unlock()
+	if log := bd.Config.Log; log != nil {
 		log.Info(fmt.Sprintf("bond %s: active member is now %s", bond, member))
 	}
 	b.Ports.republish()
+	if nst := b.Ports.Snapshot().bonds[bd]; nst != nil {
+		bd.mu.Lock()
+		bd.wantLearning(nst)
+		bd.mu.Unlock()
+	}
 	b.Tables.Invalidate()
 	return true, nil
 }

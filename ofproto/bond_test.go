@@ -14,6 +14,12 @@ import (
 // dp13, p4 dp14 and LOCAL dp0 on their own.
 func bondBridge(t testing.TB, mode BondMode) (*Bridge, *Xlator) {
 	t.Helper()
+	return bondBridgeDP(t, mode, nil)
+}
+
+// bondBridgeDP is bondBridge over datapath dp (nil: none).
+func bondBridgeDP(t testing.TB, mode BondMode, dp datapath.Datapath) (*Bridge, *Xlator) {
+	t.Helper()
 	ports := NewPorts()
 	for _, p := range []Port{
 		{OFPort: openflow.PortLocal, DPPort: 0, Name: "br0", Type: "internal"},
@@ -28,10 +34,11 @@ func bondBridge(t testing.TB, mode BondMode) (*Bridge, *Xlator) {
 	}
 	x := &Xlator{Tables: NewTables(), Ports: ports, MAC: maclearn.New(0, 0)}
 	mustAdd(t, x, 0, func(*flow.Key, *flow.Mask) {}, 0, apply(openflow.Output(openflow.PortNormal, 0)))
-	b := &Bridge{Name: "br0", Ports: ports, MAC: x.MAC, Tables: x.Tables, X: x}
+	b := &Bridge{Name: "br0", Ports: ports, MAC: x.MAC, Tables: x.Tables, X: x, DP: dp}
 	if errs := b.SetBonds([]BondConfig{{Name: "bond0", Mode: mode, Members: []string{"b2", "b1"}}}); errs != nil {
 		t.Fatal(errs)
 	}
+	t.Cleanup(b.stopBondRunners)
 	return b, x
 }
 

@@ -100,6 +100,22 @@ type Bridge struct {
 	// onPacketIn receives the bridge's packets for the controller
 	// (SetPacketIn).
 	onPacketIn atomic.Pointer[func(PacketIn)]
+	// onStatus is told when status the database shows changes without a
+	// port change (SetStatusChanged).
+	onStatus atomic.Pointer[func()]
+}
+
+// SetStatusChanged makes fn be called when status that a database layer
+// writes back changes on its own: today a bond member's LACP partner
+// information turning current or defaulted (LACPCurrent), as OVS bumps
+// its connectivity sequence. fn runs on the bond's runner and must not
+// block.
+func (b *Bridge) SetStatusChanged(fn func()) { b.onStatus.Store(&fn) }
+
+func (b *Bridge) statusChanged() {
+	if fn := b.onStatus.Load(); fn != nil {
+		(*fn)()
+	}
 }
 
 // SetPacketIn makes fn receive the bridge's packets for the controller.

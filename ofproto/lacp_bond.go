@@ -217,8 +217,8 @@ func (c *BondConfig) lacpEqual(d *BondConfig) bool {
 // bond_link_status_update: a member whose may_enable (administratively
 // up, carrier, and LACP's verdict) differs from its enabled state
 // changes after updelay or downdelay. Its first sight enables it at once
-// if it may be. The caller holds bd.mu.
-func (bd *Bond) linkStatus(st *bondState, now time.Time) {
+// if it may be. lost reports a member disabled. The caller holds bd.mu.
+func (bd *Bond) linkStatus(st *bondState, now time.Time) (lost bool) {
 	n := len(st.members)
 	st.mayEnable, st.delayLeft = make([]bool, n), make([]time.Duration, n)
 	st.lacp = LACPOff
@@ -285,9 +285,11 @@ func (bd *Bond) linkStatus(st *bondState, now time.Time) {
 		if pending {
 			st.delayLeft[i] = exp.Sub(now)
 		}
+		lost = lost || bd.was[p.Name] && !was
 		bd.was[p.Name], st.enabled[i] = was, was
 	}
 	bd.kick() // the runner follows carrier changes into LACP
+	return lost
 }
 
 // skipUpdelay is bond_choose_member's last resort: with no member
@@ -363,7 +365,10 @@ func (b *Bridge) startBondRunners(old map[string]*Bond) {
 		}
 	}
 	for bd := range cur {
-		if bd.run == nil && (bd.lacp != nil || bd.Config.Updelay > 0 || bd.Config.Downdelay > 0 || bd.rebalances()) {
+		// Every bond has a runner: besides LACP, delays and
+		// rebalancing, it sends learning packets (bond_learning.go).
+		// A placeholder (bond_hold.go) carries nothing and needs none.
+		if bd.run == nil && bd.Config.Mode != bondDrop {
 			r := &bondRunner{kick: make(chan struct{}, 1), done: make(chan struct{})}
 			bd.mu.Lock()
 			bd.run = r
@@ -410,6 +415,12 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 	carrier := map[string]bool{}
 	var tx []lacpTx
 	var frame, acts []byte
+	var learning []learningPacket
+	// current is what currentBits said last time (lacp_current);
+	// currentKnown is false before the first look, which tells the
+	// database layer too.
+	var current uint64
+	currentKnown := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -462,6 +473,13 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 					bd.Config.LACPLog.Warn(fmt.Sprintf("%s: sending a LACP PDU on %s failed: %v", bd.Config.Name, p.Name, err))
 				}
 			}
+			if c := bd.currentBits(st); c != current || !currentKnown {
+				current, currentKnown = c, true
+				b.statusChanged()
+			}
+		}
+		if lst := bd.takeLearning(); lst != nil {
+			learning, frame, acts = bd.sendLearning(b, lst, now, learning, frame, acts) // bond_learning.go
 		}
 		if st != nil && bd.rebalanceDue(now) && bd.rebalance(st, now) { // bond_rebalance.go
 			changed = true
@@ -496,6 +514,32 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// LACPCurrent is Interface lacp_current of port name: whether its LACP
+// partner information is current, as OVS's lacp_member_is_current, that
+// is, not defaulted (expired information still counts: it is current
+// until the expiry timer runs out too). ok is false when name is not a
+// member of a bond running LACP; the column is then empty.
+func (b *Bridge) LACPCurrent(name string) (current, ok bool) {
+	p := b.Ports.Snapshot().byName(name)
+	if p == nil || p.Bond == nil || p.Bond.lacp == nil {
+		return false, false
+	}
+	return p.Bond.lacp.IsCurrent(name)
+}
+
+// currentBits is which members of st LACP deems current, a bit each by
+// position (a bond has at most 64 members here, as the database layer
+// allows).
+func (bd *Bond) currentBits(st *bondState) uint64 {
+	var v uint64
+	for i, p := range st.members {
+		if c, _ := bd.lacp.IsCurrent(p.Name); c && i < 64 {
+			v |= 1 << i
+		}
+	}
+	return v
 }
 
 // LACPs returns the LACP state of the bridge's bonds that run LACP, by

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -492,5 +493,123 @@ func TestBondRebalance(t *testing.T) {
 	// Balanced: a second pass moves nothing.
 	if bd.rebalance(b.Ports.Snapshot().bonds[bd], now) {
 		t.Error("a balanced bond rebalanced again")
+	}
+}
+
+// TestLACPCurrent: Interface lacp_current is empty for a port of no LACP
+// bond; as OVS's lacp_member_is_current it is true while a member's
+// partner is current or expired (an active bond's members start expired)
+// and false once defaulted; the bond's runner tells the database layer
+// when it changes, and only then.
+func TestLACPCurrent(t *testing.T) {
+	b, _, bd := lacpBridge(t, BondBalanceTCP, false)
+	changed := make(chan struct{}, 8)
+	b.SetStatusChanged(func() { changed <- struct{}{} })
+	if _, ok := b.LACPCurrent("p3"); ok {
+		t.Error("p3, of no bond, has lacp_current")
+	}
+	if _, ok := b.LACPCurrent("nonesuch"); ok {
+		t.Error("a missing port has lacp_current")
+	}
+	want := func(what string, v bool) {
+		t.Helper()
+		for _, n := range []string{"b1", "b2"} {
+			if cur, ok := b.LACPCurrent(n); !ok || cur != v {
+				t.Errorf("%s %s: lacp_current %t (ok %t), want %t", n, what, cur, ok, v)
+			}
+		}
+	}
+	wantChange := func(what string) {
+		t.Helper()
+		bd.kick()
+		select {
+		case <-changed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the runner did not report lacp_current changing", what)
+		}
+	}
+	want("before any PDU (expired)", true)
+	// Let the runner take its first look (it may have before the hook
+	// was set), and forget what it said.
+	bd.kick()
+	time.Sleep(200 * time.Millisecond)
+	for len(changed) > 0 {
+		<-changed
+	}
+	for _, n := range []string{"b1", "b2"} {
+		bd.lacp.carrierFirst(n, true)
+	}
+	// No partner for the fast expiry time: defaulted.
+	bd.lacp.Run(time.Now().Add(4*time.Second), nil)
+	want("with no partner (defaulted)", false)
+	wantChange("defaulted")
+	negotiate(t, b, bd)
+	want("after the partner spoke", true)
+	wantChange("current")
+	// Nothing changed: another run says nothing.
+	bd.kick()
+	select {
+	case <-changed:
+		t.Error("the runner reported a change when lacp_current stayed")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestLACPBalanceTCPRecirc: with the datapath's hash action, a
+// negotiated balance-tcp bond's output is hash(l4(basis)),recirc(id),
+// whose megaflow holds no L4 field; the recirculated packet leaves by the
+// member of its dp_hash's bucket, both members taking buckets, with the
+// bucket's bits of dp_hash in the megaflow and the bytes credited to it.
+func TestLACPBalanceTCPRecirc(t *testing.T) {
+	bondDPHash.Store(true)
+	t.Cleanup(func() { bondDPHash.Store(false) })
+	b, x, bd := lacpBridge(t, BondBalanceTCP, false)
+	negotiate(t, b, bd)
+	var out Out
+	k := tagged(13, 0, 0)
+	k.EthType, k.NwProto, k.TpSrc, k.TpDst = flow.EthTypeIPv4, 6, 1000, 80
+	x.Translate(&k, t0, true, &out)
+	id := bd.recircID(&xctx{xstate: xstate{x: x, now: t0}})
+	want := fmt.Sprintf("0,hash(l4(0)),recirc(%#x),14", id)
+	if got := datapath.FormatActions(out.Actions); id == 0 || got != want {
+		t.Fatalf("flood from p3: %s, want %s", got, want)
+	}
+	if out.WC.TpSrc != 0 || out.WC.TpDst != 0 || out.WC.IPv4Src != ([4]byte{}) || out.acct.bond != nil {
+		t.Errorf("first stage mask %+v (acct %+v): hashed fields are the kernel's business", out.WC, out.acct)
+	}
+	if n := testing.AllocsPerRun(200, func() { x.Translate(&k, t0, true, &out) }); n != 0 {
+		t.Errorf("balance-tcp recirculation translation allocates %.1f times", n)
+	}
+	if s := b.Bonds()[0]; s.RecircID != id {
+		t.Errorf("bond/show's recirc id %d, want %d", s.RecircID, id)
+	}
+
+	seen := map[string]int{}
+	for h := 0; h < 512; h += 3 {
+		k2 := k
+		k2.RecircID, k2.DPHash = id, uint32(h)
+		x.Translate(&k2, t0, false, &out)
+		a := datapath.FormatActions(out.Actions)
+		seen[a]++
+		st := b.Ports.Snapshot().bonds[bd]
+		if want := itoa(st.buckets[uint8(h)].DPPort); a != want {
+			t.Fatalf("dp_hash %#x: %s, want bucket %d's member %s", h, a, uint8(h), want)
+		}
+		if out.WC.DPHash != 0xff || out.WC.RecircID != ^uint32(0) || out.WC.TpSrc != 0 {
+			t.Fatalf("second stage mask %+v", out.WC)
+		}
+		if out.acct.bond != bd || out.acct.bucket != uint8(h) {
+			t.Fatalf("dp_hash %#x credited to %+v", h, out.acct)
+		}
+	}
+	if seen["11"] == 0 || seen["12"] == 0 || len(seen) != 2 {
+		t.Errorf("second stage outputs %v, want both members", seen)
+	}
+
+	// Without the hash action: the old form, the 5-tuple hashed here.
+	bondDPHash.Store(false)
+	x.Translate(&k, t0, true, &out)
+	if got := datapath.FormatActions(out.Actions); got != "0,11,14" && got != "0,12,14" || out.WC.TpSrc != 0xffff {
+		t.Errorf("without the hash action: %s (mask tp_src %#x), want an output to a member and the 5-tuple in the mask", got, out.WC.TpSrc)
 	}
 }

@@ -41,6 +41,10 @@ type frozenState struct {
 	// by which equal freezes share an id): a recirculation after pop_mpls
 	// frozen inside a resubmit, clone or packet-out (xlate_mpls.go).
 	cont string
+	// bond, when set, is a balance-tcp bond's output after the kernel
+	// hashed the packet (xlate_bond.go): the packet leaves by the member
+	// of its dp_hash's bucket. Nothing else of the state counts then.
+	bond *Bond
 }
 
 type recircEntry struct {

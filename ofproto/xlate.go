@@ -924,6 +924,9 @@ func (c *xctx) normalOutput(pt *Port, vlan uint16, ix *xvlan) {
 		c.out.WC.VLANs[1].TCI = 0xffff
 	}
 	if pt.Bond != nil {
+		if c.bondRecirc(pt, ix) { // xlate_bond.go
+			return
+		}
 		if pt = c.bondOutput(pt, vlan); pt == nil {
 			return
 		}

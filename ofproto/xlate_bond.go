@@ -1,11 +1,79 @@
 package ofproto
 
 import (
+	"sync/atomic"
+
+	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 )
 
 // NORMAL over bonds (bond.go): the hooks xlate.go's normal calls. None of
 // them allocates, and a bridge without bonds pays one nil check per port.
+//
+// balance-tcp hashes in the kernel where it can, as ovs-vswitchd does on
+// the kernel datapath: the output to the bond becomes hash(l4(basis)),
+// recirc(id), with id the bond's (one per bond and bridge, recirc.go),
+// and the recirculated packet, whose key carries the hash as dp_hash,
+// translates to the output to the member of bucket dp_hash&0xff. The
+// first flow then needs no L3/L4 fields in its megaflow, and the second
+// stage has at most 256 flows per input port, one a bucket, whose bytes
+// rebalancing credits to their bucket. Without the hash action
+// (bondDPHash false: the dummy datapath, or a kernel that lacks it) the
+// 5-tuple is hashed here (bondHash5), the megaflow holding it. Outputs
+// mirrored to a bond, and bridges with mirrors, keep the old form: the
+// mirror's copy is made where the output is.
+
+// bondDPHash is set when the datapath has the hash and recirc actions
+// (noteDatapathFeatures).
+var bondDPHash atomic.Bool
+
+// bondRecirc emits the recirculation form of NORMAL's output to bond
+// member pt, for a balance-tcp bond that may use it, and reports whether
+// it did; ix is the input VLAN, for the output tagging.
+func (c *xctx) bondRecirc(pt *Port, ix *xvlan) bool {
+	if !bondDPHash.Load() || c.ports.mirrors != nil {
+		return false
+	}
+	st := c.ports.bonds[pt.Bond]
+	if st == nil || st.balance() != BondBalanceTCP || st.active == nil {
+		return false
+	}
+	id := st.bond.recircID(c)
+	if id == 0 {
+		return false
+	}
+	saved := c.flow.VLANs
+	if c.ports.vlans {
+		c.flow.VLANs = normalHeader(pt, ix)
+	}
+	c.commit()
+	c.out.Actions = datapath.AppendHash(c.out.Actions, datapath.HashAlgL4, st.bond.Config.HashBasis)
+	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
+	c.flow.VLANs = saved
+	return true
+}
+
+// recircID is the recirculation id of bd's hashed output on c's bridge,
+// 0 when none is left. It does not allocate once the id exists.
+func (bd *Bond) recircID(c *xctx) uint32 {
+	s := frozenState{x: c.x, bond: bd}
+	return recircs.id(&s, c.now)
+}
+
+// bondResume translates a packet back from bd's hash and recirculation:
+// out of the member of its dp_hash's bucket. The megaflow holds the
+// bucket's bits of dp_hash (and recirc_id and in_port, as every one).
+func (c *xctx) bondResume(bd *Bond, key *flow.Key) {
+	c.out.WC.DPHash = bondBuckets - 1
+	st := c.ports.bonds[bd]
+	if st == nil || st.balance() != BondBalanceTCP {
+		c.out.Dropped = "bond no longer balances by TCP"
+		return
+	}
+	h := uint8(key.DPHash)
+	c.out.acct = bondAcct{bd, h}
+	c.emitOutput(st.buckets[h])
+}
 
 // bondIn is the state of the bond the input port is a member of, nil when
 // it is in none.

@@ -21,6 +21,10 @@ func (c *xctx) resume(key *flow.Key) bool {
 		c.out.Dropped = "unknown recirculation id"
 		return false
 	}
+	if s.bond != nil {
+		c.bondResume(s.bond, key) // xlate_bond.go
+		return true
+	}
 	c.flow.InPort = s.inPort
 	c.flow.Regs = s.regs
 	c.flow.OFMetadata = s.metadata

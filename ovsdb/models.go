@@ -91,7 +91,7 @@ type Port struct {
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,
-// Ifindex, MACInUse, AdminState, LinkState and Error.
+// Ifindex, MACInUse, AdminState, LinkState, LACPCurrent and Error.
 type Interface struct {
 	UUID          string            `ovsdb:"_uuid"`
 	Name          string            `ovsdb:"name"`
@@ -104,7 +104,10 @@ type Interface struct {
 	MACInUse      *string           `ovsdb:"mac_in_use"`
 	AdminState    *string           `ovsdb:"admin_state"`
 	LinkState     *string           `ovsdb:"link_state"`
-	Error         *string           `ovsdb:"error"`
+	// LACPCurrent is lacp_current: a LACP bond member's partner
+	// information is current (nil when the member runs no LACP).
+	LACPCurrent *bool   `ovsdb:"lacp_current"`
+	Error       *string `ovsdb:"error"`
 	// Ingress policing: kbit/s and kbit (0: off).
 	IngressPolicingRate  int `ovsdb:"ingress_policing_rate"`
 	IngressPolicingBurst int `ovsdb:"ingress_policing_burst"`

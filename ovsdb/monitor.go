@@ -26,6 +26,17 @@ const (
 	txnTimeout = 10 * time.Second
 )
 
+// StatusNotifier is a Switch that says when status it reports (Ports'
+// LACPCurrent) changed on its own, so that the Monitor writes it back at
+// once rather than at the next refresh, as ovs-vswitchd's status update
+// follows its connectivity sequence. Only columns that differ from the
+// rows are written either way.
+type StatusNotifier interface {
+	// StatusChanged is readable after a change; one value stands for any
+	// number of changes since the last read.
+	StatusChanged() <-chan struct{}
+}
+
 // Monitor keeps a Switch configured from ovsdb-server.
 type Monitor struct {
 	// Remote is the ovsdb-server to connect to, "unix:PATH",
@@ -123,6 +134,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
+	var status <-chan struct{}
+	if sn, ok := m.sw.(StatusNotifier); ok {
+		status = sn.StatusChanged()
+	}
 	poke()
 	for {
 		select {
@@ -130,6 +145,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return nil
 		case <-kick:
 		case <-tick.C:
+		case <-status:
 		}
 		if !c.Connected() {
 			continue // the cache is stale; the reconnect repopulates it and kicks us
@@ -326,6 +342,14 @@ func ifaceUpdate(c *dbClient, cur *Interface, st ifaceStatus) ([]libovsdb.Operat
 		setStr(&n.MACInUse, cur.MACInUse, st.mac)
 		setStr(&n.AdminState, cur.AdminState, st.admin)
 		setStr(&n.LinkState, cur.LinkState, st.link)
+	}
+	switch {
+	case st.lacp != nil && (cur.LACPCurrent == nil || *cur.LACPCurrent != *st.lacp):
+		v := *st.lacp
+		n.LACPCurrent = &v
+		fields = append(fields, &n.LACPCurrent)
+	case st.lacp == nil && cur.LACPCurrent != nil:
+		fields = append(fields, &n.LACPCurrent)
 	}
 	if len(fields) == 0 {
 		return nil, nil

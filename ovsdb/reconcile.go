@@ -89,6 +89,9 @@ type PortState struct {
 	MAC     net.HardwareAddr
 	AdminUp bool
 	LinkUp  bool
+	// LACPCurrent is the Interface's lacp_current: nil when the port is
+	// no member of a bond running LACP.
+	LACPCurrent *bool
 }
 
 // ifaceStatus is what is written back to one Interface row.
@@ -100,6 +103,7 @@ type ifaceStatus struct {
 	mac        string
 	admin      string
 	link       string
+	lacp       *bool // lacp_current, nil: empty
 	bridgeName string
 }
 
@@ -438,7 +442,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: fmt.Sprintf("could not open network device %s (the bridge has no such port)", pc.Name)}
 			continue
 		}
-		st := ifaceStatus{ofport: int(ps.OFPort), known: ps.Known}
+		st := ifaceStatus{ofport: int(ps.OFPort), known: ps.Known, lacp: ps.LACPCurrent}
 		if ps.Known {
 			st.ifindex = ps.IfIndex
 			if len(ps.MAC) == 6 {

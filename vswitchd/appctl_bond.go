@@ -126,8 +126,10 @@ func (d *Daemon) bondList([]string) (string, error) {
 		for i, m := range bs.Members {
 			names[i] = m.Name
 		}
-		// recircID is 0: only balance-tcp recirculates.
-		fmt.Fprintf(&sb, "%s\t%s\t0\t%s\n", bs.Config.Name, bs.Config.Mode, strings.Join(names, ", "))
+		// recircID is 0 unless the bond hashes in the kernel now
+		// (balance-tcp, negotiated); OVS shows an id it keeps for
+		// balance-slb too, and never uses.
+		fmt.Fprintf(&sb, "%s\t%s\t%d\t%s\n", bs.Config.Name, bs.Config.Mode, bs.RecircID, strings.Join(names, ", "))
 	}
 	return sb.String(), nil
 }
@@ -154,7 +156,11 @@ func writeBondShow(sb *strings.Builder, bs *ofproto.BondStatus) {
 	c := &bs.Config
 	fmt.Fprintf(sb, "---- %s ----\n", c.Name)
 	fmt.Fprintf(sb, "bond_mode: %s\n", c.Mode)
-	sb.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
+	if bs.RecircID != 0 {
+		fmt.Fprintf(sb, "bond may use recirculation: yes, Recirc-ID : %d\n", bs.RecircID)
+	} else {
+		sb.WriteString("bond may use recirculation: no, Recirc-ID : -1\n")
+	}
 	fmt.Fprintf(sb, "bond-hash-basis: %d\n", c.HashBasis)
 	sb.WriteString("lb_output action: disabled, bond-id: -1\n")
 	if c.Mode == ofproto.BondBalanceSLB {

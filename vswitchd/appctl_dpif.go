@@ -242,6 +242,14 @@ var dpFeatures = []dpFeature{
 	{name: "trunc", title: "Truncate action", on: func(f datapath.Features) bool { return f.Trunc }, off: ofproto.FeatureTrunc},
 	{name: "clone", title: "Clone action", on: func(f datapath.Features) bool { return f.Clone }},
 	{name: "check_pkt_len", title: "Check pkt length action", on: func(f datapath.Features) bool { return f.CheckPktLen }},
+	// OVS probes the hash algorithms above l4 (0); kernels to 6.1 have
+	// only l4, and -1 says the hash action itself is missing.
+	{name: "max_hash_alg", title: "Max dp_hash algorithm", size: func(f datapath.Features) int {
+		if f.Hash {
+			return datapath.HashAlgL4
+		}
+		return -1
+	}},
 	{name: "add_mpls", title: "MPLS Label add", on: func(f datapath.Features) bool { return f.AddMPLS }, off: ofproto.FeatureAddMPLS},
 }
 

@@ -120,11 +120,29 @@ type ovsdbSwitch struct {
 	policing map[string]ovsdb.Policing
 	// stp is each bridge's applied spanning tree (appctl_stp.go).
 	stp map[string]stpApplied
+	// status is StatusChanged's: the bridges' SetStatusChanged poke it.
+	status chan struct{}
 }
 
-func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }
+func newOVSDBSwitch(d *Daemon) *ovsdbSwitch {
+	return &ovsdbSwitch{d: d, status: make(chan struct{}, 1)}
+}
 
-var _ ovsdb.Switch = (*ovsdbSwitch)(nil)
+var (
+	_ ovsdb.Switch         = (*ovsdbSwitch)(nil)
+	_ ovsdb.StatusNotifier = (*ovsdbSwitch)(nil)
+)
+
+// StatusChanged is readable after a bridge said its status changed
+// (a bond member's lacp_current).
+func (s *ovsdbSwitch) StatusChanged() <-chan struct{} { return s.status }
+
+func (s *ovsdbSwitch) statusPoke() {
+	select {
+	case s.status <- struct{}{}:
+	default:
+	}
+}
 
 // AddBridge opens or creates the datapath called cfg.Name and starts a
 // bridge on it, with its OpenFlow connection manager (mgmt socket
@@ -191,7 +209,7 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 	setup := bridgeSetup{Name: cfg.Name, FailMode: cfg.FailMode, Protocols: cfg.Protocols,
 		Handlers: g.Handlers, FlowLimit: g.FlowLimit, MaxIdle: g.MaxIdle, Governor: g.Governor,
 		MACTableSize: cfg.MACTableSize, MACAging: cfg.MACAging, Lenient: true,
-		Prepare: func(b *ofproto.Bridge) { renumber(b, ofports) }}
+		Prepare: func(b *ofproto.Bridge) { renumber(b, ofports); b.SetStatusChanged(s.statusPoke) }}
 	for _, c := range cfg.Controllers {
 		// As with ovs-vswitchd, a controller the switch cannot use
 		// costs that controller, not the bridge.
@@ -368,6 +386,9 @@ func (s *ovsdbSwitch) Ports(bridge string) ([]ovsdb.PortState, error) {
 	out := make([]ovsdb.PortState, 0, len(list))
 	for _, p := range list {
 		ps := ovsdb.PortState{Name: p.Name, Type: p.Type, OFPort: p.OFPort, Peer: p.Peer, Tunnel: tunnelOptionsText(p)}
+		if cur, ok := b.LACPCurrent(p.Name); ok {
+			ps.LACPCurrent = &cur
+		}
 		if p.OFPort == openflow.PortLocal {
 			ps.OFPort = ofppLocal
 		}

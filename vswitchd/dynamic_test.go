@@ -563,3 +563,31 @@ func TestOVSDBOverSSL(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestOVSDBLACPCurrent: Interface lacp_current of a LACP bond's members
+// follows LACP with no partner on the in-memory datapath (an active
+// bond's members start expired, true; 3 s later, at the fast rate, they
+// are defaulted, false), is empty for a port of no bond, and is cleared
+// when the bond stops running LACP.
+func TestOVSDBLACPCurrent(t *testing.T) {
+	s := startOVSDBSwitch(t, "p1", "p2", "p3")
+	s.must(t, "add-br", "br0")
+	s.must(t, "add-bond", "br0", "bond0", "p1", "p2", "lacp=active", "bond_mode=balance-tcp", "other_config:lacp-time=fast")
+	s.must(t, "add-port", "br0", "p3")
+	wait := func(iface, want string) {
+		t.Helper()
+		var got string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got = strings.TrimSpace(s.must(t, "get", "Interface", iface, "lacp_current")); got == want {
+				return
+			}
+		}
+		t.Fatalf("Interface %s lacp_current %s, want %s", iface, got, want)
+	}
+	wait("p1", "false")
+	wait("p2", "false")
+	wait("p3", "[]")
+	s.must(t, "set", "Port", "bond0", "lacp=off", "bond_mode=active-backup")
+	wait("p1", "[]")
+	wait("p2", "[]")
+}

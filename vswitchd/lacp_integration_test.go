@@ -39,6 +39,22 @@ func (b *bondBed) lacpArgs() []string {
 type lacpRun struct {
 	show, lacpShow, failed, lacpFailed, back string
 	stats, dpFlow                            string
+	// lacp_current of the first member: negotiated, down, back; and of
+	// the port of no bond.
+	current, currentDown, currentBack, currentPlain string
+}
+
+// waitLACPCurrent polls Interface iface's lacp_current until it reads
+// want, and returns what it read last.
+func waitLACPCurrent(t *testing.T, vsctl func(args ...string) string, iface, want string) string {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got = strings.TrimSpace(vsctl("get", "Interface", iface, "lacp_current")); got == want {
+			break
+		}
+	}
+	return got
 }
 
 // waitAppctl polls an appctl command until its output matches re.
@@ -65,14 +81,14 @@ var (
 	lacpDPStats    = regexp.MustCompile(`packets:\d+, bytes:\d+, used:[^,]+, `)
 	dpPID          = regexp.MustCompile(`pid=\d+`)
 	dpInPort       = regexp.MustCompile(`in_port\(\d+\)`)
-	recircLine     = regexp.MustCompile(`(?m)^bond may use recirculation: .*\n`)
+	recircID       = regexp.MustCompile(`(?m)^(bond may use recirculation: yes, Recirc-ID : )\d+$`)
 	lacpStatsShape = regexp.MustCompile(`(?s)---- bond0 statistics ----\n\nmember: gv\d+a:\n  TX PDUs: [1-9]\d*\n  RX PDUs: [1-9]\d*\n  RX Bad PDUs: 0\n  RX Marker Request PDUs: 0\n.*member: gv\d+b:\n  TX PDUs: [1-9]\d*\n  RX PDUs: [1-9]\d*\n  RX Bad PDUs: 0\n`)
 )
 
 // lacpSteps: LACP negotiates with the Linux bond, ping and TCP cross the
 // balance-tcp bond, a member's link goes down (our side) and traffic
 // goes on over the other, the member comes back and is attached again.
-func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int) lacpRun {
+func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int, vsctl func(args ...string) string) lacpRun {
 	t.Helper()
 	var r lacpRun
 	b.peer.Exec("ip", "neigh", "flush", "all")
@@ -83,6 +99,8 @@ func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int) lacpRun {
 	appctlAt(t, ctl, "bond/set-active-member", "bond0", b.members[0])
 	r.show = waitAppctl(t, ctl, regexp.MustCompile(`member `+b.members[0]+`: enabled\n  active member\n`), "bond/show", "bond0")
 	r.lacpShow = waitAppctl(t, ctl, bothAttached, "lacp/show", "bond0")
+	r.current = waitLACPCurrent(t, vsctl, b.members[0], "true")
+	r.currentPlain = strings.TrimSpace(vsctl("get", "Interface", b.port, "lacp_current"))
 	if l, out := b.pingLoss(t, 3); l != 0 {
 		t.Errorf("%s: peer->h2 over the LACP bond lost %d of 3:\n%s\nbond/show:\n%s", who, l, out, r.show)
 	}
@@ -108,6 +126,8 @@ func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int) lacpRun {
 	}
 	r.failed = waitAppctl(t, ctl, aDisabled, "bond/show", "bond0")
 	r.lacpFailed = appctlAt(t, ctl, "lacp/show", "bond0").out
+	// No PDUs: expired, then (fast rate, 3 s later) defaulted.
+	r.currentDown = waitLACPCurrent(t, vsctl, b.members[0], "false")
 	if err := echo(c, "after failover"); err != nil {
 		t.Errorf("%s: TCP over the LACP failover: %v", who, err)
 	}
@@ -119,6 +139,7 @@ func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int) lacpRun {
 	}
 	r.back = waitAppctl(t, ctl, bothEnabled, "bond/show", "bond0")
 	waitAppctl(t, ctl, bothAttached, "lacp/show", "bond0")
+	r.currentBack = waitLACPCurrent(t, vsctl, b.members[0], "true")
 	if err := echo(c, "back"); err != nil {
 		t.Errorf("%s: TCP with both members back: %v", who, err)
 	}
@@ -132,16 +153,17 @@ func (b *bondBed) lacpSteps(t *testing.T, who, ctl string, port int) lacpRun {
 // 802.3ad bond negotiates, carries ping and TCP, keeps them over a
 // member's link going down and coming back; LACPDUs reach userspace
 // through a slow_path(lacp) datapath flow. lacp/show and bond/show read
-// as ovs-vswitchd 3.1's (bond/show less its rebalancing and
-// recirculation lines: govswitchd hashes balance-tcp in translation),
-// ovs-vswitchd doing the same in the same boot first.
+// as ovs-vswitchd 3.1's (bond/show less its rebalancing lines, and the
+// recirculation id, which each switch allocates), ovs-vswitchd doing the
+// same in the same boot first.
 func TestIntegrationBondLACP(t *testing.T) {
 	b := newBondBed(t)
 	b.lacpBond(t)
 
 	o := startOVS(t)
-	b.configure(func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }, b.lacpArgs()...)
-	ovs := b.lacpSteps(t, "ovs-vswitchd", o.ctl, 7011)
+	ovsVsctl := func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }
+	b.configure(ovsVsctl, b.lacpArgs()...)
+	ovs := b.lacpSteps(t, "ovs-vswitchd", o.ctl, 7011, ovsVsctl)
 	stopOVS(t, o, b.name)
 
 	vsctl, ctl, _ := startGov(t, b.rundir)
@@ -151,9 +173,10 @@ func TestIntegrationBondLACP(t *testing.T) {
 			t.Errorf("member %s: Interface error %s", p, e)
 		}
 	}
-	gov := b.lacpSteps(t, "govswitchd", ctl, 7012)
+	gov := b.lacpSteps(t, "govswitchd", ctl, 7012, vsctl)
 
-	norm := func(s string) string { return recircLine.ReplaceAllString(bondShowNorm(s), "") }
+	// The recirculation ids are each switch's own.
+	norm := func(s string) string { return recircID.ReplaceAllString(bondShowNorm(s), "${1}N") }
 	for _, c := range []struct{ what, ovs, gov string }{
 		{"bond/show", norm(ovs.show), norm(gov.show)},
 		{"lacp/show", ovs.lacpShow, gov.lacpShow},
@@ -161,10 +184,24 @@ func TestIntegrationBondLACP(t *testing.T) {
 		{"lacp/show with a member down", ovs.lacpFailed, gov.lacpFailed},
 		{"bond/show with both back", norm(ovs.back), norm(gov.back)},
 		{"LACP datapath flow", ovs.dpFlow, gov.dpFlow},
+		{"lacp_current negotiated", ovs.current, gov.current},
+		{"lacp_current with the member down", ovs.currentDown, gov.currentDown},
+		{"lacp_current with the member back", ovs.currentBack, gov.currentBack},
+		{"lacp_current of a port of no bond", ovs.currentPlain, gov.currentPlain},
 	} {
 		t.Logf("%s:\novs-vswitchd:\n%s\ngovswitchd:\n%s", c.what, c.ovs, c.gov)
 		if c.ovs != c.gov {
 			t.Errorf("%s differs:\novs-vswitchd:\n%s\ngovswitchd:\n%s", c.what, c.ovs, c.gov)
+		}
+	}
+	// Not only the same: what lacp_current means (current or expired
+	// partner: true; defaulted: false; no LACP: empty).
+	for _, c := range []struct{ what, got, want string }{
+		{"negotiated", gov.current, "true"}, {"member down", gov.currentDown, "false"},
+		{"member back", gov.currentBack, "true"}, {"port of no bond", gov.currentPlain, "[]"},
+	} {
+		if c.got != c.want {
+			t.Errorf("govswitchd lacp_current %s: %s, want %s", c.what, c.got, c.want)
 		}
 	}
 	t.Logf("lacp/show-stats:\novs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.stats, gov.stats)
