@@ -87,5 +87,12 @@ func FuzzDecode(f *testing.F) {
 		if m.Type == TypeRST && !bytes.Equal(out[:35], b[:35]) || m.Type == TypeTCN && !bytes.Equal(out, b[:4]) {
 			t.Fatalf("round trip %x -> %x", b, out)
 		}
+		// A bridge fed anything must not panic.
+		br := New("fz", 1, func(*Port, []byte) {})
+		p := br.AddPort(1)
+		p.SetOperational(true)
+		br.Receive(p, b)
+		br.Tick(7000)
+		br.Receive(p, b)
 	})
 }

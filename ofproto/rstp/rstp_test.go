@@ -1,0 +1,280 @@
+package rstp
+
+import (
+	"testing"
+)
+
+// link joins two port ends; down links carry nothing.
+type link struct {
+	a, b   *Port
+	frames int
+	down   bool
+}
+
+// testNet runs bridges joined by links, delivering BPDUs after each step.
+type testNet struct {
+	links   []*link
+	queue   []func()
+	bridges []*Bridge
+}
+
+func (n *testNet) bridge(name string, addr uint64) *Bridge {
+	b := New(name, addr, func(p *Port, bpdu []byte) {
+		c := append([]byte(nil), bpdu...)
+		for _, l := range n.links {
+			if l.down {
+				continue
+			}
+			var peer *Port
+			switch p {
+			case l.a:
+				peer = l.b
+			case l.b:
+				peer = l.a
+			default:
+				continue
+			}
+			l.frames++
+			n.queue = append(n.queue, func() { peer.br.Receive(peer, c) })
+		}
+	})
+	n.bridges = append(n.bridges, b)
+	return b
+}
+
+func (n *testNet) join(a, b *Port) *link {
+	l := &link{a: a, b: b}
+	n.links = append(n.links, l)
+	a.SetOperational(true)
+	b.SetOperational(true)
+	return l
+}
+
+func (n *testNet) deliver() {
+	for len(n.queue) > 0 {
+		q := n.queue
+		n.queue = nil
+		for _, f := range q {
+			f()
+		}
+	}
+}
+
+func (n *testNet) run(ms, step int) {
+	n.deliver()
+	for t := 0; t < ms; t += step {
+		for _, b := range n.bridges {
+			b.Tick(step)
+		}
+		n.deliver()
+	}
+}
+
+type want struct {
+	p     *Port
+	role  Role
+	state State
+}
+
+func check(t *testing.T, when string, ws []want) {
+	t.Helper()
+	for _, w := range ws {
+		if w.p.Role() != w.role || w.p.State() != w.state {
+			t.Errorf("%s: %s port %d: %v %v, want %v %v", when, w.p.br.Name, w.p.Num(), w.p.Role(), w.p.State(),
+				w.role, w.state)
+		}
+	}
+}
+
+// TestLoopOfTwoBridges joins two bridges twice: the lower identifier is
+// the root, the other's first port is its root port and its second the
+// only discarding port, reached by the proposal/agreement handshake well
+// inside one forward delay; when the root port's link fails, the
+// alternate takes over at once.
+func TestLoopOfTwoBridges(t *testing.T) {
+	n := &testNet{}
+	a := n.bridge("br0", 0xaa)
+	b := n.bridge("br1", 0xbb)
+	a.SetPriority(4096)
+	a1, a2, ah := a.AddPort(1), a.AddPort(2), a.AddPort(3)
+	b1, b2, bh := b.AddPort(1), b.AddPort(2), b.AddPort(3)
+	l1 := n.join(a1, b1)
+	n.join(a2, b2)
+	ah.SetOperational(true) // hosts: nothing answers
+	bh.SetOperational(true)
+	n.run(4000, 100) // < forward delay (15 s): only the handshake and edge detection can have done it
+	if !a.IsRoot() || b.IsRoot() || b.RootID() != a.ID() || b.RootPort() != b1 {
+		t.Fatalf("root: br0 %v br1 %v (root %v, port %v)", a.IsRoot(), b.IsRoot(), b.RootID(), b.RootPort())
+	}
+	if b.RootPathCost() != DefaultPathCost {
+		t.Errorf("br1 root path cost %d", b.RootPathCost())
+	}
+	check(t, "converged", []want{
+		{a1, RoleDesignated, Forwarding}, {a2, RoleDesignated, Forwarding}, {ah, RoleDesignated, Forwarding},
+		{b1, RoleRoot, Forwarding}, {b2, RoleAlternate, Discarding}, {bh, RoleDesignated, Forwarding},
+	})
+	discarding := 0
+	for _, br := range n.bridges {
+		br.Ports(func(p *Port) {
+			if p.State() == Discarding {
+				discarding++
+			}
+		})
+	}
+	if discarding != 1 {
+		t.Errorf("%d discarding ports, want 1", discarding)
+	}
+	if !ah.OperEdge() || !bh.OperEdge() || a1.OperEdge() || b2.OperEdge() {
+		t.Errorf("edges: ah %v bh %v a1 %v b2 %v", ah.OperEdge(), bh.OperEdge(), a1.OperEdge(), b2.OperEdge())
+	}
+	// Steady state: BPDUs are bounded by the hello time, ~1 per 2 s per
+	// designated port.
+	before := 0
+	for _, l := range n.links {
+		before += l.frames
+	}
+	a.TakeFDBFlush()
+	b.TakeFDBFlush()
+	n.run(20000, 100)
+	after := 0
+	for _, l := range n.links {
+		after += l.frames
+	}
+	if d := after - before; d < 15 || d > 30 {
+		t.Errorf("%d BPDUs in 20 s on two links, want ~20", d)
+	}
+	if a.TakeFDBFlush() || b.TakeFDBFlush() {
+		t.Error("MAC table flushed in a steady state")
+	}
+	check(t, "steady", []want{{b1, RoleRoot, Forwarding}, {b2, RoleAlternate, Discarding}})
+
+	// The root port's link fails.
+	l1.down = true
+	a1.SetOperational(false)
+	b1.SetOperational(false)
+	n.deliver()
+	check(t, "failover", []want{
+		{b1, RoleDisabled, Discarding}, {b2, RoleRoot, Forwarding}, {a2, RoleDesignated, Forwarding},
+	})
+	if !b.TakeFDBFlush() {
+		t.Error("br1: no MAC flush on the topology change")
+	}
+	n.run(200, 100)
+	if !a.TakeFDBFlush() {
+		t.Error("br0: the TC did not reach it")
+	}
+	// It comes back: b1 is the better root port again.
+	l1.down = false
+	a1.SetOperational(true)
+	b1.SetOperational(true)
+	n.run(4000, 100)
+	check(t, "recovered", []want{
+		{a1, RoleDesignated, Forwarding}, {b1, RoleRoot, Forwarding}, {b2, RoleAlternate, Discarding},
+	})
+}
+
+// TestForwardDelayFallback: a neighbour that never agrees (an 802.1D-1998
+// bridge's Configuration BPDUs, inferior) leaves the designated port to
+// learn after one forward delay and forward after two.
+func TestForwardDelayFallback(t *testing.T) {
+	var sent int
+	b := New("br0", 0x01, func(*Port, []byte) { sent++ })
+	b.SetPriority(4096)
+	p := b.AddPort(1)
+	p.SetOperational(true)
+	cfg := BPDU{Type: TypeConfig, RootID: 0x8000_0000_0000_00ff, BridgeID: 0x8000_0000_0000_00ff, PortID: 0x8001,
+		MaxAge: 20 * 256, HelloTime: 2 * 256, ForwardDelay: 15 * 256}
+	step := func(ms int) {
+		for i := 0; i < ms; i += 500 {
+			b.Receive(p, cfg.Append(nil))
+			b.Tick(500)
+		}
+	}
+	step(14000)
+	if p.State() != Discarding || p.Role() != RoleDesignated || p.OperEdge() {
+		t.Fatalf("at 14 s: %v %v edge %v", p.Role(), p.State(), p.OperEdge())
+	}
+	step(2000)
+	if p.State() != Learning {
+		t.Fatalf("at 16 s: %v", p.State())
+	}
+	step(14000)
+	if p.State() != Forwarding {
+		t.Fatalf("at 30 s: %v", p.State())
+	}
+	if sent == 0 {
+		t.Error("sent nothing")
+	}
+}
+
+// TestSuperiorNeighbourAges: information from a root that goes quiet is
+// aged out after three hello times and the bridge becomes the root.
+func TestSuperiorNeighbourAges(t *testing.T) {
+	b := New("br0", 0x02, func(*Port, []byte) {})
+	p := b.AddPort(1)
+	p.SetOperational(true)
+	m := BPDU{Version: 2, Type: TypeRST, Flags: wireRoleDesig << flagRoleShift, RootID: 0x1000_0000_0000_0001,
+		BridgeID: 0x1000_0000_0000_0001, PortID: 0x8001, MaxAge: 20 * 256, HelloTime: 2 * 256, ForwardDelay: 15 * 256}
+	if err := b.Receive(p, m.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if b.IsRoot() || p.Role() != RoleRoot || p.State() != Forwarding {
+		t.Fatalf("after a superior BPDU: root %v, port %v %v", b.IsRoot(), p.Role(), p.State())
+	}
+	b.Tick(5900)
+	if b.IsRoot() {
+		t.Fatal("aged before 3 hello times")
+	}
+	b.Tick(200)
+	if !b.IsRoot() || p.Role() != RoleDesignated {
+		t.Fatalf("after 6.1 s: root %v, port %v", b.IsRoot(), p.Role())
+	}
+	// A stale BPDU (message age at max age) is ignored.
+	m.MessageAge = m.MaxAge
+	b.Receive(p, m.Append(nil))
+	if !b.IsRoot() {
+		t.Error("took a stale BPDU")
+	}
+	if p.RX != 2 {
+		t.Errorf("rx %d", p.RX)
+	}
+	if err := b.Receive(p, []byte{0, 0, 2}); err == nil || p.Errors != 1 {
+		t.Errorf("bad BPDU: %v, errors %d", err, p.Errors)
+	}
+}
+
+func TestSetters(t *testing.T) {
+	b := New("br0", 0x0000_1122_3344_5566, nil)
+	b.SetPriority(40000) // rounded down to 36864
+	if b.ID() != 0x9000_1122_3344_5566 || b.ID().String() != "9.000.112233445566" {
+		t.Errorf("id %v", b.ID())
+	}
+	b.SetPriority(70000) // out of range: ignored
+	if b.ID().Priority() != 36864 {
+		t.Errorf("priority %d", b.ID().Priority())
+	}
+	b.SetTimes(6, 4)
+	if h, ma, fd := b.BridgeTimes(); h != 2 || ma != 6 || fd != 4 {
+		t.Errorf("times %d %d %d", h, ma, fd)
+	}
+	b.SetTimes(40, 4) // 2*(4-1) < 40: ignored
+	if _, ma, _ := b.BridgeTimes(); ma != 6 {
+		t.Errorf("max age %d", ma)
+	}
+	p := b.AddPort(0)
+	q := b.AddPort(1) // taken: the next free
+	if p.Num() != 1 || q.Num() != 2 {
+		t.Errorf("numbers %d %d", p.Num(), q.Num())
+	}
+	q.SetPriority(100)
+	if q.PortID() != 0x6002 {
+		t.Errorf("port id %04x", q.PortID())
+	}
+	if PathCostForSpeed(10000) != 2000 || PathCostForSpeed(1000) != 20000 || PathCostForSpeed(0) != DefaultPathCost {
+		t.Error("path costs")
+	}
+	b.RemovePort(p)
+	if p.State() != Disabled {
+		t.Errorf("removed port %v", p.State())
+	}
+}
