@@ -120,6 +120,8 @@ type ovsdbSwitch struct {
 	policing map[string]ovsdb.Policing
 	// stp is each bridge's applied spanning tree (appctl_stp.go).
 	stp map[string]stpApplied
+	// rstp is each bridge's applied rapid spanning tree (appctl_rstp.go).
+	rstp map[string]rstpApplied
 }
 
 func newOVSDBSwitch(d *Daemon) *ovsdbSwitch { return &ovsdbSwitch{d: d} }

@@ -426,7 +426,8 @@ func (p *Port) DesignatedPort() uint16   { return p.prio.port }
 func (p *Port) DesignatedCost() uint32   { return p.prio.cost }
 func (p *Port) DesignatedRootID() ID     { return p.prio.root }
 func (p *Port) Operational() bool        { return p.operational }
-func (p *Port) SetAdminEdge(edge bool)   { p.adminEdge = edge; p.resetEdge() }
+func (p *Port) AdminEdge() bool          { return p.adminEdge }
+func (p *Port) SetAdminEdge(edge bool)   { p.adminEdge = edge; p.resetEdge(); p.br.update() }
 func (p *Port) SetAutoEdge(auto bool)    { p.autoEdge = auto }
 func (p *Port) resetEdge()               { p.operEdge = p.adminEdge }
 func (p *Port) fwdDelay() int            { return p.br.rootTm.fwdDelay }
