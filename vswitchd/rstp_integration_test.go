@@ -43,6 +43,11 @@ type rstpRun struct {
 	// the alternate took over; failLoss the pings lost then.
 	failShow string
 	failLoss int
+	// ofState is B's ports' OpenFlow 1.0 state lines (ovs-ofctl show),
+	// which carry the RSTP state as STP bits; bpdu the datapath's BPDU
+	// flows into B, pid and statistics cut, sorted.
+	ofState []string
+	bpdu    []string
 }
 
 // rstpSettled reports whether every port of the table forwards, but
@@ -57,7 +62,7 @@ func rstpSettled(show string) (settled, ports int) {
 	return settled, ports
 }
 
-func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...string) string) rstpRun {
+func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...string) string, showB func() string) rstpRun {
 	t.Helper()
 	start := time.Now()
 	s.configureRSTP(vsctl)
@@ -132,6 +137,28 @@ func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...strin
 		}
 	}
 	sort.Strings(r.stats)
+	port := ""
+	for _, l := range strings.Split(showB(), "\n") {
+		if m := regexp.MustCompile(`^ (\d+|LOCAL)\((\S+)\):`).FindStringSubmatch(l); m != nil {
+			port = m[2]
+		}
+		if st, ok := strings.CutPrefix(strings.TrimSpace(l), "state:"); ok && port != s.b {
+			r.ofState = append(r.ofState, port+": "+strings.TrimSpace(st))
+		}
+	}
+	dump, err := exec.Command("ovs-dpctl", "dump-flows", "--names", "system@ovs-system").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ovs-dpctl dump-flows: %v\n%s", err, dump)
+	}
+	cut := regexp.MustCompile(`, packets:.*, actions:`)
+	pid := regexp.MustCompile(`pid=\d+`)
+	for _, l := range strings.Split(string(dump), "\n") {
+		// B's ports get A's BPDUs every hello.
+		if strings.Contains(l, "01:80:c2:00:00:00") && (strings.Contains(l, "in_port("+s.links[1]+")") || strings.Contains(l, "in_port("+s.links[3]+")")) {
+			r.bpdu = append(r.bpdu, pid.ReplaceAllString(cut.ReplaceAllString(l, " actions:"), "pid=N"))
+		}
+	}
+	sort.Strings(r.bpdu)
 	return r
 }
 
@@ -220,7 +247,7 @@ func TestIntegrationRSTPLoop(t *testing.T) {
 	s := newSTPBed(t)
 	o := startOVS(t)
 	ovsctl := func(args ...string) string { t.Helper(); return strings.TrimSpace(o.must(t, "ovs-vsctl", args...)) }
-	ovs := s.runRSTP(t, "ovs-vswitchd", o.ctl, ovsctl)
+	ovs := s.runRSTP(t, "ovs-vswitchd", o.ctl, ovsctl, func() string { return o.must(t, "ovs-ofctl", "show", s.b) })
 	s.failoverRSTP(t, "ovs-vswitchd", o.ctl, &ovs)
 	t.Logf("ovs-vswitchd: settled in %v, %d frames, %d lost; rstp/show:\n%s%s", ovs.settle, ovs.frames, ovs.loss,
 		ovs.show[s.a], ovs.show[s.b])
@@ -231,7 +258,13 @@ func TestIntegrationRSTPLoop(t *testing.T) {
 
 	g := startGovSwitch(t, t.TempDir())
 	vsctl := func(args ...string) string { t.Helper(); return g.vsctl(t, args...) }
-	gov := s.runRSTP(t, "govswitchd", g.ctl, vsctl)
+	gov := s.runRSTP(t, "govswitchd", g.ctl, vsctl, func() string {
+		out, err := ofctlAt(g.mgmt(t, s.b), "show")
+		if err != nil {
+			t.Errorf("ovs-ofctl show %s: %v\n%s", s.b, err, out)
+		}
+		return out
+	})
 	s.failoverRSTP(t, "govswitchd", g.ctl, &gov)
 	t.Logf("govswitchd: settled in %v, %d frames, %d lost; rstp/show:\n%s%s", gov.settle, gov.frames, gov.loss,
 		gov.show[s.a], gov.show[s.b])
@@ -268,6 +301,16 @@ func TestIntegrationRSTPLoop(t *testing.T) {
 	t.Logf("rstp/show %s after failover (govswitchd):\n%s", s.b, gov.failShow)
 	if t.Failed() {
 		t.Logf("rstp_status columns:\novs-vswitchd %v\ngovswitchd   %v", ovs.status, gov.status)
+	}
+	t.Logf("OpenFlow 1.0 port states of %s:\novs-vswitchd %q\ngovswitchd   %q", s.b, ovs.ofState, gov.ofState)
+	if strings.Join(gov.ofState, ",") != strings.Join(ovs.ofState, ",") || len(gov.ofState) != 3 {
+		t.Errorf("ovs-ofctl show %s port states: govswitchd %q, ovs-vswitchd %q", s.b, gov.ofState, ovs.ofState)
+	}
+	// BPDUs go to the switch (userspace, slow_path(stp)), not to NORMAL.
+	t.Logf("BPDU flows:\novs-vswitchd %q\ngovswitchd   %q", ovs.bpdu, gov.bpdu)
+	if len(gov.bpdu) == 0 || !strings.Contains(gov.bpdu[0], "slow_path(stp)") ||
+		strings.Join(gov.bpdu, "\n") != strings.Join(ovs.bpdu, "\n") {
+		t.Errorf("BPDU megaflows:\novs-vswitchd %q\ngovswitchd   %q", ovs.bpdu, gov.bpdu)
 	}
 	if r := appctlAt(t, g.ctl, "rstp/show", "nosuchbr"); r.code == 0 || !strings.Contains(r.err, "No such RSTP object") {
 		t.Errorf("rstp/show nosuchbr: %d %q %q", r.code, r.out, r.err)
