@@ -288,13 +288,20 @@ func (b *Bridge) Receive(p *Port, bpdu []byte) error {
 // receiveInfo is the port information machine's receipt (17.27, 17.21.8
 // rcvInfo): superior designated information replaces the port's, a
 // repeat refreshes it, inferior information from a designated port is
-// answered with the bridge's own, and a root or alternate port's BPDU
-// carries its agreement.
+// answered with the bridge's own (and disputed when that port learns),
+// and a root or alternate port's BPDU carries its agreement.
 func (b *Bridge) receiveInfo(p *Port, m *BPDU) {
-	if m.MessageAge >= m.MaxAge {
-		return // stale: aged out on the way
-	}
 	msg := vector{m.RootID, m.RootPathCost, m.BridgeID, m.PortID}
+	if int(m.MessageAge)+256 > int(m.MaxAge) {
+		// Aged out on the way (17.21.23: no time left to live). What
+		// this sender told before goes too, at once: information
+		// circling after the root went away dies here, at max age.
+		if p.info == infoReceived && msg.bridge.Address() == p.prio.bridge.Address() && msg.port&0xfff == p.prio.port&0xfff {
+			p.info = infoAged
+			b.reselect = true
+		}
+		return
+	}
 	mt := times{ticksToMS(m.MessageAge), ticksToMS(m.MaxAge), ticksToMS(m.HelloTime), ticksToMS(m.ForwardDelay)}
 	switch m.Role() {
 	case wireRoleDesig:
@@ -315,6 +322,16 @@ func (b *Bridge) receiveInfo(p *Port, m *BPDU) {
 		default:
 			if p.role == RoleDesignated {
 				p.newInfo = true // tell the other bridge what is better
+				if m.Flags&FlagLearning != 0 {
+					// Disputed (802.1Q-2008, as ovs-vswitchd): the other
+					// end learns or forwards on worse information, so
+					// it has not heard ours; what it agreed to is void.
+					p.agreed = false
+					if !p.operEdge && p.state != Discarding {
+						p.setState(Discarding)
+						p.fdWhile, p.proposing = p.fwdDelay(), false
+					}
+				}
 			}
 		}
 	case wireRoleRoot, wireRoleAltBack:
@@ -350,7 +367,7 @@ func (p *Port) transmit() {
 	if p.role == RoleDesignated {
 		p.helloWhen = HelloTime * 1000
 	}
-	if b.rootTm.messageAge >= b.rootTm.maxAge {
+	if b.rootTm.messageAge > b.rootTm.maxAge {
 		return // the root's information is too old to pass on
 	}
 	m := BPDU{Version: VersionRSTP, Type: TypeRST, Flags: p.role.wire() << flagRoleShift, RootID: b.root.root,
