@@ -311,6 +311,16 @@ func (b *Bridge) receiveInfo(p *Port, m *BPDU) {
 			p.recordProposal(m)
 			p.rcvdWhile = rcvdInfoWhile(mt)
 		case msg.less(p.prio) || sameSender || msg == p.prio:
+			if m.Flags&FlagLearning != 0 {
+				// checkBPDUConsistency (802.1Q-2008, as ovs-vswitchd):
+				// better information from a port that already learns
+				// voids what the other ports were agreed to.
+				for _, q := range b.ports {
+					if q != p {
+						q.agreed = false
+					}
+				}
+			}
 			p.agreed, p.proposing = false, false
 			if !(p.info == infoReceived && !p.prio.less(msg)) {
 				p.agree = false
