@@ -254,8 +254,15 @@ func (s *stpBed) failover(t *testing.T, who, ctl string, r *stpRun) {
 	}
 }
 
-// parseOVSMap parses ovs-vsctl's {k=v, k="v"} into pairs.
+// parseOVSMap parses ovs-vsctl's {k=v, k="v"} into pairs. Lines around
+// the map (ovs-vsctl's own warnings on stderr, such as timeval's
+// "Unreasonably long ... poll interval" on a loaded bed) are skipped.
 func parseOVSMap(s string) [][2]string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
+			s = l
+		}
+	}
 	s = strings.Trim(strings.TrimSpace(s), "{}")
 	var out [][2]string
 	for _, kv := range strings.Split(s, ", ") {
