@@ -291,6 +291,7 @@ func (b *Bridge) Stop() {
 	b.stopLinkWatch()
 	b.stopBondRunners() // lacp_bond.go
 	b.stopSTP()
+	b.stopRSTP()
 	b.stopSFlow()
 	b.stopIPFIX()
 	b.stopNetFlow()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/govswitch/govswitch/ofproto/openflow"
+	"github.com/govswitch/govswitch/ofproto/rstp"
 	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
@@ -47,6 +48,9 @@ type Port struct {
 	// STP is the port's spanning tree state, 0 when it takes no part in
 	// one (stp_bridge.go).
 	STP stp.State
+	// RSTP is the port's rapid spanning tree state, rstp.Disabled when
+	// it takes no part in one (rstp_bridge.go).
+	RSTP rstp.State
 }
 
 // PortTypePatch is the type of a patch port.

@@ -102,6 +102,7 @@ func (b *Bridge) SetSTP(cfg *STPConfig, log *slog.Logger) error {
 		}
 		seen[pc.Num] = true
 	}
+	b.stopRSTP() // one tree at most
 	sb := b.X.stp.Load()
 	started := false
 	if sb == nil {

@@ -108,6 +108,8 @@ type Xlator struct {
 	ipfix atomic.Pointer[ipfixState]
 	// stp is the bridge's spanning tree, nil without (stp_bridge.go).
 	stp atomic.Pointer[stpBridge]
+	// rstp is its rapid spanning tree, nil without (rstp_bridge.go).
+	rstp atomic.Pointer[rstpBridge]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -291,7 +293,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	}
 	sflowAt := -1
 	if key.RecircID == 0 {
-		if x.stp.Load() != nil && c.stpSpecial() {
+		if (x.stp.Load() != nil || x.rstp.Load() != nil) && c.stpSpecial() {
 			return // a BPDU, for the spanning tree (xlate_stp.go)
 		}
 		if c.inPort.NoRecv || !stpReceives(c.inPort) {

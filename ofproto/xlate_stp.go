@@ -4,12 +4,14 @@ import (
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/openflow"
+	"github.com/govswitch/govswitch/ofproto/rstp"
 	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
-// Translation on a bridge that runs a spanning tree (stp_bridge.go), as
-// ofproto-dpif-xlate's: BPDUs go to userspace, and ports that are not
-// forwarding neither receive nor send.
+// Translation on a bridge that runs a spanning tree (stp_bridge.go) or a
+// rapid one (rstp_bridge.go), as ofproto-dpif-xlate's: BPDUs go to
+// userspace, and ports that are not forwarding neither receive nor send.
+// A bridge runs one of the two at most, so each check below asks both.
 
 // stpCookie is the userdata of the userspace action that brings BPDUs up:
 // the slow-path cookie with reason SLOW_STP, no input port and a zero
@@ -45,21 +47,27 @@ func (c *xctx) stpSpecial() bool {
 
 // stpReceives reports whether what arrives on the port may enter the
 // tables (may_receive): not on a port that neither forwards nor learns.
-func stpReceives(pt *Port) bool { return pt.STP == 0 || pt.STP.Forwards() || pt.STP.Learns() }
+func stpReceives(pt *Port) bool {
+	return (pt.STP == 0 || pt.STP.Forwards() || pt.STP.Learns()) &&
+		(pt.RSTP == rstp.Disabled || pt.RSTP.Forwards() || pt.RSTP.Learns())
+}
 
 // stpForwards reports whether what arrives on the port may go anywhere.
-func stpForwards(pt *Port) bool { return pt.STP == 0 || pt.STP.Forwards() }
+func stpForwards(pt *Port) bool {
+	return (pt.STP == 0 || pt.STP.Forwards()) && (pt.RSTP == rstp.Disabled || pt.RSTP.Forwards())
+}
 
 // stpOutput reports whether the packet may be output to pt: a BPDU
-// unless pt blocks, anything else only when pt forwards.
+// unless pt blocks (an RSTP port passes them in every state), anything
+// else only when pt forwards.
 func (c *xctx) stpOutput(pt *Port) bool {
-	if pt.STP == 0 {
+	if pt.STP == 0 && pt.RSTP == rstp.Disabled {
 		return true
 	}
 	if c.base.EthDst == stp.MulticastAddr && c.base.EthType == flow.EthTypeNone {
-		return pt.STP.PassesBPDU()
+		return (pt.STP == 0 || pt.STP.PassesBPDU()) && (pt.RSTP == rstp.Disabled || pt.RSTP.ManagesBPDU())
 	}
-	return pt.STP.Forwards()
+	return (pt.STP == 0 || pt.STP.Forwards()) && (pt.RSTP == rstp.Disabled || pt.RSTP.Forwards())
 }
 
 // stpUpcall feeds a BPDU that came up by stpCookie to the tree of the
@@ -77,6 +85,8 @@ func (u *Udpif) stpUpcall(up *datapath.Upcall) {
 	}
 	if sb := b.X.stp.Load(); sb != nil {
 		sb.receive(up.Key.InPort, up.Packet)
+	} else if rb := b.X.rstp.Load(); rb != nil {
+		rb.receive(up.Key.InPort, up.Packet)
 	}
 }
 
@@ -89,11 +99,17 @@ const (
 
 // stpPortState is the STP part of p's OpenFlow port state in version v,
 // as ovs-vswitchd sets it: OpenFlow 1.0's OFPPS_STP_* for a port in a
-// tree (listening and disabled are 0), nothing in later versions, which
-// have no such bits.
+// tree (listening and disabled are 0; RSTP's discarding is listening),
+// nothing in later versions, which have no such bits.
 func stpPortState(p *Port, v uint8) uint32 {
 	if v != openflow.Version10 {
 		return 0
+	}
+	switch p.RSTP {
+	case rstp.Learning:
+		return ofpps10STPLearn
+	case rstp.Forwarding:
+		return ofpps10STPForward
 	}
 	switch p.STP {
 	case stp.Learning:

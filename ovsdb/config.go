@@ -65,6 +65,9 @@ type BridgeConfig struct {
 	// STP is the bridge's spanning tree, nil without (stp.go), applied
 	// after the ports.
 	STP *STPConfig
+	// RSTP is its rapid spanning tree, nil without (rstp.go), applied
+	// after STP. At most one of the two is set.
+	RSTP *RSTPConfig
 }
 
 // ControllerConfig is one Controller row of a bridge.
@@ -404,8 +407,9 @@ func Build(r *Rows) Desired {
 		}
 		sort.Slice(bc.Ports, func(i, j int) bool { return bc.Ports[i].Name < bc.Ports[j].Name })
 		sort.Slice(bc.Bonds, func(i, j int) bool { return bc.Bonds[i].Name < bc.Bonds[j].Name })
-		bc.Mirrors = buildMirrors(br, r, &d.Problems)     // mirror.go
-		bc.STP = buildSTP(br, r, bc.Mirrors, &d.Problems) // stp.go
+		bc.Mirrors = buildMirrors(br, r, &d.Problems)       // mirror.go
+		bc.STP = buildSTP(br, r, bc.Mirrors, &d.Problems)   // stp.go
+		bc.RSTP = buildRSTP(br, r, bc.Mirrors, &d.Problems) // rstp.go
 		d.Bridges = append(d.Bridges, bc)
 	}
 	sort.Slice(d.Bridges, func(i, j int) bool { return d.Bridges[i].Name < d.Bridges[j].Name })

@@ -60,10 +60,12 @@ type Bridge struct {
 	SFlow   *string `ovsdb:"sflow"`
 	NetFlow *string `ovsdb:"netflow"`
 	IPFIX   *string `ovsdb:"ipfix"`
-	// Spanning tree (stp.go): the switch writes Status.
+	// Spanning tree (stp.go, rstp.go): the switch writes Status and
+	// RSTPStatus.
 	STPEnable  bool              `ovsdb:"stp_enable"`
 	RSTPEnable bool              `ovsdb:"rstp_enable"`
 	Status     map[string]string `ovsdb:"status"`
+	RSTPStatus map[string]string `ovsdb:"rstp_status"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).
@@ -85,9 +87,12 @@ type Port struct {
 	LACP          *string `ovsdb:"lacp"`
 	BondUpdelay   int     `ovsdb:"bond_updelay"`
 	BondDowndelay int     `ovsdb:"bond_downdelay"`
-	// Status and Statistics are written by the switch (stp.go).
-	Status     map[string]string `ovsdb:"status"`
-	Statistics map[string]int    `ovsdb:"statistics"`
+	// Status and Statistics are written by the switch (stp.go), and
+	// RSTPStatus and RSTPStatistics (rstp.go).
+	Status         map[string]string `ovsdb:"status"`
+	Statistics     map[string]int    `ovsdb:"statistics"`
+	RSTPStatus     map[string]string `ovsdb:"rstp_status"`
+	RSTPStatistics map[string]int    `ovsdb:"rstp_statistics"`
 }
 
 // Interface is a row of the Interface table. The switch writes Ofport,

@@ -64,6 +64,8 @@ type Monitor struct {
 	sw Switch
 	// stpStatusAt is when STP status was last written in full (stp.go).
 	stpStatusAt time.Time
+	// rstpStatusAt is the same for RSTP (rstp.go).
+	rstpStatusAt time.Time
 }
 
 // NewMonitor returns a monitor that will configure sw.
@@ -282,6 +284,11 @@ func (m *Monitor) reconcile(ctx context.Context, c *dbClient, rec *Reconciler) e
 	}
 	ops = append(ops, o...)
 	o, err = m.stpStatusUpdates(c, rows) // stp.go
+	if err != nil {
+		return err
+	}
+	ops = append(ops, o...)
+	o, err = m.rstpStatusUpdates(c, rows) // rstp.go
 	if err != nil {
 		return err
 	}

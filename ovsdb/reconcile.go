@@ -432,6 +432,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 	r.applyBonds(bc, out) // bond.go
 	r.applyMirrors(bc)    // mirror.go
 	r.applySTP(bc)        // stp.go
+	r.applyRSTP(bc)       // rstp.go
 	for i := range bc.Ports {
 		pc := &bc.Ports[i]
 		if _, done := out[pc.IfaceUUID]; done {

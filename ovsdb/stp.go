@@ -82,13 +82,14 @@ func parseUint(s string, base int) uint64 {
 	return n
 }
 
-// buildSTP returns the bridge's spanning tree, nil without. RSTP is not
-// implemented: rstp_enable is refused, loudly, and the bridge then runs no
-// spanning tree at all (ovs-vswitchd would run RSTP, not STP, when both
-// are set).
+// buildSTP returns the bridge's spanning tree, nil without. With
+// rstp_enable too, the bridge runs RSTP instead (rstp.go), with a
+// warning, as ovs-vswitchd's bridge_configure_spanning_tree.
 func buildSTP(br *Bridge, r *Rows, mirrors []MirrorConfig, problems *[]string) *STPConfig {
 	if br.RSTPEnable {
-		*problems = append(*problems, fmt.Sprintf("bridge %s: rstp_enable is not supported by govswitchd (RSTP is not implemented); the bridge runs no spanning tree: use stp_enable", br.Name))
+		if br.STPEnable {
+			*problems = append(*problems, fmt.Sprintf("bridge %s: RSTP and STP are mutually exclusive but both are configured; enabling RSTP", br.Name))
+		}
 		return nil
 	}
 	if !br.STPEnable {

@@ -52,11 +52,14 @@ func TestBuildSTP(t *testing.T) {
 		t.Errorf("mixed numbering: %+v %q", c, problems)
 	}
 
-	// RSTP is refused, and runs nothing.
+	// With RSTP too, RSTP wins, with a warning (rstp.go).
 	problems = nil
 	br3 := &Bridge{UUID: "b3", Name: "br2", STPEnable: true, RSTPEnable: true}
-	if c := buildSTP(br3, stpRows(br3), nil, &problems); c != nil || len(problems) != 1 || !strings.Contains(problems[0], "rstp_enable is not supported") {
+	if c := buildSTP(br3, stpRows(br3), nil, &problems); c != nil || len(problems) != 1 || !strings.Contains(problems[0], "mutually exclusive but both are configured; enabling RSTP") {
 		t.Errorf("rstp: %+v %q", c, problems)
+	}
+	if c := buildRSTP(br3, stpRows(br3), nil, &problems); c == nil {
+		t.Error("rstp_enable and stp_enable: no RSTP")
 	}
 }
 

@@ -25,6 +25,7 @@ func (d *Daemon) registerCommands() {
 	d.registerBondCommands() // appctl_bond.go
 	d.registerQoSCommands()  // appctl_qos.go
 	d.registerSTPCommands()  // appctl_stp.go
+	d.registerRSTPCommands() // appctl_rstp.go
 	s.Register("dpif/show", "", 0, 0, d.dpifShow)
 	s.Register("dpctl/show", "[-s] [DP]", 0, 2, d.dpctlShow)
 	s.Register("dpctl/dump-flows", "[-m] [--names | --no-names] [DP]", 0, 4, d.dpctlDumpFlows)

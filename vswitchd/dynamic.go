@@ -122,6 +122,8 @@ type ovsdbSwitch struct {
 	stp map[string]stpApplied
 	// status is StatusChanged's: the bridges' SetStatusChanged poke it.
 	status chan struct{}
+	// rstp is each bridge's applied rapid spanning tree (appctl_rstp.go).
+	rstp map[string]rstpApplied
 }
 
 func newOVSDBSwitch(d *Daemon) *ovsdbSwitch {
