@@ -97,6 +97,13 @@ func checkSupported(acts []openflow.Action) error {
 				return err
 			}
 		case openflow.ActOutputTrunc, openflow.ActSample:
+		case openflow.ActMultipath, openflow.ActBundle:
+			if a.Field != openflow.FieldNone && !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "%s into %s is not implemented", a.Type, a.Field)
+			}
+			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
+				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
+			}
 		case openflow.ActEncap, openflow.ActDecap:
 			if !encapSupported(a) {
 				return errorf(ErrUnsupportedNXAction, "%s to packet type %#x is not implemented", a.Type, a.Load)

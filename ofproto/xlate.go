@@ -567,6 +567,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.outputTrunc(a)
 	case openflow.ActSample:
 		c.flowSample(a) // xlate_flowsample.go
+	case openflow.ActMultipath:
+		c.multipath(a) // xlate_multipath.go
+	case openflow.ActBundle:
+		c.bundle(a) // xlate_bundle.go
 	case openflow.ActCheckPktLarger:
 		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
