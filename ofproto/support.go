@@ -29,7 +29,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldInPort, openflow.FieldNXMInPort,
 		openflow.FieldMPLSLabel, openflow.FieldMPLSTC,
 		openflow.FieldARPOp, openflow.FieldARPSPA, openflow.FieldARPTPA, openflow.FieldARPSHA, openflow.FieldARPTHA, // slow path: xlate_slow.go
-		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code:
+		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code,
+		openflow.FieldNDTarget, openflow.FieldNDSLL, openflow.FieldNDTLL: // slow path: xlate_slow.go
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||

@@ -1046,6 +1046,9 @@ func (c *xctx) commit() {
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
 			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
 		}
+		if f.NwProto == flow.IPProtoICMPv6 {
+			acts = c.commitND(acts) // xlate_slow.go
+		}
 	case flow.EthTypeARP, flow.EthTypeRARP:
 		acts = c.commitARP(acts) // xlate_slow.go
 	}
