@@ -196,19 +196,22 @@ func flowActions(dump string) string {
 
 // dpMatches is the sorted, deduplicated match part of the datapath
 // flows ovs-dpctl dumped for a phase's UDP flows (source ports from
-// sport), in_port aside (the switches number datapath ports apart).
+// sport, or any when the mask leaves them out), in_port aside (the switches number datapath ports apart).
 func dpMatches(dp string, sport uint16) []string {
 	seen := map[string]bool{}
 	src := regexp.MustCompile(`udp\(src=(\d+)`)
 	inPort := regexp.MustCompile(`in_port\(\d+\)`)
 	for _, l := range strings.Split(dp, "\n") {
 		i := strings.Index(l, ", packets:")
-		m := src.FindStringSubmatch(l)
-		if i < 0 || m == nil {
+		if i < 0 || !strings.Contains(l, "proto=17") {
 			continue
 		}
-		if p, _ := strconv.Atoi(m[1]); p < int(sport) || p >= int(sport)+spreadFrames {
-			continue
+		// A flow whose mask leaves the ports out (active_backup
+		// hashes nothing) serves every phase's frames.
+		if m := src.FindStringSubmatch(l); m != nil {
+			if p, _ := strconv.Atoi(m[1]); p < int(sport) || p >= int(sport)+spreadFrames {
+				continue
+			}
 		}
 		seen[inPort.ReplaceAllString(l[:i], "in_port(*)")] = true
 	}
