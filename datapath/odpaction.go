@@ -394,6 +394,8 @@ func setAttrLen(t KeyAttr) int {
 		return sizeARP
 	case KeyAttrICMP, KeyAttrICMPv6:
 		return sizeICMP
+	case KeyAttrND:
+		return sizeND
 	case KeyAttrTunnel:
 		return -1
 	}
@@ -678,7 +680,7 @@ func putSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		binary.BigEndian.PutUint16(p[2:], v.TpDst)
 	case KeyAttrMPLS:
 		binary.BigEndian.PutUint32(p, v.MPLSLSE)
-	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6, KeyAttrND:
 		putSlowSetValue(p, attr, v) // odpaction_slow.go
 	}
 }
@@ -746,7 +748,7 @@ func getSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		v.TpDst = binary.BigEndian.Uint16(p[2:])
 	case KeyAttrMPLS:
 		v.MPLSLSE = binary.BigEndian.Uint32(p)
-	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6, KeyAttrND:
 		getSlowSetValue(p, attr, v) // odpaction_slow.go
 	}
 }
@@ -788,6 +790,8 @@ func fillSetMask(attr KeyAttr, m *flow.Mask) {
 		m.IPv4Src, m.IPv4Dst, m.NwProto, m.ArpSHA, m.ArpTHA = e.IPv4Src, e.IPv4Dst, e.NwProto, e.ArpSHA, e.ArpTHA
 	case KeyAttrICMP, KeyAttrICMPv6:
 		m.TpSrc, m.TpDst = 0x00ff, 0x00ff
+	case KeyAttrND:
+		m.NDTarget, m.NDSLL, m.NDTLL = e.NDTarget, e.NDSLL, e.NDTLL
 	}
 }
 

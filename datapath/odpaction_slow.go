@@ -7,11 +7,12 @@ import (
 )
 
 // Set actions of the key attributes the kernel datapath cannot write
-// (its validate_set refuses OVS_KEY_ATTR_ARP, _ICMP, _ICMPV6): a switch
+// (its validate_set refuses OVS_KEY_ATTR_ARP, _ICMP, _ICMPV6, _ND): a switch
 // emits them only on the userspace slow path, where they run on the
 // packet bytes in userspace (Executor) and never reach the kernel.
 
-// putSlowSetValue writes the struct ovs_key_arp or ovs_key_icmp of v.
+// putSlowSetValue writes the struct ovs_key_arp, ovs_key_icmp or
+// ovs_key_nd of v.
 func putSlowSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 	switch attr {
 	case KeyAttrARP:
@@ -22,6 +23,10 @@ func putSlowSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		copy(p[16:22], v.ArpTHA[:])
 	case KeyAttrICMP, KeyAttrICMPv6:
 		p[0], p[1] = byte(v.TpSrc), byte(v.TpDst)
+	case KeyAttrND:
+		copy(p[0:16], v.NDTarget[:])
+		copy(p[16:22], v.NDSLL[:])
+		copy(p[22:28], v.NDTLL[:])
 	}
 }
 
@@ -38,6 +43,10 @@ func getSlowSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 		copy(v.ArpTHA[:], p[16:22])
 	case KeyAttrICMP, KeyAttrICMPv6:
 		v.TpSrc, v.TpDst = uint16(p[0]), uint16(p[1])
+	case KeyAttrND:
+		copy(v.NDTarget[:], p[0:16])
+		copy(v.NDSLL[:], p[16:22])
+		copy(v.NDTLL[:], p[22:28])
 	}
 }
 
@@ -48,7 +57,7 @@ func IsSlowSet(a *Action) bool {
 		return false
 	}
 	switch a.SetAttr {
-	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6, KeyAttrND:
 		return true
 	}
 	return false

@@ -433,7 +433,7 @@ func applySet(pkt []byte, md *flow.Key, a *Action) error {
 			return actionErr("set mpls on a packet without MPLS")
 		}
 		maskedWrite(pkt[l.etOff+2:l.etOff+6], val, mask)
-	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6:
+	case KeyAttrARP, KeyAttrICMP, KeyAttrICMPv6, KeyAttrND:
 		return applySlowSet(pkt, &l, a.SetAttr, val, mask) // odpexec_slow.go
 	case KeyAttrTunnel:
 		// The tunnel to encapsulate in on a later output: metadata only.

@@ -52,7 +52,47 @@ func applySlowSet(pkt []byte, l *pktLayout, attr KeyAttr, val, mask []byte) erro
 		copy(old[:], h[:2])
 		maskedWrite(h[:2], val[:2], mask[:2])
 		binary.BigEndian.PutUint16(h[2:], csumReplace(binary.BigEndian.Uint16(h[2:]), old[:], h[:2]))
+	case KeyAttrND:
+		return setND(pkt, l, val, mask)
 	}
+	return nil
+}
+
+// setND writes an ND set into a neighbour solicitation or advertisement,
+// as OVS's odp_set_nd and packet_set_nd: the target address, and the
+// address of the first source or target link-layer address option (the
+// SLL in a solicitation's, the TLL in an advertisement's; a packet
+// without one gains none), the ICMPv6 checksum updated. A packet that is
+// no ND message is left alone, as OVS leaves it.
+func setND(pkt []byte, l *pktLayout, val, mask []byte) error {
+	if l.l4 == 0 || l.proto != flow.IPProtoICMPv6 || l.ethType != flow.EthTypeIPv6 || len(pkt) < l.l4+24 ||
+		pkt[l.l4] != 135 && pkt[l.l4] != 136 || pkt[l.l4+1] != 0 {
+		return nil
+	}
+	h := pkt[l.l4:]
+	sum := binary.BigEndian.Uint16(h[2:])
+	var old [16]byte
+	copy(old[:], h[8:24])
+	maskedWrite(h[8:24], val[0:16], mask[0:16])
+	sum = csumReplace(sum, old[:], h[8:24])
+	for at := 24; at+8 <= len(h); {
+		n := int(h[at+1]) * 8
+		if n == 0 {
+			break
+		}
+		if (h[at] == 1 || h[at] == 2) && n == 8 {
+			off := 16 // nd_sll
+			if h[at] == 2 {
+				off = 22 // nd_tll
+			}
+			copy(old[:6], h[at+2:at+8])
+			maskedWrite(h[at+2:at+8], val[off:off+6], mask[off:off+6])
+			sum = csumReplace(sum, old[:6], h[at+2:at+8])
+			break // one SLL or TLL option, as OVS writes
+		}
+		at += n
+	}
+	binary.BigEndian.PutUint16(h[2:], sum)
 	return nil
 }
 

@@ -330,13 +330,14 @@ var setFields = map[KeyAttr][]setField{
 		{"sha", 10, 6, kindMAC}, {"tha", 16, 6, kindMAC}},
 	KeyAttrICMP:   {{"type", 0, 1, kindDec}, {"code", 1, 1, kindDec}},
 	KeyAttrICMPv6: {{"type", 0, 1, kindDec}, {"code", 1, 1, kindDec}},
+	KeyAttrND:     {{"target", 0, 16, kindIPv6}, {"sll", 16, 6, kindMAC}, {"tll", 22, 6, kindMAC}},
 }
 
 var setAttrNames = map[KeyAttr]string{
 	KeyAttrPriority: "skb_priority", KeyAttrSkbMark: "skb_mark", KeyAttrCtMark: "ct_mark",
 	KeyAttrCtLabels: "ct_label", KeyAttrEthernet: "eth", KeyAttrIPv4: "ipv4", KeyAttrIPv6: "ipv6",
 	KeyAttrTCP: "tcp", KeyAttrUDP: "udp", KeyAttrSCTP: "sctp", KeyAttrMPLS: "mpls", KeyAttrTunnel: "tunnel",
-	KeyAttrARP: "arp", KeyAttrICMP: "icmp", KeyAttrICMPv6: "icmpv6",
+	KeyAttrARP: "arp", KeyAttrICMP: "icmp", KeyAttrICMPv6: "icmpv6", KeyAttrND: "nd",
 }
 
 func beUint(b []byte) uint64 {

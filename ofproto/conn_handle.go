@@ -278,6 +278,9 @@ func ofPort(p *Port, v uint8) (openflow.Port, bool) {
 	}
 	op.Config = portConfig(p)
 	op.State |= stpPortState(p, v) // xlate_stp.go
+	if p.LinkDown {
+		op.State |= ofppsLinkDown // linkstate.go
+	}
 	if v != openflow.Version10 {
 		op.Config &^= openflow.Port10ConfigNoFlood // a 1.0 bit, reserved later
 	}

@@ -253,6 +253,11 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
 				}
 				continue
+			case openflow.ActMultipath, openflow.ActBundle:
+				if a.Field != openflow.FieldNone && !a.Field.PrereqsMet(&mk, &mm) {
+					return errorf(ErrMatchInconsistent, "%s into %s: the match does not meet its prerequisites", a.Type, a.Field)
+				}
+				continue
 			case openflow.ActOutputReg:
 				if !a.Src.PrereqsMet(&m.Key, &m.Mask) {
 					return errorf(ErrMatchInconsistent, "output:%s: the match does not meet its prerequisites", a.Src)

@@ -15,6 +15,11 @@ import (
 // kernel's RTM_NEWLINK notifications and re-translates when a port's link
 // changes, so failover takes effect at the next packet.
 
+// ofppsLinkDown is OFPPS_LINK_DOWN, the port state bit (the same in every
+// OpenFlow version) that port descriptions carry for a port without link,
+// as ovs-vswitchd's do.
+const ofppsLinkDown uint32 = 1 << 0
+
 // linkWatch is the running watcher of a bridge.
 type linkWatch struct {
 	done chan struct{}

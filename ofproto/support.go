@@ -29,7 +29,8 @@ func settable(f openflow.Field) bool {
 		openflow.FieldInPort, openflow.FieldNXMInPort,
 		openflow.FieldMPLSLabel, openflow.FieldMPLSTC,
 		openflow.FieldARPOp, openflow.FieldARPSPA, openflow.FieldARPTPA, openflow.FieldARPSHA, openflow.FieldARPTHA, // slow path: xlate_slow.go
-		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code:
+		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code,
+		openflow.FieldNDTarget, openflow.FieldNDSLL, openflow.FieldNDTLL: // slow path: xlate_slow.go
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||
@@ -97,6 +98,13 @@ func checkSupported(acts []openflow.Action) error {
 				return err
 			}
 		case openflow.ActOutputTrunc, openflow.ActSample:
+		case openflow.ActMultipath, openflow.ActBundle:
+			if a.Field != openflow.FieldNone && !settable(a.Field) {
+				return errorf(ErrUnsupportedSetField, "%s into %s is not implemented", a.Type, a.Field)
+			}
+			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
+				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
+			}
 		case openflow.ActEncap, openflow.ActDecap:
 			if !encapSupported(a) {
 				return errorf(ErrUnsupportedNXAction, "%s to packet type %#x is not implemented", a.Type, a.Load)

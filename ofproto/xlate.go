@@ -569,6 +569,10 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.outputTrunc(a)
 	case openflow.ActSample:
 		c.flowSample(a) // xlate_flowsample.go
+	case openflow.ActMultipath:
+		c.multipath(a) // xlate_multipath.go
+	case openflow.ActBundle:
+		c.bundle(a) // xlate_bundle.go
 	case openflow.ActCheckPktLarger:
 		c.checkPktLarger(a, nil, nil)
 	case openflow.ActSetQueue:
@@ -1046,6 +1050,9 @@ func (c *xctx) commit() {
 			}
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
 			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
+		}
+		if f.NwProto == flow.IPProtoICMPv6 {
+			acts = c.commitND(acts) // xlate_slow.go
 		}
 	case flow.EthTypeARP, flow.EthTypeRARP:
 		acts = c.commitARP(acts) // xlate_slow.go

@@ -9,7 +9,7 @@ import (
 )
 
 // The userspace slow path, as ovs-vswitchd's: a rewrite the kernel
-// datapath cannot do (its validate_set has no ARP, ICMP or ICMPv6 case) is
+// datapath cannot do (its validate_set has no ARP, ICMP, ICMPv6 or ND case) is
 // still committed as a datapath set action, as OVS's commit_set_arp_action
 // and commit_set_icmp_action commit it, and the translation is marked
 // SLOW_ACTION. The upcall handler then runs those actions on the packet in
@@ -93,6 +93,37 @@ func appendSetARP(acts []byte, f *flow.Key, m *flow.Mask) []byte {
 		return datapath.AppendSetAttr(acts, datapath.KeyAttrARP, v[:])
 	}
 	return datapath.AppendSetMaskedAttr(acts, datapath.KeyAttrARP, v[:], mk[:])
+}
+
+// commitND emits the set(nd(...)) of changed neighbour discovery fields
+// (nd_target, nd_sll, nd_tll), as OVS's commit_set_nd_action: the kernel
+// cannot write them (SLOW_ACTION); a masked set of the fields that
+// changed, a plain one when all three did. They become exact in the
+// megaflow.
+func (c *xctx) commitND(acts []byte) []byte {
+	f, b, wc := &c.flow, &c.base, &c.out.WC
+	if f.NDTarget == b.NDTarget && f.NDSLL == b.NDSLL && f.NDTLL == b.NDTLL {
+		return acts
+	}
+	var m flow.Mask
+	if f.NDTarget != b.NDTarget {
+		m.NDTarget, wc.NDTarget = ones16, ones16
+	}
+	if f.NDSLL != b.NDSLL {
+		m.NDSLL, wc.NDSLL = ones6, ones6
+	}
+	if f.NDTLL != b.NDTLL {
+		m.NDTLL, wc.NDTLL = ones6, ones6
+	}
+	wc.EthType, wc.NwProto, wc.NwFrag = 0xffff, 0xff, 0xff
+	if m.NDTarget == ones16 && m.NDSLL == ones6 && m.NDTLL == ones6 {
+		acts = datapath.AppendSet(acts, datapath.KeyAttrND, f)
+	} else {
+		acts = datapath.AppendSetMasked(acts, datapath.KeyAttrND, f, &m)
+	}
+	b.NDTarget, b.NDSLL, b.NDTLL = f.NDTarget, f.NDSLL, f.NDTLL
+	c.out.Slow |= datapath.SlowAction
+	return acts
 }
 
 // commitICMP emits the set(icmp(...)) or set(icmpv6(...)) of a changed

@@ -55,6 +55,8 @@ const (
 	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
 	ActDecap          // Load: the new packet type: NXAST_DECAP
 	ActSample         // NXAST_SAMPLE, SAMPLE2, SAMPLE3: see action_sample.go
+	ActMultipath      // Hash; Field, Ofs, NBits the destination: NXAST_MULTIPATH (action_multipath.go)
+	ActBundle         // Hash; Field, Ofs, NBits bundle_load's destination: NXAST_BUNDLE(_LOAD) (action_bundle.go)
 )
 
 var actionNames = [...]string{
@@ -69,7 +71,7 @@ var actionNames = [...]string{
 	ActStackPush: "push", ActStackPop: "pop",
 	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
 	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc", ActEncap: "encap", ActDecap: "decap",
-	ActSample: "sample",
+	ActSample: "sample", ActMultipath: "multipath", ActBundle: "bundle",
 }
 
 func (t ActionType) String() string {
@@ -126,6 +128,8 @@ type Action struct {
 	NAT *NATAction
 	// Learn is the body of ActLearn (see learn.go).
 	Learn *LearnAction
+	// Hash is the body of ActMultipath and ActBundle.
+	Hash *HashAction
 	// Nested is the action list of an ActClone.
 	Nested []Action
 	// TruncLen is an ActOutputTrunc's max_len.
@@ -228,7 +232,7 @@ func (a Action) Equal(b Action) bool {
 		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField &&
 		(a.IDs == nil) == (b.IDs == nil) && slices.Equal(a.IDs, b.IDs) &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
-		a.Learn.equal(b.Learn) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
+		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

@@ -170,6 +170,10 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeRegLoad2(v, act) // field_tunmd.go
 	case NXASTSample, NXASTSample2, NXASTSample3:
 		return decodeSample(v, sub, act) // action_sample.go
+	case NXASTMultipath:
+		return decodeMultipath(v, act) // action_multipath.go
+	case NXASTBundle, NXASTBundleLoad:
+		return decodeBundle(v, sub, act) // action_bundle.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -347,6 +351,10 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendOutputReg(b, a)
 	case ActSample:
 		return appendSample(b, a)
+	case ActMultipath:
+		return appendMultipath(b, a)
+	case ActBundle:
+		return appendBundle(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:

@@ -213,6 +213,10 @@ func appendAction13(b []byte, a *Action, v uint8) ([]byte, error) {
 		return appendOutputReg(b, a)
 	case ActSample:
 		return appendSample(b, a)
+	case ActMultipath:
+		return appendMultipath(b, a)
+	case ActBundle:
+		return appendBundle(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
