@@ -575,3 +575,46 @@ func (bk *Backer) TunnelVportKind(portNo uint32) string {
 	}
 	return ""
 }
+
+// TunnelVport is a shared tunnel vport as tnl/ports/show lists it.
+type TunnelVport struct {
+	PortNo  uint32 // the datapath port
+	Name    string // the vport's name (vxlan_sys_4789, gre_sys, ...)
+	Type    string // the tunnel type of its ports (TunnelVportKind)
+	L3      bool   // its ports carry packets without an Ethernet header
+	DstPort uint16 // the UDP port of vxlan and geneve, 0 for the GRE types
+	Users   int    // how many tunnel ports, of every bridge, share it
+}
+
+// TunnelVports lists the datapath's shared tunnel vports that tunnel ports
+// use, by port number. It reads the datapath's vports for their names; a
+// vport it cannot find there (deleted behind govswitchd's back) is named
+// as govswitchd would have named it.
+func (bk *Backer) TunnelVports() ([]TunnelVport, error) {
+	tunnels := bk.set.Load().tunnels
+	if len(tunnels) == 0 {
+		return nil, nil
+	}
+	vps, err := bk.DP.Vports()
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uint32]string, len(vps))
+	for _, vp := range vps {
+		names[vp.PortNo] = vp.Name
+	}
+	out := make([]TunnelVport, 0, len(tunnels))
+	for portNo, ends := range tunnels {
+		if len(ends) == 0 {
+			continue
+		}
+		c := &ends[0].p.tunnel.cfg
+		tv := TunnelVport{PortNo: portNo, Name: names[portNo], Type: c.Type, L3: c.L3, DstPort: c.DstPort, Users: len(ends)}
+		if tv.Name == "" {
+			tv.Name = datapath.TunnelVportName(c.vportKind(), c.DstPort)
+		}
+		out = append(out, tv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PortNo < out[j].PortNo })
+	return out, nil
+}

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -534,5 +535,36 @@ func TestTunnelXlateVXLANGPE(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
 		t.Errorf("VXLAN-GPE receive allocates %v times", n)
+	}
+}
+
+// TestTunnelVports: tnl/ports/show's list is the shared vports, each with
+// its name, UDP port and how many tunnel ports of every bridge use it.
+func TestTunnelVports(t *testing.T) {
+	bk, _, br1, v0, _ := tunnelBridges(t)
+	c, err := ParseTunnelConfig("g0", "gre", map[string]string{"remote_ip": "10.0.0.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := br1.AddTunnelPort("g0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tvs, err := bk.TunnelVports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TunnelVport{
+		{PortNo: v0.DPPort, Name: "vxlan_sys_4789", Type: "vxlan", DstPort: 4789, Users: 2},
+		{PortNo: g0.DPPort, Name: "gre_sys", Type: "gre", Users: 1},
+	}
+	if fmt.Sprint(tvs) != fmt.Sprint(want) {
+		t.Errorf("TunnelVports %+v, want %+v", tvs, want)
+	}
+	if err := br1.DeletePort("g0"); err != nil {
+		t.Fatal(err)
+	}
+	if tvs, _ = bk.TunnelVports(); len(tvs) != 1 || tvs[0].Users != 2 {
+		t.Errorf("after g0 went: %+v", tvs)
 	}
 }

@@ -26,4 +26,5 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("ovs/route/del", "ip_addr/prefix_len [pkt_mark=mark]", 1, 2, d.routeDel)
 	s.Register("ovs/route/show", "", 0, 0, d.routeShow)
 	s.Register("ovs/route/lookup", "ip_addr [pkt_mark=mark]", 1, 2, d.routeLookup)
+	s.Register("tnl/ports/show", tnlPortsUsage, 0, 1, d.tnlPortsShow) // appctl_tnl.go
 }
