@@ -35,6 +35,12 @@ type TunnelConfig struct {
 	L3                          bool // packet_type=legacy_l3 (gre, vxlan with GPE): no Ethernet header in the tunnel
 	GPE                         bool // exts=gpe (vxlan): VXLAN-GPE, legacy_l3 only in govswitchd
 
+	// EgressMark is egress_pkt_mark, the skb mark an encapsulated packet
+	// leaves with (OVS's IPsec setups mark tunnel traffic with it, for
+	// an xfrm policy to pick it up); only with EgressMarkSet.
+	EgressMark    uint32
+	EgressMarkSet bool
+
 	// ERSPAN (erspan and ip6erspan only): the version 1 (type II) or 2
 	// (type III) and its fields, sent with every packet; 0 is none
 	// configured, as in OVS, and the kernel then drops what it is given.
@@ -212,6 +218,14 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			c.Csum = v == "true"
 		case "df_default":
 			c.DontFragment = v != "false"
+		case "egress_pkt_mark":
+			// ovs-vswitchd takes strtoul's prefix of anything;
+			// govswitchd refuses what is not a 32-bit decimal.
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return c, fmt.Errorf("%s: bad %s 'egress_pkt_mark' %q (a decimal number below 2^32)", name, typ, v)
+			}
+			c.EgressMark, c.EgressMarkSet = uint32(n), true
 		default:
 			return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
 		}

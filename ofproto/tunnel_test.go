@@ -48,7 +48,22 @@ func TestParseTunnelConfig(t *testing.T) {
 		{name: "bad remote", typ: "vxlan", opts: map[string]string{"remote_ip": "nonsense"}, err: "bad vxlan 'remote_ip'"},
 		{name: "ip6gre v4 remote", typ: "ip6gre", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "bad ip6gre 'remote_ip'"},
 		{name: "mixed families", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "local_ip": "fc00::1"}, err: "one address family"},
-		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "1"}, err: "'egress_pkt_mark' is not supported"},
+		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "gbp_flags": "1"}, err: "'gbp_flags' is not supported"},
+		{name: "egress_pkt_mark", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "4294967295"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.EgressMarkSet || c.EgressMark != 0xffffffff {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "egress_pkt_mark 0", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "0"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.EgressMarkSet || c.EgressMark != 0 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "egress_pkt_mark hex", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "0x10"}, err: "bad vxlan 'egress_pkt_mark' \"0x10\""},
+		{name: "egress_pkt_mark too big", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "4294967296"}, err: "bad vxlan 'egress_pkt_mark'"},
+		{name: "egress_pkt_mark empty", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": ""}, err: "bad vxlan 'egress_pkt_mark'"},
 		{name: "vxlan-gpe", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l3"},
 			check: func(t *testing.T, c TunnelConfig) {
 				if !c.GPE || !c.L3 || c.DstPort != 4789 || c.vportKind() != datapath.TunnelVXLANGPE {
@@ -566,5 +581,37 @@ func TestTunnelVports(t *testing.T) {
 	}
 	if tvs, _ = bk.TunnelVports(); len(tvs) != 1 || tvs[0].Users != 2 {
 		t.Errorf("after g0 went: %+v", tvs)
+	}
+}
+
+// TestTunnelXlateEgressMark: output to a tunnel port with egress_pkt_mark
+// sets the skb mark before the tunnel and the output, matches the
+// packet's mark exactly, and a second output to the same port sets
+// nothing again; without the option no mark is set.
+func TestTunnelXlateEgressMark(t *testing.T) {
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	c, err := ParseTunnelConfig("m0", "gre", map[string]string{"remote_ip": "10.0.0.5", "egress_pkt_mark": "42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := br0.AddTunnelPort("m0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := br0.Ports.byName("p1")
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(m0.OFPort, 0), openflow.Output(m0.OFPort, 0))
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort, Mark: 7})
+	bk.Translate(&key, time.Now(), true, &out)
+	tun := "set(tunnel(dst=10.0.0.5,ttl=64,flags(df))),"
+	if got, want := datapath.FormatActions(out.Actions), "set(skb_mark(0x2a)),"+tun+u32s(m0.DPPort)+","+u32s(m0.DPPort); got != want {
+		t.Errorf("output to m0: %s, want %s", got, want)
+	}
+	if out.WC.Mark != ^uint32(0) {
+		t.Errorf("megaflow mark mask %#x, want exact", out.WC.Mark)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, time.Now(), true, &out) }); n != 0 {
+		t.Errorf("egress mark output allocates %v times", n)
 	}
 }

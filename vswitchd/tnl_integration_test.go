@@ -115,3 +115,97 @@ func TestIntegrationTnlPortsShow(t *testing.T) {
 		t.Errorf("with no tunnel port, tnl/ports/show: %q", r.out)
 	}
 }
+
+// TestIntegrationTunnelEgressMark: a gre port with
+// options:egress_pkt_mark=42 sends h1's pings to a Linux gretap in another
+// namespace with skb mark 42: ovs-dpctl dump-flows shows set(skb_mark)
+// before the tunnel output, and an iptables mark match on the underlay
+// veth counts the GRE packets leaving with the mark. A mark that does not
+// parse is the Interface's error.
+func TestIntegrationTunnelEgressMark(t *testing.T) {
+	testbed.Require(t)
+	for _, m := range []string{"ip_tables", "iptable_mangle", "xt_mark"} {
+		if out, err := exec.Command("modprobe", m).CombinedOutput(); err != nil {
+			t.Fatalf("modprobe %s: %v\n%s", m, err, out)
+		}
+	}
+	g := startTnlDaemon(t)
+	tc := tunnelCases[2] // gre
+	if tc.kind != "gre" {
+		t.Fatalf("tunnelCases[2] is %s, not gre", tc.kind)
+	}
+	b := newTunnelBed(t, tc)
+	ipt := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("iptables-legacy", append([]string{"-w", "-t", "mangle"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables-legacy %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	rule := []string{"POSTROUTING", "-o", b.under, "-p", "gre", "-m", "mark", "--mark", "42"}
+	all := []string{"POSTROUTING", "-o", b.under, "-p", "gre"}
+	ipt(append([]string{"-A"}, rule...)...)
+	ipt(append([]string{"-A"}, all...)...)
+	t.Cleanup(func() {
+		exec.Command("iptables-legacy", append([]string{"-w", "-t", "mangle", "-D"}, rule...)...).Run()
+		exec.Command("iptables-legacy", append([]string{"-w", "-t", "mangle", "-D"}, all...)...).Run()
+	})
+	// counts is the packets of the mark rule and of the one for all GRE.
+	counts := func() (marked, total int) {
+		t.Helper()
+		for _, l := range strings.Split(ipt("-L", "POSTROUTING", "-v", "-x", "-n"), "\n") {
+			f := strings.Fields(l)
+			if len(f) < 2 || !strings.Contains(l, b.under) || !strings.Contains(l, "gre") && !strings.Contains(l, "47") {
+				continue
+			}
+			var n int
+			fmt.Sscan(f[0], &n)
+			if strings.Contains(l, "mark match 0x2a") {
+				marked = n
+			} else {
+				total = n
+			}
+		}
+		return marked, total
+	}
+	br, port := "br"+b.v1, "tun"+b.v1
+	g.vsctl("add-br", br, "--", "add-port", br, b.v1, "--", "add-port", br, port,
+		"--", "set", "Interface", port, "type=gre", "options:remote_ip="+b.rem, "options:egress_pkt_mark=42")
+	if e := strings.TrimSpace(g.vsctl("get", "Interface", port, "error")); e != "[]" {
+		t.Fatalf("Interface error: %s", e)
+	}
+	if loss, tcp := reach(t, b.h1, b.hr, "10.1.1.100"); loss != 0 || !tcp {
+		t.Errorf("h1 -> remote: lost %d of 3 pings, TCP %v", loss, tcp)
+	}
+	marked, total := counts()
+	t.Logf("GRE packets out of %s: %d marked 42 of %d", b.under, marked, total)
+	if marked == 0 || marked != total {
+		t.Errorf("GRE packets out of %s: %d with mark 42 of %d", b.under, marked, total)
+	}
+	dump, _ := exec.Command("ovs-dpctl", "dump-flows").CombinedOutput()
+	t.Logf("ovs-dpctl dump-flows:\n%s", dump)
+	want := "set(skb_mark(0x2a)),set(tunnel(dst=" + b.rem
+	if !strings.Contains(string(dump), want) {
+		t.Errorf("ovs-dpctl dump-flows lacks %s", want)
+	}
+	// Without the option the packets go unmarked.
+	g.vsctl("remove", "Interface", port, "options", "egress_pkt_mark")
+	ipt("-Z", "POSTROUTING")
+	if loss, _ := reach(t, b.h1, b.hr, "10.1.1.100"); loss != 0 {
+		t.Errorf("without egress_pkt_mark, lost %d of 3 pings", loss)
+	}
+	if marked, total = counts(); marked != 0 || total == 0 {
+		t.Errorf("without egress_pkt_mark: %d GRE packets marked of %d", marked, total)
+	}
+	g.vsctl("set", "Interface", port, "options:egress_pkt_mark=0x2a")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		e := g.vsctl("get", "Interface", port, "error")
+		if strings.Contains(e, "egress_pkt_mark") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("egress_pkt_mark=0x2a: Interface error %s", e)
+		}
+	}
+}
