@@ -615,3 +615,66 @@ func TestTunnelXlateEgressMark(t *testing.T) {
 		t.Errorf("egress mark output allocates %v times", n)
 	}
 }
+
+// TestTunnelXlateErspanFields: set_field to tun_erspan_ver, _dir and
+// _hwid feeds an erspan_ver=flow port's set(tunnel(erspan(...))), and a
+// rule matching tun_erspan_ver and tun_erspan_idx takes the packets from
+// an erspan port whose metadata has them, with the fields in the
+// megaflow, and not the others.
+func TestTunnelXlateErspanFields(t *testing.T) {
+	bk, br0, _, prov := sharedBridges(t, UpcallConfig{})
+	if _, err := prov.AddNetdev("erspan_sys"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.DP.AddVport(datapath.VportSpec{Name: "erspan_sys", Type: datapath.VportNetdev}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTunnelConfig("ef", "erspan", map[string]string{"remote_ip": "172.31.1.100", "key": "1", "erspan_ver": "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := br0.AddTunnelPort("ef", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := br0.Ports.byName("p1")
+	var set flow.Key
+	set.Tunnel.ErspanVer, set.Tunnel.ErspanDir, set.Tunnel.ErspanHwid = 2, 1, 0x7
+	addRule(t, br0, p1.OFPort, 0, openflow.SetField(openflow.FieldTunErspanVer, &set), openflow.SetField(openflow.FieldTunErspanDir, &set),
+		openflow.SetField(openflow.FieldTunErspanHwid, &set), openflow.Output(ef.OFPort, 0))
+	var m classifier.Match
+	m.Key.InPort, m.Mask.InPort = ef.OFPort, ^uint32(0)
+	m.Key.Tunnel.ErspanVer, m.Mask.Tunnel.ErspanVer = 1, 0xff
+	m.Key.Tunnel.ErspanIdx, m.Mask.Tunnel.ErspanIdx = 7, ^uint32(0)
+	fm := FlowMod{Command: CmdAdd, Match: m, Priority: 100, OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(p1.OFPort, 0)}}}
+	if err := br0.Tables.Apply(&fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x1,dst=172.31.1.100,ttl=64,erspan(ver=2,dir=1,hwid=0x7),flags(df|key))),"+u32s(ef.DPPort); got != want {
+		t.Errorf("output to ef: %s, want %s", got, want)
+	}
+	rx := flow.Metadata{InPort: ef.DPPort, Tunnel: flow.Tunnel{ID: 1, IPv4Src: [4]byte{172, 31, 1, 100}, IPv4Dst: [4]byte{172, 31, 1, 1},
+		TTL: 64, Flags: flow.TunnelKey, ErspanVer: 1, ErspanIdx: 7}}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), u32s(p1.DPPort); got != want {
+		t.Errorf("from ef with idx 7: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	if out.WC.Tunnel.ErspanVer != 0xff || out.WC.Tunnel.ErspanIdx == 0 {
+		t.Errorf("megaflow ERSPAN mask %+v", out.WC.Tunnel)
+	}
+	rx.Tunnel.ErspanIdx = 8
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	// No rule takes it: the table miss floods it (NORMAL), to more
+	// than the idx 7 rule's one port.
+	if got := datapath.FormatActions(out.Actions); got == u32s(p1.DPPort) || !strings.Contains(got, ",") {
+		t.Errorf("from ef with idx 8: %s, want the table miss's flood", got)
+	}
+}
