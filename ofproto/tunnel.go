@@ -35,6 +35,12 @@ type TunnelConfig struct {
 	L3                          bool // packet_type=legacy_l3 (gre, vxlan with GPE): no Ethernet header in the tunnel
 	GPE                         bool // exts=gpe (vxlan): VXLAN-GPE, legacy_l3 only in govswitchd
 
+	// EgressMark is egress_pkt_mark, the skb mark an encapsulated packet
+	// leaves with (OVS's IPsec setups mark tunnel traffic with it, for
+	// an xfrm policy to pick it up); only with EgressMarkSet.
+	EgressMark    uint32
+	EgressMarkSet bool
+
 	// ERSPAN (erspan and ip6erspan only): the version 1 (type II) or 2
 	// (type III) and its fields, sent with every packet; 0 is none
 	// configured, as in OVS, and the kernel then drops what it is given.
@@ -212,6 +218,14 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			c.Csum = v == "true"
 		case "df_default":
 			c.DontFragment = v != "false"
+		case "egress_pkt_mark":
+			// ovs-vswitchd takes strtoul's prefix of anything;
+			// govswitchd refuses what is not a 32-bit decimal.
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				return c, fmt.Errorf("%s: bad %s 'egress_pkt_mark' %q (a decimal number below 2^32)", name, typ, v)
+			}
+			c.EgressMark, c.EgressMarkSet = uint32(n), true
 		default:
 			return c, fmt.Errorf("%s: %s argument '%s' is not supported by govswitchd", name, typ, k)
 		}
@@ -574,4 +588,47 @@ func (bk *Backer) TunnelVportKind(portNo uint32) string {
 		return ends[0].p.tunnel.cfg.Type
 	}
 	return ""
+}
+
+// TunnelVport is a shared tunnel vport as tnl/ports/show lists it.
+type TunnelVport struct {
+	PortNo  uint32 // the datapath port
+	Name    string // the vport's name (vxlan_sys_4789, gre_sys, ...)
+	Type    string // the tunnel type of its ports (TunnelVportKind)
+	L3      bool   // its ports carry packets without an Ethernet header
+	DstPort uint16 // the UDP port of vxlan and geneve, 0 for the GRE types
+	Users   int    // how many tunnel ports, of every bridge, share it
+}
+
+// TunnelVports lists the datapath's shared tunnel vports that tunnel ports
+// use, by port number. It reads the datapath's vports for their names; a
+// vport it cannot find there (deleted behind govswitchd's back) is named
+// as govswitchd would have named it.
+func (bk *Backer) TunnelVports() ([]TunnelVport, error) {
+	tunnels := bk.set.Load().tunnels
+	if len(tunnels) == 0 {
+		return nil, nil
+	}
+	vps, err := bk.DP.Vports()
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[uint32]string, len(vps))
+	for _, vp := range vps {
+		names[vp.PortNo] = vp.Name
+	}
+	out := make([]TunnelVport, 0, len(tunnels))
+	for portNo, ends := range tunnels {
+		if len(ends) == 0 {
+			continue
+		}
+		c := &ends[0].p.tunnel.cfg
+		tv := TunnelVport{PortNo: portNo, Name: names[portNo], Type: c.Type, L3: c.L3, DstPort: c.DstPort, Users: len(ends)}
+		if tv.Name == "" {
+			tv.Name = datapath.TunnelVportName(c.vportKind(), c.DstPort)
+		}
+		out = append(out, tv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PortNo < out[j].PortNo })
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package ofproto
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,22 @@ func TestParseTunnelConfig(t *testing.T) {
 		{name: "bad remote", typ: "vxlan", opts: map[string]string{"remote_ip": "nonsense"}, err: "bad vxlan 'remote_ip'"},
 		{name: "ip6gre v4 remote", typ: "ip6gre", opts: map[string]string{"remote_ip": "10.0.0.1"}, err: "bad ip6gre 'remote_ip'"},
 		{name: "mixed families", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "local_ip": "fc00::1"}, err: "one address family"},
-		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "1"}, err: "'egress_pkt_mark' is not supported"},
+		{name: "unknown option", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "gbp_flags": "1"}, err: "'gbp_flags' is not supported"},
+		{name: "egress_pkt_mark", typ: "gre", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "4294967295"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.EgressMarkSet || c.EgressMark != 0xffffffff {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "egress_pkt_mark 0", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "0"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.EgressMarkSet || c.EgressMark != 0 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "egress_pkt_mark hex", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "0x10"}, err: "bad vxlan 'egress_pkt_mark' \"0x10\""},
+		{name: "egress_pkt_mark too big", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": "4294967296"}, err: "bad vxlan 'egress_pkt_mark'"},
+		{name: "egress_pkt_mark empty", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "egress_pkt_mark": ""}, err: "bad vxlan 'egress_pkt_mark'"},
 		{name: "vxlan-gpe", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l3"},
 			check: func(t *testing.T, c TunnelConfig) {
 				if !c.GPE || !c.L3 || c.DstPort != 4789 || c.vportKind() != datapath.TunnelVXLANGPE {
@@ -534,5 +550,131 @@ func TestTunnelXlateVXLANGPE(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
 		t.Errorf("VXLAN-GPE receive allocates %v times", n)
+	}
+}
+
+// TestTunnelVports: tnl/ports/show's list is the shared vports, each with
+// its name, UDP port and how many tunnel ports of every bridge use it.
+func TestTunnelVports(t *testing.T) {
+	bk, _, br1, v0, _ := tunnelBridges(t)
+	c, err := ParseTunnelConfig("g0", "gre", map[string]string{"remote_ip": "10.0.0.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0, err := br1.AddTunnelPort("g0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tvs, err := bk.TunnelVports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TunnelVport{
+		{PortNo: v0.DPPort, Name: "vxlan_sys_4789", Type: "vxlan", DstPort: 4789, Users: 2},
+		{PortNo: g0.DPPort, Name: "gre_sys", Type: "gre", Users: 1},
+	}
+	if fmt.Sprint(tvs) != fmt.Sprint(want) {
+		t.Errorf("TunnelVports %+v, want %+v", tvs, want)
+	}
+	if err := br1.DeletePort("g0"); err != nil {
+		t.Fatal(err)
+	}
+	if tvs, _ = bk.TunnelVports(); len(tvs) != 1 || tvs[0].Users != 2 {
+		t.Errorf("after g0 went: %+v", tvs)
+	}
+}
+
+// TestTunnelXlateEgressMark: output to a tunnel port with egress_pkt_mark
+// sets the skb mark before the tunnel and the output, matches the
+// packet's mark exactly, and a second output to the same port sets
+// nothing again; without the option no mark is set.
+func TestTunnelXlateEgressMark(t *testing.T) {
+	bk, br0, _, _ := sharedBridges(t, UpcallConfig{})
+	c, err := ParseTunnelConfig("m0", "gre", map[string]string{"remote_ip": "10.0.0.5", "egress_pkt_mark": "42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := br0.AddTunnelPort("m0", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := br0.Ports.byName("p1")
+	addRule(t, br0, p1.OFPort, 0, openflow.Output(m0.OFPort, 0), openflow.Output(m0.OFPort, 0))
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort, Mark: 7})
+	bk.Translate(&key, time.Now(), true, &out)
+	tun := "set(tunnel(dst=10.0.0.5,ttl=64,flags(df))),"
+	if got, want := datapath.FormatActions(out.Actions), "set(skb_mark(0x2a)),"+tun+u32s(m0.DPPort)+","+u32s(m0.DPPort); got != want {
+		t.Errorf("output to m0: %s, want %s", got, want)
+	}
+	if out.WC.Mark != ^uint32(0) {
+		t.Errorf("megaflow mark mask %#x, want exact", out.WC.Mark)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, time.Now(), true, &out) }); n != 0 {
+		t.Errorf("egress mark output allocates %v times", n)
+	}
+}
+
+// TestTunnelXlateErspanFields: set_field to tun_erspan_ver, _dir and
+// _hwid feeds an erspan_ver=flow port's set(tunnel(erspan(...))), and a
+// rule matching tun_erspan_ver and tun_erspan_idx takes the packets from
+// an erspan port whose metadata has them, with the fields in the
+// megaflow, and not the others.
+func TestTunnelXlateErspanFields(t *testing.T) {
+	bk, br0, _, prov := sharedBridges(t, UpcallConfig{})
+	if _, err := prov.AddNetdev("erspan_sys"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bk.DP.AddVport(datapath.VportSpec{Name: "erspan_sys", Type: datapath.VportNetdev}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTunnelConfig("ef", "erspan", map[string]string{"remote_ip": "172.31.1.100", "key": "1", "erspan_ver": "flow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := br0.AddTunnelPort("ef", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := br0.Ports.byName("p1")
+	var set flow.Key
+	set.Tunnel.ErspanVer, set.Tunnel.ErspanDir, set.Tunnel.ErspanHwid = 2, 1, 0x7
+	addRule(t, br0, p1.OFPort, 0, openflow.SetField(openflow.FieldTunErspanVer, &set), openflow.SetField(openflow.FieldTunErspanDir, &set),
+		openflow.SetField(openflow.FieldTunErspanHwid, &set), openflow.Output(ef.OFPort, 0))
+	var m classifier.Match
+	m.Key.InPort, m.Mask.InPort = ef.OFPort, ^uint32(0)
+	m.Key.Tunnel.ErspanVer, m.Mask.Tunnel.ErspanVer = 1, 0xff
+	m.Key.Tunnel.ErspanIdx, m.Mask.Tunnel.ErspanIdx = 7, ^uint32(0)
+	fm := FlowMod{Command: CmdAdd, Match: m, Priority: 100, OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(p1.OFPort, 0)}}}
+	if err := br0.Tables.Apply(&fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x1,dst=172.31.1.100,ttl=64,erspan(ver=2,dir=1,hwid=0x7),flags(df|key))),"+u32s(ef.DPPort); got != want {
+		t.Errorf("output to ef: %s, want %s", got, want)
+	}
+	rx := flow.Metadata{InPort: ef.DPPort, Tunnel: flow.Tunnel{ID: 1, IPv4Src: [4]byte{172, 31, 1, 100}, IPv4Dst: [4]byte{172, 31, 1, 1},
+		TTL: 64, Flags: flow.TunnelKey, ErspanVer: 1, ErspanIdx: 7}}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), u32s(p1.DPPort); got != want {
+		t.Errorf("from ef with idx 7: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	if out.WC.Tunnel.ErspanVer != 0xff || out.WC.Tunnel.ErspanIdx == 0 {
+		t.Errorf("megaflow ERSPAN mask %+v", out.WC.Tunnel)
+	}
+	rx.Tunnel.ErspanIdx = 8
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	// No rule takes it: the table miss floods it (NORMAL), to more
+	// than the idx 7 rule's one port.
+	if got := datapath.FormatActions(out.Actions); got == u32s(p1.DPPort) || !strings.Contains(got, ",") {
+		t.Errorf("from ef with idx 8: %s, want the table miss's flood", got)
 	}
 }

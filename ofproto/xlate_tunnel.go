@@ -47,7 +47,8 @@ var (
 // tnl_port_send: the packet's tunnel metadata becomes the port's (or, for
 // options set to "flow", the flow's tun_id, tun_src and tun_dst, which
 // then join the megaflow), committed as set(tunnel(...)) before an output
-// to the vport the datapath's tunnels of the type share. A flow-based
+// to the vport the datapath's tunnels of the type share, after
+// set(skb_mark) for a port with egress_pkt_mark. A flow-based
 // destination the flow leaves zero drops the packet, as in OVS. The
 // metadata is the flow's again after the output.
 func (c *xctx) tunnelOutput(pt *Port) {
@@ -63,6 +64,14 @@ func (c *xctx) tunnelOutput(pt *Port) {
 	if pt.tunnel.cfg.L3 && !c.beginL3Output(&l3) {
 		f.Tunnel = saved
 		return
+	}
+	if cfg := &pt.tunnel.cfg; cfg.EgressMarkSet {
+		// As tnl_port_send: the packet leaves with the port's mark,
+		// committed as set(skb_mark) before the output, and the flow
+		// keeps it after (ovs-vswitchd does not restore it), so the
+		// megaflow matches the mark exactly.
+		f.Mark = cfg.EgressMark
+		c.out.WC.Mark = ^uint32(0)
 	}
 	c.commitTunnel(&t)
 	c.ipfixOutput(pt.DPPort) // ipfix_bridge.go: after the set, so the datapath's egress tunnel key is the port's

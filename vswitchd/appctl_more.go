@@ -26,4 +26,11 @@ func (d *Daemon) registerMoreCommands() {
 	s.Register("ovs/route/del", "ip_addr/prefix_len [pkt_mark=mark]", 1, 2, d.routeDel)
 	s.Register("ovs/route/show", "", 0, 0, d.routeShow)
 	s.Register("ovs/route/lookup", "ip_addr [pkt_mark=mark]", 1, 2, d.routeLookup)
+	s.Register("tnl/ports/show", tnlPortsUsage, 0, 1, d.tnlPortsShow) // appctl_tnl.go
+	for _, prefix := range []string{"tnl/neigh/", "tnl/arp/"} {       // tnl_neigh.go
+		s.Register(prefix+"show", neighUsage, 0, 0, d.tnlNeighShow)
+		s.Register(prefix+"set", "BRIDGE IP MAC", 3, 3, d.tnlNeighSet)
+		s.Register(prefix+"flush", "", 0, 0, d.tnlNeighFlush)
+		s.Register(prefix+"aging", "[SECS]", 0, 1, d.tnlNeighAging)
+	}
 }

@@ -196,6 +196,29 @@ type switchRun struct {
 	ctFlush, ctAfter   appctlResult
 	ctFlushZone        appctlResult
 	ctAfterZone        appctlResult
+	tnl                []appctlResult // tnlSteps' answers
+}
+
+// tnlSteps are tnl/* commands both switches must answer alike: with no
+// tunnel port, no listening port; the neighbour cache set, shown, aged,
+// refused bad arguments, and flushed.
+var tnlSteps = [][]string{
+	{"tnl/ports/show"},
+	{"tnl/ports/show", "-v"},
+	{"tnl/neigh/show"},
+	{"tnl/neigh/set", "br-any", "10.20.0.2", "f8:bc:12:44:34:b6"},
+	{"tnl/neigh/set", "br-any", "10.20.0.3", "f8:bc:12:44:34:b7"},
+	{"tnl/arp/set", "br-other-of-a-long-name", "fc00:20::3", "00:01:02:03:04:05"},
+	{"tnl/neigh/set", "br-any", "10.20.0.300", "f8:bc:12:44:34:b6"},
+	{"tnl/neigh/set", "br-any", "10.20.0.4", "f8:bc:12:44:34"},
+	{"tnl/neigh/show"},
+	{"tnl/neigh/aging"},
+	{"tnl/neigh/aging", "0"},
+	{"tnl/neigh/aging", "3601"},
+	{"tnl/neigh/aging", "120"},
+	{"tnl/arp/aging"},
+	{"tnl/neigh/flush"},
+	{"tnl/neigh/show"},
 }
 
 // steps runs the comparison's steps against the switch answering at ctl,
@@ -273,6 +296,9 @@ func steps(t *testing.T, b *bed, ctl, dpName, intName string) switchRun {
 	}
 	r.ctFlush = appctlAt(t, ctl, "dpctl/flush-conntrack")
 	r.ctAfter = appctlAt(t, ctl, "dpctl/dump-conntrack")
+	for _, args := range tnlSteps {
+		r.tnl = append(r.tnl, appctlAt(t, ctl, args...))
+	}
 	r.dpsBefore = dumpDPs(t)
 	r.exit = appctlAt(t, ctl, "exit", "--cleanup")
 	return r
@@ -385,6 +411,25 @@ func TestIntegrationAppctlAgainstOVS(t *testing.T) {
 		t.Errorf("govswitchd: flush-conntrack zone=0 exit %d %s; dump after: %q", gov.ctFlushZone.code, gov.ctFlushZone.err, gov.ctAfterZone.out)
 	}
 	t.Logf("ovs-vswitchd: flush-conntrack zone=0 exit %d, dump after: %q", ovs.ctFlushZone.code, ovs.ctAfterZone.out)
+	// tnl/*: the same answers, table rows sorted (ovs-vswitchd's are in
+	// hash order), errors by their first line (the second names the -t
+	// target).
+	norm := func(r appctlResult) string {
+		lines := strings.Split(r.out, "\n")
+		if len(lines) > 2 {
+			slices.Sort(lines[2:])
+		}
+		first, _, _ := strings.Cut(r.err, "\n")
+		return fmt.Sprintf("exit %d, %q, error %q", r.code, strings.Join(lines, "\n"), first)
+	}
+	for i, args := range tnlSteps {
+		if o, g := norm(ovs.tnl[i]), norm(gov.tnl[i]); o != g {
+			t.Errorf("%s differs:\novs-vswitchd %s\ngovswitchd   %s", strings.Join(args, " "), o, g)
+		}
+	}
+	if show := gov.tnl[8].out; !strings.Contains(show, "fc00:20::3                                    00:01:02:03:04:05   br-other-of-a-l\n") {
+		t.Errorf("tnl/neigh/show lacks the IPv6 entry:\n%s", show)
+	}
 	// After exit --cleanup, as checked when ovs-appctl returned: no
 	// datapath, no internal port, for either switch. ovs-vswitchd's is
 	// checked here because govswitchd's bed would have recreated it.

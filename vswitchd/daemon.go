@@ -52,6 +52,7 @@ type Daemon struct {
 	conns   map[string]*ofproto.ConnManager // flag-configured bridges' OpenFlow connections
 	exiting bool                            // set by Cleanup: no bridge comes up any more
 	routes  userRoutes                      // ovs/route/add's routes
+	neigh   neighCache                      // tnl/neigh/set's entries (tnl_neigh.go)
 
 	// bkMu guards backer, the datapath all bridges share (ovs-system),
 	// open while a bridge is on it.

@@ -17,8 +17,9 @@ import (
 // The ovs/route/* commands: the routing table tunnels would use, as
 // ovs-vswitchd keeps it. It is the kernel's unicast and local routes,
 // read over rtnetlink when asked ("Cached"), plus the routes added with
-// ovs/route/add ("User"). govswitchd has no tunnel ports yet, so nothing
-// but these commands consults the table.
+// ovs/route/add ("User"). The kernel routes govswitchd's encapsulated
+// packets itself (the datapath's tunnel vports send through the host's
+// routing), so nothing but these commands consults the table.
 
 // route is one entry of the table.
 type route struct {

@@ -401,7 +401,7 @@ func appendSetField10(b []byte, a *Action) ([]byte, error) {
 	case FieldTunnelID:
 		return be64(zeros(nxActionHeader(b, 24, NXASTSetTunnel64), 6), k.Tunnel.ID), nil
 	}
-	if a.Field.IsTunMetadata() {
+	if a.Field.IsTunMetadata() || a.Field.IsExperimenter() {
 		return appendRegLoad2(b, a) // field_tunmd.go
 	}
 	// Anything else NXM can name becomes a full-width NXAST_REG_LOAD; a

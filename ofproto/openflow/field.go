@@ -71,7 +71,12 @@ const (
 	// the Geneve options a TLV table maps (field_tunmd.go).
 	FieldTunMetadata0
 	FieldTunMetadata63 Field = iota + 62 // the lines below count on from here
-	FieldReg0                            // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
+	// The ERSPAN metadata (field_erspan.go): NXOXM experimenter fields.
+	FieldTunErspanIdx
+	FieldTunErspanVer
+	FieldTunErspanDir
+	FieldTunErspanHwid
+	FieldReg0 // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
 	FieldReg3
@@ -193,7 +198,12 @@ type fieldDef struct {
 	// process's TLV layout decides (field_tunmd.go).
 	tunmd    bool
 	tunmdIdx uint8
-	cover    flow.Mask // the Key bits this field maps onto
+	// exp is the experimenter ID of a field whose OXM header (oxm, class
+	// 0xffff) is followed by it on the wire, an 8-byte header
+	// (field_erspan.go); 0 for the others. Such a field is found by
+	// fieldByExpHeader, not byHeader, and has no 4-byte Header.
+	exp   uint32
+	cover flow.Mask // the Key bits this field maps onto
 	// coverWords lists the nonzero words of cover, so an encoder can skip
 	// a field the mask does not touch with a load or two.
 	coverWords []coverWord
@@ -275,6 +285,7 @@ func init() {
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Dst[:] })
 	defTunnelFields(nx1) // field_tun.go
 	defTunMDFields(nx1)  // field_tunmd.go
+	defErspanFields()    // field_erspan.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
@@ -425,6 +436,10 @@ func init() {
 				d.coverWords = append(d.coverWords, coverWord{i, w})
 			}
 		}
+		if d.exp != 0 {
+			byExpHeader[d.oxm] = f
+			continue
+		}
 		for _, h := range [2]uint32{d.nxm, d.oxm} {
 			if h != noHeader {
 				if _, dup := byHeader[h]; dup {
@@ -463,6 +478,9 @@ func (f Field) Header(nxm bool) (h uint32, ok bool) {
 		return 0, false
 	}
 	d := &fields[f]
+	if d.exp != 0 {
+		return 0, false // an 8-byte header: expHeader
+	}
 	first, second := d.oxm, d.nxm
 	if nxm {
 		first, second = d.nxm, d.oxm

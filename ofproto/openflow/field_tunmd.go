@@ -234,16 +234,36 @@ func decodeRegLoad2(v uint8, act []byte) (Action, error) {
 	if 14+plen > len(act) {
 		return Action{}, errOf(v, kActBadLen, "reg_load2: %d value bytes in a %d-byte action", plen, len(act))
 	}
-	f := FieldByHeader(h)
-	if !f.IsTunMetadata() {
-		return Action{}, errOf(v, kActBadSetType, "reg_load2 to %08x is not supported by govswitchd (tun_metadata is)", h)
+	f, body := entryField(h, act[14:14+plen]) // field_erspan.go
+	if f.IsExperimenter() {
+		// OpenFlow 1.0's set_field of a field NXM cannot name.
+		return decodeSetFieldValue(v, f, h, body, act[14+plen:])
 	}
-	return decodeTunMDSetField(v, f, h, act[14:14+plen])
+	if !f.IsTunMetadata() {
+		return Action{}, errOf(v, kActBadSetType, "reg_load2 to %08x is not supported by govswitchd (tun_metadata and the tun_erspan fields are)", h)
+	}
+	return decodeTunMDSetField(v, f, h, body)
 }
 
 // appendRegLoad2 appends a set_field to a tun_metadata field as OpenFlow
 // 1.0's NXAST_REG_LOAD2, with the field's mapped length.
 func appendRegLoad2(b []byte, a *Action) ([]byte, error) {
+	if h, exp, ok := expHeader(a.Field); ok {
+		// An experimenter field (field_erspan.go), as ovs-vswitchd's
+		// set_field_to_nxast writes one: header, ID, value.
+		n := a.Field.Size()
+		if a.Masked {
+			return b, fmt.Errorf("openflow: masked set_field %s before OpenFlow 1.5: %w", a.Field, ErrUnsupported)
+		}
+		if _, ok := a.setFieldKey(); !ok {
+			return b, fmt.Errorf("openflow: set_field %s: bad value: %w", a.Field, ErrUnsupported)
+		}
+		start := len(b)
+		b = nxActionHeader(b, uint16((10+8+n+7)&^7), NXASTRegLoad2)
+		b = be32(be32(b, h), exp)
+		b = append(b, a.Value[:n]...)
+		return pad8(b, start), nil
+	}
 	n := a.Field.Size()
 	h, ok := a.Field.Header(true)
 	if n == 0 || !ok || n > len(a.Value) {

@@ -42,13 +42,20 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 	if 8+plen > len(act) {
 		return Action{}, errOf(v, kActBadSetLen, "set_field: %d value bytes in a %d-byte action", plen, len(act))
 	}
-	f := FieldByHeader(h)
+	f, body := entryField(h, act[8:8+plen]) // field_erspan.go: an experimenter's ID comes off
 	if f == FieldNone || fields[f].enc == 0 {
 		return Action{}, errOf(v, kActBadSetType, "set_field: unknown field %08x", h)
 	}
 	if fields[f].tunmd {
-		return decodeTunMDSetField(v, f, h, act[8:8+plen]) // field_tunmd.go
+		return decodeTunMDSetField(v, f, h, body) // field_tunmd.go
 	}
+	return decodeSetFieldValue(v, f, h, body, act[8+plen:])
+}
+
+// decodeSetFieldValue decodes the value (and mask, with h's hasmask) body
+// of a set_field of f, in an action whose padding after it is pad.
+func decodeSetFieldValue(v uint8, f Field, h uint32, body, pad []byte) (Action, error) {
+	plen := len(body)
 	n := fields[f].size
 	masked := h&(1<<8) != 0
 	if want := n * (1 + boolInt(masked)); plen != want {
@@ -57,7 +64,7 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 	if masked && v < Version15 {
 		return Action{}, badSetMask(v, f)
 	}
-	for _, c := range act[8+plen:] {
+	for _, c := range pad {
 		if c != 0 {
 			// decode_ofpat_set_field's OFPBAC_BAD_SET_ARGUMENT.
 			return Action{}, &Error{Version: v, Type: ErrTypeBadAction, Code: BadAction13BadSetArgment,
@@ -65,9 +72,9 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 		}
 	}
 	a := Action{Type: ActSetField, Field: f}
-	copy(a.Value[:], act[8:8+n])
+	copy(a.Value[:], body[:n])
 	if masked {
-		copy(a.Mask[:], act[8+n:8+2*n])
+		copy(a.Mask[:], body[n:2*n])
 		full := true
 		for i := 0; i < n; i++ {
 			if a.Value[i]&^a.Mask[i] != 0 {
@@ -104,7 +111,8 @@ func appendSetField(b []byte, a *Action, v uint8) ([]byte, error) {
 		return appendLoadSegments(b, a)
 	}
 	h, ok := a.Field.Header(false)
-	if !ok {
+	eh, exp, isExp := expHeader(a.Field) // field_erspan.go
+	if !ok && !isExp {
 		return b, fmt.Errorf("openflow: set_field %s has no OXM form: %w", a.Field, ErrUnsupported)
 	}
 	if _, ok := a.setFieldKey(); !ok {
@@ -112,11 +120,17 @@ func appendSetField(b []byte, a *Action, v uint8) ([]byte, error) {
 	}
 	n := a.Field.Size()
 	plen := n
+	if isExp {
+		h, plen = eh, 4+n
+	}
 	if a.Masked {
-		h, plen = h&^0xff|1<<8|uint32(2*n), 2*n
+		h, plen = h&^0xff|1<<8|uint32(plen+n), plen+n
 	}
 	start := len(b)
 	b = be32(act13(b, Act13SetField, uint16((8+plen+7)&^7)), h)
+	if isExp {
+		b = be32(b, exp)
+	}
 	b = append(b, a.Value[:n]...)
 	if a.Masked {
 		b = append(b, a.Mask[:n]...)
