@@ -591,6 +591,15 @@ func (f *formatter) l3(v *Key, m *Mask) {
 	}
 }
 
+// AppendFormatNSH appends the fields of v that m selects in the syntax
+// ovs-dpctl prints inside nsh(...), set(nsh(...)) and push_nsh(...)
+// (without the parentheses), and returns the extended slice.
+func AppendFormatNSH(b []byte, v, m *NSH) []byte {
+	f := formatter{b: b, start: len(b)}
+	f.nsh(v, m)
+	return f.b
+}
+
 // nsh appends the fields of an NSH key that m selects, as ovs-dpctl
 // prints them: 8-bit fields in decimal when exact and as 0x%02x/0x%02x
 // otherwise, spi and c1..c4 in hex with an 8-digit /mask when partial.
