@@ -71,7 +71,18 @@ const (
 	// the Geneve options a TLV table maps (field_tunmd.go).
 	FieldTunMetadata0
 	FieldTunMetadata63 Field = iota + 62 // the lines below count on from here
-	FieldReg0                            // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
+	// The NSH fields (field_nsh.go): experimenter OXMs of NXOXM_NSH.
+	FieldNSHFlags
+	FieldNSHTTL
+	FieldNSHMDType
+	FieldNSHNP
+	FieldNSHSPI
+	FieldNSHSI
+	FieldNSHC1 // … FieldNSHC1+3 is nsh_c4
+	FieldNSHC2
+	FieldNSHC3
+	FieldNSHC4
+	FieldReg0 // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
 	FieldReg3
@@ -162,6 +173,7 @@ const (
 	preNDTLL   // neighbour advertisement
 	preCT      // a valid connection: OVS's MFP_CT_VALID (field_ct.go)
 	preCTProto // a valid connection and a ct_nw_proto (field_ct.go)
+	preNSH     // eth_type 0x894f (field_nsh.go)
 )
 
 // Encodings a field is emitted in.
@@ -189,6 +201,11 @@ type fieldDef struct {
 	load  func(k *flow.Key, dst []byte) []byte
 	store func(k *flow.Key, v []byte)
 	alias bool
+	// exp marks an experimenter OXM of NXOXMExperimenter (field_nsh.go):
+	// its header is followed by the 4-byte experimenter ID, which the
+	// header's length counts. Only matches and set_field carry them;
+	// Header reports no header for them.
+	exp bool
 	// tunmd marks tun_metadata<n>, whose place and size in a Key the
 	// process's TLV layout decides (field_tunmd.go).
 	tunmd    bool
@@ -275,6 +292,7 @@ func init() {
 		func(k *flow.Key) []byte { return k.Tunnel.IPv4Dst[:] })
 	defTunnelFields(nx1) // field_tun.go
 	defTunMDFields(nx1)  // field_tunmd.go
+	defNSHFields()       // field_nsh.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
@@ -425,6 +443,13 @@ func init() {
 				d.coverWords = append(d.coverWords, coverWord{i, w})
 			}
 		}
+		if d.exp {
+			if _, dup := byExpHeader[d.oxm]; dup {
+				panic(fmt.Sprintf("openflow: experimenter header %08x defined twice", d.oxm))
+			}
+			byExpHeader[d.oxm] = f
+			continue
+		}
 		for _, h := range [2]uint32{d.nxm, d.oxm} {
 			if h != noHeader {
 				if _, dup := byHeader[h]; dup {
@@ -463,6 +488,9 @@ func (f Field) Header(nxm bool) (h uint32, ok bool) {
 		return 0, false
 	}
 	d := &fields[f]
+	if d.exp {
+		return 0, false
+	}
 	first, second := d.oxm, d.nxm
 	if nxm {
 		first, second = d.nxm, d.oxm
@@ -599,6 +627,8 @@ func prereqOK(p prereq, k *flow.Key, m *flow.Mask) bool {
 		return ctValid(k, m)
 	case preCTProto:
 		return ctProtoValid(k, m)
+	case preNSH:
+		return eth(flow.EthTypeNSH)
 	}
 	return false
 }

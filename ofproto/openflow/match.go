@@ -85,11 +85,15 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 		if !full && !d.maskable {
 			return b[:start], fmt.Errorf("openflow: field %s cannot be partially masked: %w", d.name, ErrUnsupported)
 		}
-		h, _ := f.Header(nxm) // falls back to the other header family
-		if !full {
-			h = h&^0xff | 1<<8 | uint32(2*d.size)
+		if d.exp {
+			b = appendExpHeader(b, f, !full, d.size*(1+boolInt(!full))) // field_nsh.go
+		} else {
+			h, _ := f.Header(nxm) // falls back to the other header family
+			if !full {
+				h = h&^0xff | 1<<8 | uint32(2*d.size)
+			}
+			b = be32(b, h)
 		}
-		b = be32(b, h)
 		at := len(b)
 		var ok bool
 		if b, ok = f.Value(b, &m.Key); !ok {
@@ -132,6 +136,10 @@ func decodeTLVs(v uint8, b []byte, m *Match) error {
 		body := b[4 : 4+plen]
 		b = b[4+plen:]
 		f := FieldByHeader(h)
+		if h>>16 == uint32(ClassExperimenter) {
+			f, body = expField(h, body) // field_nsh.go
+			plen = len(body)
+		}
 		if f == FieldNone || fields[f].enc == 0 {
 			return errOf(v, kMatchBadField, "unknown match field class 0x%04x field %d", h>>16, h>>9&0x7f)
 		}

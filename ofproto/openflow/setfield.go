@@ -43,6 +43,10 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 		return Action{}, errOf(v, kActBadSetLen, "set_field: %d value bytes in a %d-byte action", plen, len(act))
 	}
 	f := FieldByHeader(h)
+	val := act[8 : 8+plen]
+	if h>>16 == uint32(ClassExperimenter) {
+		f, val = expField(h, val) // field_nsh.go
+	}
 	if f == FieldNone || fields[f].enc == 0 {
 		return Action{}, errOf(v, kActBadSetType, "set_field: unknown field %08x", h)
 	}
@@ -51,7 +55,7 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 	}
 	n := fields[f].size
 	masked := h&(1<<8) != 0
-	if want := n * (1 + boolInt(masked)); plen != want {
+	if want := n * (1 + boolInt(masked)); len(val) != want {
 		return Action{}, errOf(v, kActBadSetLen, "set_field %s: length %d, want %d", f, plen, want)
 	}
 	if masked && v < Version15 {
@@ -65,9 +69,9 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 		}
 	}
 	a := Action{Type: ActSetField, Field: f}
-	copy(a.Value[:], act[8:8+n])
+	copy(a.Value[:], val[:n])
 	if masked {
-		copy(a.Mask[:], act[8+n:8+2*n])
+		copy(a.Mask[:], val[n:2*n])
 		full := true
 		for i := 0; i < n; i++ {
 			if a.Value[i]&^a.Mask[i] != 0 {
@@ -103,8 +107,9 @@ func appendSetField(b []byte, a *Action, v uint8) ([]byte, error) {
 	if a.Masked && v < Version15 {
 		return appendLoadSegments(b, a)
 	}
+	exp := a.Field < numFields && fields[a.Field].exp
 	h, ok := a.Field.Header(false)
-	if !ok {
+	if !ok && !exp {
 		return b, fmt.Errorf("openflow: set_field %s has no OXM form: %w", a.Field, ErrUnsupported)
 	}
 	if _, ok := a.setFieldKey(); !ok {
@@ -116,7 +121,12 @@ func appendSetField(b []byte, a *Action, v uint8) ([]byte, error) {
 		h, plen = h&^0xff|1<<8|uint32(2*n), 2*n
 	}
 	start := len(b)
-	b = be32(act13(b, Act13SetField, uint16((8+plen+7)&^7)), h)
+	if exp {
+		b = act13(b, Act13SetField, uint16((8+4+plen+7)&^7))
+		b = appendExpHeader(b, a.Field, a.Masked, plen) // field_nsh.go
+	} else {
+		b = be32(act13(b, Act13SetField, uint16((8+plen+7)&^7)), h)
+	}
 	b = append(b, a.Value[:n]...)
 	if a.Masked {
 		b = append(b, a.Mask[:n]...)
