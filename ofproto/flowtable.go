@@ -239,6 +239,7 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 			if err := mplsCheckAction(a, &mk, &mm); err != nil {
 				return err
 			}
+			nshCheckAction(a, ec.noEth, &mk, &mm) // xlate_nsh.go
 			if err := ec.action(a); err != nil {
 				return err
 			}
