@@ -96,12 +96,14 @@ func decodeNSHKey(d []byte, v *flow.NSH) error {
 	return nil
 }
 
-// AppendPushNSH appends a push_nsh action: the header n (its NP is the
+// AppendPushNSH appends a push_nsh action, which nests one
+// OVS_KEY_ATTR_NSH as the kernel's validate_nsh reads it: the header n (its NP is the
 // datapath's to choose, from the packet, and written as given) with MD1
 // context for MD type 1, or the MD type 2 metadata md2 (TLVs, a multiple
 // of 4 bytes, at most NSHMD2MaxLen) for MD type 2.
 func AppendPushNSH(b []byte, n *flow.NSH, md2 []byte) []byte {
 	b, start := netlinkio.BeginNested(b, uint16(ActionPushNSH))
+	b, key := netlinkio.BeginNested(b, KeyAttrNSH)
 	b, p := netlinkio.AppendReserve(b, nshAttrBase, sizeNSHBase)
 	putNSHBase(p, n)
 	if n.MDType == flow.NSHMDType2 {
@@ -110,14 +112,20 @@ func AppendPushNSH(b []byte, n *flow.NSH, md2 []byte) []byte {
 		b, p = netlinkio.AppendReserve(b, nshAttrMD1, sizeNSHMD1)
 		putNSHMD1(p, n)
 	}
+	b = netlinkio.EndNested(b, key)
 	return netlinkio.EndNested(b, start)
 }
 
 // decodePushNSH decodes push_nsh's payload into a.NSH and a.NSHMD2, with
 // the kernel's checks: a base, and MD1 or MD2 as its MD type says.
 func decodePushNSH(a *Action) error {
+	outer := netlinkio.NewAttrIter(a.Data)
+	if !outer.Next() || outer.Type() != KeyAttrNSH ||
+		netlinkio.Align(netlinkio.AttrHeaderLen+len(outer.Data())) != len(a.Data) {
+		return actionErr("push_nsh must hold exactly one nsh key attribute")
+	}
 	var hasBase, hasMD1, hasMD2 bool
-	it := netlinkio.NewAttrIter(a.Data)
+	it := netlinkio.NewAttrIter(outer.Data())
 	for it.Next() {
 		p := it.Data()
 		switch it.Type() {
