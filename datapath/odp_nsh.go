@@ -65,8 +65,9 @@ func appendNSHKey(b []byte, v *flow.NSH, md1 bool) []byte {
 }
 
 // decodeNSHKey decodes the payload of OVS_KEY_ATTR_NSH of a flow key or
-// mask into v. MD2 is an error there, as in the kernel.
-func decodeNSHKey(d []byte, v *flow.NSH) error {
+// mask into v. MD2 is an error there, and so is MD1 in the key of a
+// packet whose MD type is not 1, as in the kernel.
+func decodeNSHKey(d []byte, v *flow.NSH, isMask bool) error {
 	var seen uint8
 	it := netlinkio.NewAttrIter(d)
 	for it.Next() {
@@ -92,6 +93,9 @@ func decodeNSHKey(d []byte, v *flow.NSH) error {
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("%w: nsh: %w", ErrKeyAttr, err)
+	}
+	if !isMask && seen&(1<<nshAttrMD1) != 0 && v.MDType != flow.NSHMDType1 {
+		return keyErr("nsh: md1 context in a key of md type %d", v.MDType)
 	}
 	return nil
 }

@@ -1301,7 +1301,7 @@ func decodeL3L4(a *attrSet, k, v *flow.Key, isMask bool) error {
 				v.MPLSLSE = binary.BigEndian.Uint32(d)
 			}
 		case KeyAttrNSH:
-			if err := decodeNSHKey(d, &v.NSH); err != nil {
+			if err := decodeNSHKey(d, &v.NSH, isMask); err != nil {
 				return err
 			}
 			v.NSH.SPI &= flow.NSHSPIMask
