@@ -65,8 +65,10 @@ func encapSupported(a *openflow.Action) bool {
 		return a.Type == openflow.ActDecap
 	case openflow.PacketTypeNSH: // xlate_nsh.go
 		md := a.NSHMDType
+		// MD type 2 needs a tlv: the kernel takes no push_nsh without
+		// metadata.
 		return a.Type == openflow.ActEncap && (md <= flow.NSHMDType1 && len(a.Data) == 0 ||
-			md == flow.NSHMDType2 && len(a.Data) <= datapath.NSHMD2MaxLen)
+			md == flow.NSHMDType2 && len(a.Data) > 0 && len(a.Data) <= datapath.NSHMD2MaxLen)
 	}
 	return false
 }

@@ -155,3 +155,34 @@ func TestXlateNSHForward(t *testing.T) {
 		t.Error("set_field nsh_si after the encap(nsh) was committed accepted")
 	}
 }
+
+// TestXlateNSHEncapMD2: encap(nsh(md_type=2,tlv(...))) carries the tlvs
+// as push_nsh's MD type 2 metadata, as OVS's nsh.at shows; MD type 2
+// without a tlv is refused (the kernel takes no push_nsh without
+// metadata), and so are other MD types.
+func TestXlateNSHEncapMD2(t *testing.T) {
+	x := testBridge(t)
+	md2 := openflow.Action{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeNSH), NSHMDType: 2,
+		Data: []byte{0x10, 0x00, 0x0a, 0x04, 0x12, 0x34, 0x56, 0x78, 0x20, 0x00, 0x14, 0x08,
+			0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}}
+	in := apply(md2, nshSet(openflow.FieldNSHSPI, 0x12, 0x34), encapEth, openflow.Output(2, 0))
+	m := match(func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff })
+	if err := checkActions(&in, &m); err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.EthType, m.EthType = flow.EthTypeIPv4, 0xffff }, 100, in)
+	want := "push_nsh(flags=0,ttl=63,mdtype=2,np=3,spi=0x1234,si=255,md2=0x10000a041234567820001408fedcba9876543210)," +
+		"push_eth(src=00:00:00:00:00:00,dst=00:00:00:00:00:00),12"
+	if got := datapath.FormatActions(translate(x, pkt(11)).Actions); got != want {
+		t.Errorf("encap md2: %s\n  want %s", got, want)
+	}
+	for _, bad := range []openflow.Action{
+		{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeNSH), NSHMDType: 2},
+		{Type: openflow.ActEncap, Load: uint64(openflow.PacketTypeNSH), NSHMDType: 3},
+	} {
+		in := apply(bad, encapEth, openflow.Output(2, 0))
+		if err := checkActions(&in, &m); err == nil {
+			t.Errorf("encap(nsh(md_type=%d)) with %d bytes of tlvs accepted", bad.NSHMDType, len(bad.Data))
+		}
+	}
+}

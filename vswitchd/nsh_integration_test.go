@@ -71,4 +71,27 @@ func TestIntegrationNSHEncapDecap(t *testing.T) {
 			t.Errorf("no datapath flow has %s", want)
 		}
 	}
+
+	// MD type 2, its tlv the metadata of push_nsh; the kernel keys no MD
+	// type 2 context, so the decap side matches the base header only.
+	b.ofctl(t, "add-flow", "-O", "OpenFlow13",
+		"priority=100,in_port=4,dl_type=0x894f,nsh_mdtype=2,nsh_spi=0x5678,actions=decap(),decap(),output:2")
+	b.ofctl(t, "mod-flows", "-O", "OpenFlow13",
+		"in_port=1,ip,actions=encap(nsh(md_type=2,tlv(0x1000,10,0x12345678))),set_field:0x5678->nsh_spi,"+
+			"encap(ethernet),set_field:f2:ff:00:00:00:02->dl_dst,set_field:f2:ff:00:00:00:01->dl_src,output:3")
+	loss = b.ping(t, 3)
+	out, _ = exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
+	dp = string(out)
+	t.Logf("ovs-dpctl dump-flows after the MD type 2 encap:\n%s", dp)
+	if loss != 0 {
+		t.Errorf("MD type 2: %d of 3 pings lost", loss)
+	}
+	for _, want := range []string{
+		"actions:push_nsh(flags=0,ttl=63,mdtype=2,np=3,spi=0x5678,si=255,md2=0x10000a0412345678),push_eth(",
+		"eth_type(0x894f),nsh(mdtype=2,np=3,spi=0x5678,",
+	} {
+		if !strings.Contains(dp, want) {
+			t.Errorf("no datapath flow has %s", want)
+		}
+	}
 }
