@@ -75,6 +75,7 @@ func FuzzWalkActions(f *testing.F) {
 		"sample(sample=50.0%,actions(clone(1),check_pkt_len(size=100,gt(2),le(3))))",
 		"recirc(0x1),hash(l4(0)),trunc(100),meter(1),push_mpls(label=1,tc=0,ttl=1,bos=1,eth_type=0x8847),pop_mpls(eth_type=0x800)",
 		"dec_ttl(le_1(userspace(pid=1))),push_eth(src=00:00:00:00:00:01,dst=00:00:00:00:00:02),pop_eth,ct_clear,pop_nsh()",
+		"push_nsh(flags=0,ttl=63,mdtype=1,np=3,spi=0x1234,si=255,c1=0x11223344,c2=0x0,c3=0x0,c4=0x0),set(nsh(ttl=7,si=4,c2=0x1/0xff))",
 	} {
 		b, err := ParseActions(s)
 		if err != nil {

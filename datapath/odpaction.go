@@ -173,6 +173,8 @@ type Action struct {
 	PktLen    uint16    // ActionCheckPktLen
 	IfGreater []byte    // ActionCheckPktLen: actions for longer packets
 	IfLessEq  []byte    // ActionCheckPktLen: actions for the others
+	NSH       flow.NSH  // ActionPushNSH: the header (odp_nsh.go)
+	NSHMD2    []byte    // ActionPushNSH of MD type 2: its metadata TLVs
 }
 
 // actionLen is the payload size of each fixed-size action, -1 for
@@ -303,6 +305,8 @@ func decodeAction(a *Action) error {
 	case ActionPushEth:
 		copy(a.EthSrc[:], d[0:6])
 		copy(a.EthDst[:], d[6:12])
+	case ActionPushNSH:
+		return decodePushNSH(a)
 	case ActionClone:
 		a.Actions = d
 	case ActionCheckPktLen:
@@ -416,6 +420,19 @@ func decodeSet(a *Action) error {
 		return actionErr("set must hold exactly one key attribute")
 	}
 	a.SetAttr = it.Type()
+	if a.SetAttr == KeyAttrNSH {
+		// Nested, each attribute its value and mask (odp_nsh.go); the
+		// kernel takes NSH in masked sets only.
+		if a.Type != ActionSetMasked {
+			return actionErr("set of nsh must be masked")
+		}
+		var v, m flow.NSH
+		if err := DecodeSetNSH(inner, &v, &m); err != nil {
+			return err
+		}
+		a.SetKey = inner
+		return nil
+	}
 	n := setAttrLen(a.SetAttr)
 	switch {
 	case n == 0:
@@ -691,6 +708,9 @@ func putSetValue(p []byte, attr KeyAttr, v *flow.Key) {
 func (a *Action) DecodeSet(k *flow.Key, m *flow.Mask) error {
 	if a.Type != ActionSet && a.Type != ActionSetMasked {
 		return actionErr("DecodeSet of action %d", a.Type)
+	}
+	if a.SetAttr == KeyAttrNSH {
+		return DecodeSetNSH(a.SetKey, &k.NSH, &m.NSH)
 	}
 	if a.SetAttr == KeyAttrTunnel {
 		k.Tunnel = flow.Tunnel{}
@@ -1033,6 +1053,8 @@ func AppendAction(b []byte, a *Action) []byte {
 		return AppendCTClear(b)
 	case ActionPopNSH:
 		return AppendPopNSH(b)
+	case ActionPushNSH:
+		return AppendPushNSH(b, &a.NSH, a.NSHMD2)
 	case ActionMeter:
 		return AppendMeter(b, a.ID)
 	case ActionClone:

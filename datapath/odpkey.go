@@ -159,7 +159,7 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 
 // MaxKeyLen bounds the bytes AppendKey or AppendMask appends for any Key:
 // a buffer with this much spare capacity never grows.
-const MaxKeyLen = 384 + 4 + flow.TunMetadataSpace + 4 + erspanOptsLen // + Geneve and ERSPAN options
+const MaxKeyLen = 384 + 44 + 4 + flow.TunMetadataSpace + 4 + erspanOptsLen // + Geneve and ERSPAN options
 
 // ErrKeyAttr is wrapped by every error DecodeKey and DecodeMask return for
 // malformed or contradictory attributes.
@@ -229,6 +229,8 @@ func l3Attr(t uint16) uint16 {
 		return KeyAttrARP
 	case isMPLSType(t):
 		return KeyAttrMPLS
+	case t == flow.EthTypeNSH:
+		return KeyAttrNSH
 	}
 	return 0
 }
@@ -682,6 +684,14 @@ func appendL3L4(b []byte, v *flow.Key, s *keyShape, isMask bool) []byte {
 		copy(p[16:22], v.ArpTHA[:])
 	case KeyAttrMPLS:
 		b = netlinkio.AppendBE32(b, KeyAttrMPLS, v.MPLSLSE)
+	case KeyAttrNSH:
+		// A key always carries it (the kernel requires it of an NSH
+		// key), with the context of an MD type 1 header; a mask only
+		// when it matches something (the kernel takes an NSH mask only
+		// with an exact ethertype, which FitMask sees to).
+		if !isMask || v.NSH != (flow.NSH{}) {
+			b = appendNSHKey(b, &v.NSH, isMask || v.NSH.MDType == flow.NSHMDType1)
+		}
 	}
 	switch s.l4 {
 	case KeyAttrTCP, KeyAttrUDP, KeyAttrSCTP:
@@ -872,6 +882,8 @@ func l3Masked(m *flow.Mask, s *keyShape) bool {
 		return !isZero4(m.IPv4Src) || !isZero4(m.IPv4Dst) || m.NwProto != 0 || m.ArpSHA != [6]byte{} || m.ArpTHA != [6]byte{}
 	case KeyAttrMPLS:
 		return m.MPLSLSE != 0
+	case KeyAttrNSH:
+		return m.NSH != flow.NSH{}
 	}
 	return false
 }
@@ -898,6 +910,11 @@ func carriedMask(k *flow.Key, s *keyShape) flow.Mask {
 		c.IPv4Src, c.IPv4Dst = ones4, ones4
 		c.NwProto = 0xff
 		c.ArpSHA, c.ArpTHA = ones6, ones6
+	case KeyAttrNSH:
+		c.NSH = flow.NSH{Flags: 0xff, TTL: 0xff, MDType: 0xff, NP: 0xff, SPI: flow.NSHSPIMask, SI: 0xff}
+		if k.NSH.MDType == flow.NSHMDType1 {
+			c.NSH.C = [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
+		}
 	}
 	switch s.l4 {
 	case KeyAttrTCP:
@@ -1037,7 +1054,8 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // ethertype attributes (metadata only) has EthType zero, and one with an
 // ethernet but no ethertype attribute is an 802.3 frame, flow.EthTypeNone.
 // Attributes of types newer than this package are skipped, and so are the
-// ones Key has no fields for: conntrack original-direction tuples, NSH,
+// ones Key has no fields for: conntrack original-direction tuples, NSH
+// outside an NSH key,
 // tunnel options other than Geneve's and ERSPAN's (VXLAN-GBP), IPv6 extension
 // headers; Geneve options longer than flow.TunMetadataSpace are an error. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
@@ -1282,6 +1300,11 @@ func decodeL3L4(a *attrSet, k, v *flow.Key, isMask bool) error {
 			if len(d) >= sizeMPLS {
 				v.MPLSLSE = binary.BigEndian.Uint32(d)
 			}
+		case KeyAttrNSH:
+			if err := decodeNSHKey(d, &v.NSH, isMask); err != nil {
+				return err
+			}
+			v.NSH.SPI &= flow.NSHSPIMask
 		}
 		if s.l3 == KeyAttrIPv4 || s.l3 == KeyAttrIPv6 {
 			if isMask {

@@ -139,6 +139,14 @@ func formatAction(sb *strings.Builder, a *Action) {
 		sb.WriteString("ct_clear")
 	case ActionPopNSH:
 		sb.WriteString("pop_nsh()")
+	case ActionPushNSH:
+		sb.WriteString("push_nsh(")
+		m := nshFullMask(a.NSH.MDType)
+		sb.Write(flow.AppendFormatNSH(nil, &a.NSH, &m))
+		if a.NSH.MDType == flow.NSHMDType2 {
+			fmt.Fprintf(sb, ",md2=0x%x", a.NSHMD2)
+		}
+		sb.WriteByte(')')
 	case ActionMeter:
 		fmt.Fprintf(sb, "meter(%d)", a.ID)
 	case ActionClone:
@@ -337,7 +345,7 @@ var setAttrNames = map[KeyAttr]string{
 	KeyAttrPriority: "skb_priority", KeyAttrSkbMark: "skb_mark", KeyAttrCtMark: "ct_mark",
 	KeyAttrCtLabels: "ct_label", KeyAttrEthernet: "eth", KeyAttrIPv4: "ipv4", KeyAttrIPv6: "ipv6",
 	KeyAttrTCP: "tcp", KeyAttrUDP: "udp", KeyAttrSCTP: "sctp", KeyAttrMPLS: "mpls", KeyAttrTunnel: "tunnel",
-	KeyAttrARP: "arp", KeyAttrICMP: "icmp", KeyAttrICMPv6: "icmpv6", KeyAttrND: "nd",
+	KeyAttrARP: "arp", KeyAttrICMP: "icmp", KeyAttrICMPv6: "icmpv6", KeyAttrND: "nd", KeyAttrNSH: "nsh",
 }
 
 func beUint(b []byte) uint64 {
@@ -403,6 +411,12 @@ func formatSetKey(sb *strings.Builder, a *Action) {
 	sb.WriteString(name + "(")
 	defer sb.WriteByte(')')
 	switch a.SetAttr {
+	case KeyAttrNSH:
+		var v, m flow.NSH
+		if DecodeSetNSH(a.SetKey, &v, &m) == nil {
+			sb.Write(flow.AppendFormatNSH(nil, &v, &m))
+		}
+		return
 	case KeyAttrTunnel:
 		formatTunnelSet(sb, a.SetKey)
 		return
@@ -608,6 +622,15 @@ func parseAction(b []byte, s string) ([]byte, error) {
 		return nil, fmt.Errorf("unknown action")
 	}
 	switch name {
+	case "push_nsh":
+		v, _, err := parseNSHFields(args)
+		if err != nil {
+			return nil, err
+		}
+		if v.MDType != flow.NSHMDType1 {
+			return nil, fmt.Errorf("push_nsh: only md type 1 is parsed")
+		}
+		return AppendPushNSH(b, &v, nil), nil
 	case "pop_nsh":
 		if args != "" {
 			return nil, fmt.Errorf("pop_nsh takes no arguments")
@@ -1108,6 +1131,16 @@ func netParseMAC(s string) ([]byte, error) {
 	return out, nil
 }
 
+// parseNSHFields parses the fields inside nsh(...), set(nsh(...)) and
+// push_nsh(...) with package flow's parser.
+func parseNSHFields(s string) (flow.NSH, flow.NSH, error) {
+	k, m, err := flow.Parse("eth_type(0x894f),nsh(" + s + ")")
+	if err != nil {
+		return flow.NSH{}, flow.NSH{}, fmt.Errorf("nsh: %w", err)
+	}
+	return k.NSH, m.NSH, nil
+}
+
 // parseSet parses the key attribute of a set action. A field list that
 // covers every bit of the attribute makes a plain set; anything less a
 // masked set, as OVS decides.
@@ -1135,6 +1168,12 @@ func parseSet(b []byte, args string) ([]byte, error) {
 		return AppendSet(b, KeyAttrTunnel, &k), nil
 	case KeyAttrMPLS:
 		return parseSetMPLS(b, inner)
+	case KeyAttrNSH:
+		v, m, err := parseNSHFields(inner)
+		if err != nil {
+			return nil, err
+		}
+		return AppendSetNSHMasked(b, &v, &m), nil
 	}
 	n := setAttrLen(attr)
 	val := make([]byte, n)

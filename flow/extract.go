@@ -16,6 +16,8 @@ const (
 	icmpLen     = 8 // struct icmphdr and struct icmp6hdr
 	ndMsgLen    = 24
 	mplsLen     = 4
+	nshBaseLen  = 8  // base and service path headers
+	nshMD1Len   = 24 // an MD type 1 header with its four context words
 )
 
 // IPv6 next-header values the extension walk knows.
@@ -127,7 +129,9 @@ const (
 // uninitialised stack key; OVS userspace ignores it there, and ND fields
 // stay zero (so a decoder of upcall keys must ignore it too).
 //
-// Not extracted (no Key fields for them): NSH, IPv6 extension-header
+// NSH (ethertype 0x894f): the header as ExtractNSH reads it.
+//
+// Not extracted (no Key fields for them): IPv6 extension-header
 // presence bits (OVS_KEY_ATTR_IPV6_EXTHDRS), MPLS entries below the top,
 // GSO-derived fragment marking, and L3 packets without an Ethernet header.
 func Extract(pkt []byte, md Metadata) Key {
@@ -201,7 +205,48 @@ func ExtractInto(k *Key, pkt []byte, md *Metadata) {
 		extractARP(k, nh)
 	case EthTypeMPLS, EthTypeMPLSM:
 		extractMPLS(k, nh)
+	case EthTypeNSH:
+		ExtractNSH(&k.NSH, nh)
 	}
+}
+
+// ExtractNSH reads the NSH header at the start of nh into *n, as the
+// kernel's parse_nsh does, and reports whether the datapath keys it: the
+// version must be 0, the whole header (its length field, in 4-byte words)
+// present, and the MD type 1 with a 24-byte header or 2 (whose context
+// stays zero: the datapath keys no MD type 2 metadata). The kernel drops
+// a packet it does not key; *n is then zero.
+func ExtractNSH(n *NSH, nh []byte) bool {
+	*n = NSH{}
+	if len(nh) < nshBaseLen {
+		return false
+	}
+	w0 := be16(nh)
+	hlen := int(w0&0x3f) * 4
+	if w0>>14 != 0 || len(nh) < hlen {
+		return false
+	}
+	mdType := nh[2]
+	switch mdType {
+	case NSHMDType1:
+		if hlen != nshMD1Len {
+			return false
+		}
+		for i := range n.C {
+			n.C[i] = be32(nh[nshBaseLen+4*i:])
+		}
+	case NSHMDType2:
+	default:
+		n.C = [4]uint32{}
+		return false
+	}
+	n.Flags = uint8(w0>>12) & 3
+	n.TTL = uint8(w0>>6) & 0x3f
+	n.MDType = mdType
+	n.NP = nh[3]
+	ph := be32(nh[4:])
+	n.SPI, n.SI = ph>>8, uint8(ph)
+	return true
 }
 
 // vlanTag reports whether a VLAN tag starts at pkt[off:] that the kernel

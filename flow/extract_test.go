@@ -436,6 +436,40 @@ var extractCases = []struct {
 		xwith(xkeyIP6(58), func(k *Key) { k.TpSrc, k.NDTarget, k.NDSLL = 135, xtarget6, xsll }),
 	},
 	{
+		"nsh md type 1 (the frame of OVS's test 'nsh - decap header')",
+		xcat(xeth("894f"), xhex(
+			"0206",                                // ver 0, flags 0, ttl 8, length 6 words
+			"01",                                  // md type 1
+			"03",                                  // next protocol: Ethernet
+			"000064 03",                           // spi 0x64, si 3
+			"01020304 05060708 090a0b0c 0d0e0f10", // c1..c4
+		), xeth("0800")),
+		xwith(xkeyL2(EthTypeNSH), func(k *Key) {
+			k.NSH = NSH{TTL: 8, MDType: 1, NP: 3, SPI: 0x64, SI: 3,
+				C: [4]uint32{0x01020304, 0x05060708, 0x090a0b0c, 0x0d0e0f10}}
+		}),
+	},
+	{
+		"nsh flags, md type 2 keys no context",
+		xcat(xeth("894f"), xhex("3fc3", "02", "01", "abcdef ff", "0001 02 01 00000000")),
+		xwith(xkeyL2(EthTypeNSH), func(k *Key) { k.NSH = NSH{Flags: 3, TTL: 0x3f, MDType: 2, NP: 1, SPI: 0xabcdef, SI: 0xff} }),
+	},
+	{
+		"nsh md type 1 of the wrong length is not keyed",
+		xcat(xeth("894f"), xhex("0207", "01", "03", "000064 03", "01020304 05060708 090a0b0c 0d0e0f10 00000000")),
+		xkeyL2(EthTypeNSH),
+	},
+	{
+		"nsh version 1 is not keyed",
+		xcat(xeth("894f"), xhex("4206", "01", "03", "000064 03", "01020304 05060708 090a0b0c 0d0e0f10")),
+		xkeyL2(EthTypeNSH),
+	},
+	{
+		"nsh cut short is not keyed",
+		xcat(xeth("894f"), xhex("0206", "01", "03", "000064 03", "01020304")),
+		xkeyL2(EthTypeNSH),
+	},
+	{
 		"trailing bytes under 8 are not an option",
 		xcat(xeth("86dd"), xip6("3a"), xhex("87 00 0000 00000000"), xndTarget, xsllOpt, xhex("01 01 0102")),
 		xwith(xkeyIP6(58), func(k *Key) { k.TpSrc, k.NDTarget, k.NDSLL = 135, xtarget6, xsll }),

@@ -582,8 +582,72 @@ func (f *formatter) l3(v *Key, m *Mask) {
 			f.mpls(v.MPLSLSE, m.MPLSLSE)
 			f.end()
 		}
+	case EthTypeNSH:
+		if m.NSH != (NSH{}) {
+			f.attr("nsh")
+			f.nsh(&v.NSH, &m.NSH)
+			f.end()
+		}
 	}
 }
+
+// AppendFormatNSH appends the fields of v that m selects in the syntax
+// ovs-dpctl prints inside nsh(...), set(nsh(...)) and push_nsh(...)
+// (without the parentheses), and returns the extended slice.
+func AppendFormatNSH(b []byte, v, m *NSH) []byte {
+	f := formatter{b: b, start: len(b)}
+	f.nsh(v, m)
+	return f.b
+}
+
+// nsh appends the fields of an NSH key that m selects, as ovs-dpctl
+// prints them: 8-bit fields in decimal when exact and as 0x%02x/0x%02x
+// otherwise, spi and c1..c4 in hex with an 8-digit /mask when partial.
+func (f *formatter) nsh(v, m *NSH) {
+	u8 := func(name string, v, m uint8) {
+		if m == 0 {
+			return
+		}
+		f.field(name)
+		if m == 0xff {
+			f.dec(uint64(v))
+			return
+		}
+		f.b = append(f.b, "0x"...)
+		f.b = appendHex2(f.b, v)
+		f.b = append(f.b, "/0x"...)
+		f.b = appendHex2(f.b, m)
+	}
+	u32 := func(name string, v, m uint32) {
+		if m == 0 {
+			return
+		}
+		f.field(name)
+		f.b = append(f.b, "0x"...)
+		f.b = strconv.AppendUint(f.b, uint64(v), 16)
+		if m != 0xffffffff {
+			f.b = append(f.b, "/0x"...)
+			for sh := 28; sh >= 0; sh -= 4 {
+				f.b = append(f.b, hexDigits[m>>uint(sh)&0xf])
+			}
+		}
+	}
+	u8("flags", v.Flags, m.Flags)
+	u8("ttl", v.TTL, m.TTL)
+	u8("mdtype", v.MDType, m.MDType)
+	u8("np", v.NP, m.NP)
+	spiMask := m.SPI
+	if spiMask == NSHSPIMask {
+		spiMask = 0xffffffff
+	}
+	u32("spi", v.SPI, spiMask)
+	u8("si", v.SI, m.SI)
+	for i, name := range [4]string{"c1", "c2", "c3", "c4"} {
+		u32(name, v.C[i], m.C[i])
+	}
+}
+
+func appendHex2(b []byte, v uint8) []byte { return append(b, hexDigits[v>>4], hexDigits[v&15]) }
 
 // MPLS label stack entry layout: label(20) tc(3) bos(1) ttl(8).
 const (
@@ -776,6 +840,11 @@ func stackMask(k *Key) Mask {
 		m.ArpSHA, m.ArpTHA = allOnes6, allOnes6
 	case EthTypeMPLS, EthTypeMPLSM:
 		m.MPLSLSE = 0xffffffff
+	case EthTypeNSH:
+		m.NSH = NSH{Flags: 0xff, TTL: 0xff, MDType: 0xff, NP: 0xff, SPI: NSHSPIMask, SI: 0xff}
+		if k.NSH.MDType == NSHMDType1 {
+			m.NSH.C = [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}
+		}
 	}
 	return m
 }

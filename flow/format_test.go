@@ -230,6 +230,19 @@ func TestFormat(t *testing.T) {
 			want: "eth(),eth_type(0x8035),arp(op=3/0xff)",
 		},
 		{
+			name: "nsh exact md type 1",
+			k: Key{EthType: EthTypeNSH, NSH: NSH{TTL: 63, MDType: 1, NP: 3, SPI: 0x1234, SI: 255,
+				C: [4]uint32{0x11223344}}},
+			m:    Mask{EthType: 0xffff, NSH: NSH{Flags: 0xff, TTL: 0xff, MDType: 0xff, NP: 0xff, SPI: NSHSPIMask, SI: 0xff, C: [4]uint32{^uint32(0), ^uint32(0), ^uint32(0), ^uint32(0)}}},
+			want: "eth(),eth_type(0x894f),nsh(flags=0,ttl=63,mdtype=1,np=3,spi=0x1234,si=255,c1=0x11223344,c2=0x0,c3=0x0,c4=0x0)",
+		},
+		{
+			name: "nsh masked prints only what is matched",
+			k:    Key{EthType: EthTypeNSH, NSH: NSH{Flags: 1, NP: 3, SPI: 0x100, SI: 3, C: [4]uint32{0, 0x500}}},
+			m:    Mask{EthType: 0xffff, NSH: NSH{Flags: 0x0f, NP: 0xff, SPI: NSHSPIMask, SI: 0xff, C: [4]uint32{0, 0xff00}}},
+			want: "eth(),eth_type(0x894f),nsh(flags=0x01/0x0f,np=3,spi=0x100,si=3,c2=0x500/0x0000ff00)",
+		},
+		{
 			name: "mpls exact",
 			k:    Key{EthType: EthTypeMPLS, MPLSLSE: 100<<12 | 3<<9 | 1<<8 | 64},
 			m:    Mask{EthType: 0xffff, MPLSLSE: 0xffffffff},

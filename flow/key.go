@@ -182,7 +182,9 @@ type Key struct {
 	NwFrag    uint8   // FragAny | FragLater
 	ArpSHA    [6]byte
 	ArpTHA    [6]byte
-	_         [4]byte
+	// NSH is the Network Service Header of a packet whose EthType is
+	// EthTypeNSH (an NSH packet with or without an Ethernet header).
+	NSH NSH
 
 	// ---- Stage 3: L4.
 
@@ -195,6 +197,36 @@ type Key struct {
 	NDTLL    [6]byte
 	_        [4]byte
 }
+
+// NSH is a Network Service Header (RFC 8300) as the datapath keys it
+// (struct ovs_key_nsh): the base and service path headers and, for MD
+// type 1, the four context words. The zero NSH means none.
+type NSH struct {
+	Flags  uint8  // the O and U bits of the base header, (word0 >> 12) & 3
+	TTL    uint8  // 6 bits
+	MDType uint8  // the whole MD type byte (its upper 4 bits are unassigned)
+	NP     uint8  // next protocol: NSHNextIPv4, NSHNextIPv6, NSHNextEthernet, ...
+	SPI    uint32 // service path identifier, 24 bits
+	SI     uint8  // service index
+	_      [3]byte
+	C      [4]uint32 // MD type 1 context headers c1..c4; zero for MD type 2
+}
+
+// NSH constants: the ethertype, MD types and next protocols.
+const (
+	EthTypeNSH uint16 = 0x894f
+
+	NSHMDType1 uint8 = 1
+	NSHMDType2 uint8 = 2
+
+	NSHNextIPv4     uint8 = 1
+	NSHNextIPv6     uint8 = 2
+	NSHNextEthernet uint8 = 3
+	NSHNextNSH      uint8 = 4
+	NSHNextMPLS     uint8 = 5
+
+	NSHSPIMask uint32 = 0xffffff
+)
 
 // CtTuple is a connection's original-direction tuple. IPv4Src and IPv4Dst
 // are set for an IPv4 connection, IPv6Src and IPv6Dst for an IPv6 one (the

@@ -397,7 +397,10 @@ func (p *parser) attr(level int, name string, off int) error {
 		}, "src", "dst", "proto", "src_port", "dst_port", "tp_src", "tp_dst")
 	case "nd_ext":
 		return p.wildcardOnly(name, off)
-	case "nsh", "packet_type":
+	case "nsh":
+		p.markL3(level, off)
+		return p.nsh()
+	case "packet_type":
 		return p.unsupported(off, name, name+" matches")
 	}
 	if isGenericAttr(name) {
@@ -1001,6 +1004,44 @@ func (p *parser) mpls() error {
 	}
 	p.k.MPLSLSE, p.m.MPLSLSE = lse, mask
 	return nil
+}
+
+// nsh parses nsh(flags=..,ttl=..,mdtype=..,np=..,spi=..,si=..,c1=..,...).
+// A full spi mask may be written as 0xffffffff, as ovs-dpctl prints it.
+func (p *parser) nsh() error {
+	k, m := &p.k.NSH, &p.m.NSH
+	return p.fields("nsh", func(f string, off int) error {
+		switch f {
+		case "flags":
+			return p.field8(&k.Flags, &m.Flags)
+		case "ttl":
+			return p.field8(&k.TTL, &m.TTL)
+		case "mdtype":
+			return p.field8(&k.MDType, &m.MDType)
+		case "np":
+			return p.field8(&k.NP, &m.NP)
+		case "si":
+			return p.field8(&k.SI, &m.SI)
+		case "spi":
+			v, mv, err := p.valueNum(off, 32, uint64(NSHSPIMask))
+			if err != nil {
+				return err
+			}
+			if mv == 0xffffffff {
+				mv = uint64(NSHSPIMask)
+			}
+			if v > uint64(NSHSPIMask) || mv > uint64(NSHSPIMask) {
+				return p.errAt(off, f, "value or mask wider than 24 bits")
+			}
+			k.SPI, m.SPI = uint32(v)&uint32(mv), uint32(mv)
+			return nil
+		default:
+			i := f[1] - '1'
+			v, mv, err := p.valueNum(off, 32, 0xffffffff)
+			k.C[i], m.C[i] = uint32(v&mv), uint32(mv)
+			return err
+		}
+	}, "flags", "ttl", "mdtype", "np", "spi", "si", "c1", "c2", "c3", "c4")
 }
 
 // wildcardOnly accepts an attribute a Key cannot hold when every field in

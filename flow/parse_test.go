@@ -175,6 +175,16 @@ func TestParseGolden(t *testing.T) {
 			k: func() Key { k := k; k.MPLSLSE &^= 0xff; return k }(), m: m,
 		})
 	}
+	// NSH, as ovs-dpctl prints the flows of OVS's nsh tests.
+	{
+		k := Key{InPort: 1, EthType: EthTypeNSH, NSH: NSH{NP: 3, SPI: 0x100, SI: 3}}
+		m := Mask{InPort: 0xffffffff, EthType: 0xffff, NSH: NSH{NP: 0xff, SPI: NSHSPIMask, SI: 0xff}}
+		txtUntagged(&m)
+		tests = append(tests, tcase{
+			name: "nsh", line: "in_port(1),eth(),eth_type(0x894f),nsh(np=3,spi=0x100,si=3)",
+			k: k, m: m, canonical: true,
+		})
+	}
 	// An 802.3 frame: the kernel leaves eth_type out of the key.
 	{
 		k := Key{InPort: 1, EthSrc: h1, EthDst: h2, EthType: EthTypeNone}
@@ -291,7 +301,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing comma", "tcp(src=1 dst=2)", "1 dst=2", false},
 		{"third vlan", "eth(),eth_type(0x88a8),vlan(vid=1),encap(eth_type(0x8100),vlan(vid=2),encap(eth_type(0x8100),vlan(vid=3)))", "vlan", true},
 		{"geneve options", "tunnel(tun_id=0x1,geneve({class=0,type=0,len=4,0xa}),flags(key))", "geneve(", true},
-		{"nsh", "nsh(np=1)", "nsh", true},
+		{"nsh spi too wide", "eth_type(0x894f),nsh(spi=0x1000000)", "spi", false},
 		{"ct_tuple4 field twice", "ct_tuple4(src=10.0.0.1,src=10.0.0.2)", "src", false},
 		{"second mpls label", "mpls(label=1,tc=0,ttl=64,bos=0,label=2)", "label", true},
 		{"matched generic attribute", "key32(00 01/00 ff)", "key32(00 01/00 ff)", true},

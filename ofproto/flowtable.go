@@ -234,9 +234,14 @@ func checkActions(in *openflow.Instructions, m *classifier.Match) error {
 		// ethertype, and so what later actions may set (xlate_mpls.go).
 		mk, mm := m.Key, m.Mask
 		var ec encapCheck
+		var nc nshSetCheck
 		for i := range list {
 			a := &list[i]
 			if err := mplsCheckAction(a, &mk, &mm); err != nil {
+				return err
+			}
+			nshCheckAction(a, ec.noEth, &mk, &mm) // xlate_nsh.go
+			if err := nc.action(a); err != nil {
 				return err
 			}
 			if err := ec.action(a); err != nil {

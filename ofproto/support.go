@@ -31,7 +31,9 @@ func settable(f openflow.Field) bool {
 		openflow.FieldMPLSLabel, openflow.FieldMPLSTC,
 		openflow.FieldARPOp, openflow.FieldARPSPA, openflow.FieldARPTPA, openflow.FieldARPSHA, openflow.FieldARPTHA, // slow path: xlate_slow.go
 		openflow.FieldICMPv4Type, openflow.FieldICMPv4Code, openflow.FieldICMPv6Type, openflow.FieldICMPv6Code,
-		openflow.FieldNDTarget, openflow.FieldNDSLL, openflow.FieldNDTLL: // slow path: xlate_slow.go
+		openflow.FieldNDTarget, openflow.FieldNDSLL, openflow.FieldNDTLL, // slow path: xlate_slow.go
+		openflow.FieldNSHFlags, openflow.FieldNSHTTL, openflow.FieldNSHSPI, openflow.FieldNSHSI, // xlate_nsh.go
+		openflow.FieldNSHC1, openflow.FieldNSHC2, openflow.FieldNSHC3, openflow.FieldNSHC4:
 		return true
 	}
 	return f >= openflow.FieldReg0 && f <= openflow.FieldReg15 ||

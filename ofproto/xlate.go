@@ -963,6 +963,9 @@ func (c *xctx) commit() {
 	if f.EthType != b.EthType || f.MPLSLSE != b.MPLSLSE {
 		acts = c.commitMPLS(acts) // xlate_mpls.go
 	}
+	if f.NSH != b.NSH && f.EthType == flow.EthTypeNSH && b.EthType == flow.EthTypeNSH {
+		acts = c.commitSetNSH(acts) // xlate_nsh.go
+	}
 
 	// VLAN: the datapath has no "set VLAN", so, as OVS's
 	// commit_vlan_action, keep the innermost tags both have in common, pop

@@ -49,6 +49,7 @@ type encapState struct {
 	pushEth          bool // an encap(ethernet) the next commit emits as push_eth
 	freezeNext       bool // a decap that needs the inner packet parsed: recirculate before the next action
 	lseUnknown       bool // a decap popped a label that was not the last: the new top entry is the datapath's
+	nsh              nshEncap
 }
 
 const ethTypeTEB = 0x6558 // transparent Ethernet bridging: pop_mpls to an Ethernet frame
@@ -62,6 +63,12 @@ func encapSupported(a *openflow.Action) bool {
 		return true
 	case openflow.PacketTypeNextProto, openflow.PacketTypeIPv4, openflow.PacketTypeIPv6:
 		return a.Type == openflow.ActDecap
+	case openflow.PacketTypeNSH: // xlate_nsh.go
+		md := a.NSHMDType
+		// MD type 2 needs a tlv: the kernel takes no push_nsh without
+		// metadata.
+		return a.Type == openflow.ActEncap && (md <= flow.NSHMDType1 && len(a.Data) == 0 ||
+			md == flow.NSHMDType2 && len(a.Data) > 0 && len(a.Data) <= datapath.NSHMD2MaxLen)
 	}
 	return false
 }
@@ -160,6 +167,8 @@ func (c *xctx) doEncap(a *openflow.Action) {
 		f.EthType = ethType
 		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
 		e.noEth, e.addMPLS = true, true
+	case openflow.PacketTypeNSH:
+		c.encapNSH(a) // xlate_nsh.go
 	case openflow.PacketTypeEthernet:
 		if !e.noEth {
 			c.unsupportedHere("encap(ethernet) of an Ethernet frame")
@@ -187,6 +196,10 @@ func (c *xctx) doDecap(a *openflow.Action) {
 		// recirculate here either: the L3 header is the one it had).
 		f.EthSrc, f.EthDst = [6]byte{}, [6]byte{}
 		e.noEth = true
+		return
+	}
+	if f.EthType == flow.EthTypeNSH {
+		c.decapNSH(a) // xlate_nsh.go
 		return
 	}
 	pt := uint32(a.Load)
@@ -256,6 +269,9 @@ func (c *xctx) commitEncap(acts []byte) []byte {
 		b.EthType, b.MPLSLSE = f.EthType, f.MPLSLSE
 		b.EthSrc, b.EthDst = [6]byte{}, [6]byte{}
 		e.baseNoEth, e.addMPLS = true, false
+	}
+	if e.nsh.push {
+		acts = c.commitPushNSH(acts) // xlate_nsh.go
 	}
 	if e.pushEth {
 		acts = datapath.AppendPushEth(acts, f.EthSrc, f.EthDst)

@@ -52,7 +52,7 @@ const (
 	ActCheckPktLarger // MaxLen (pkt_len), Field, Ofs: NXAST_CHECK_PKT_LARGER
 	ActSetMPLSLabel   // Load: set_mpls_label (NXAST_SET_MPLS_LABEL; set_field in 1.2+)
 	ActSetMPLSTC      // VLANPCP: set_mpls_tc (NXAST_SET_MPLS_TC; set_field in 1.2+)
-	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP without properties
+	ActEncap          // Load: the new packet type, Ofs: hdr_size: NXAST_ENCAP (NSH's properties: NSHMDType, Data)
 	ActDecap          // Load: the new packet type: NXAST_DECAP
 	ActSample         // NXAST_SAMPLE, SAMPLE2, SAMPLE3: see action_sample.go
 	ActMultipath      // Hash; Field, Ofs, NBits the destination: NXAST_MULTIPATH (action_multipath.go)
@@ -134,6 +134,11 @@ type Action struct {
 	Nested []Action
 	// TruncLen is an ActOutputTrunc's max_len.
 	TruncLen uint32
+	// NSHMDType is an encap(nsh)'s md_type property, 0 when it had none
+	// (MD type 1); its tlv properties are in Data, as MD type 2 context
+	// headers (class, type, length, value padded to 4 bytes), in their
+	// order (action_mpls.go).
+	NSHMDType uint8
 }
 
 // Output returns an output action to port. maxLen matters only for

@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -29,6 +30,15 @@ var extCaptures = []capture{
 		"ip,actions=encap(mpls),set_mpls_label:2,encap(ethernet),set_field:00:00:00:00:00:02->dl_dst,output:1"}},
 	{"decap-mpls-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
 		"mpls,actions=decap(),decap(packet_type(ns=0,type=0x800)),output:1"}},
+	{"nsh-match-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"dl_type=0x894f,nsh_flags=1,nsh_ttl=3,nsh_mdtype=1,nsh_np=3,nsh_spi=0x100,nsh_si=3,nsh_c1=0x5/0xff,nsh_c2=2,nsh_c3=3,nsh_c4=0x4/0xf,actions=decap(),decap(),output:1"}},
+	{"nsh-match-of10", []string{"add-flow", "SW",
+		"dl_type=0x894f,nsh_spi=0x100,nsh_si=3,nsh_c1=0x11223344,actions=output:1"}},
+	{"nsh-encap-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"ip,actions=encap(nsh(md_type=1)),set_field:0x1234->nsh_spi,set_field:0x11223344->nsh_c1,set_field:7->nsh_ttl," +
+			"set_field:1->nsh_flags,set_field:4->nsh_si,set_field:0x5->nsh_c4,encap(ethernet),output:1"}},
+	{"nsh-encap-md2-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"ip,actions=encap(nsh(md_type=2,tlv(0x1000,10,0x12345678),tlv(0x2000,20,0xfedcba9876543210))),encap(ethernet),output:1"}},
 }
 
 // TestOvsOfctlExtCaptures records (OFCTL_RECORD=1) or checks the
@@ -111,6 +121,27 @@ func TestExtCaptureMeaning(t *testing.T) {
 	if len(a) != 5 || a[0].Type != ActEncap || uint32(a[0].Load) != PacketTypeMPLS || a[2].Type != ActEncap ||
 		uint32(a[2].Load) != PacketTypeEthernet || a[1].Type != ActSetField || a[1].Field != FieldMPLSLabel {
 		t.Errorf("encap-mpls-of13: %+v", a)
+	}
+	a = fm("nsh-encap-of13").Instructions.Apply
+	if len(a) != 9 || a[0].Type != ActEncap || uint32(a[0].Load) != PacketTypeNSH || a[0].NSHMDType != 1 ||
+		len(a[0].Data) != 0 || a[1].Field != FieldNSHSPI || u32(a[1].Value[:]) != 0x1234 ||
+		a[2].Field != FieldNSHC1 || a[3].Field != FieldNSHTTL || a[3].Value[0] != 7 || a[4].Field != FieldNSHFlags ||
+		a[5].Field != FieldNSHSI || a[6].Field != FieldNSHC4 || a[7].Type != ActEncap {
+		t.Errorf("nsh-encap-of13: %+v", a)
+	}
+	a = fm("nsh-encap-md2-of13").Instructions.Apply
+	if len(a) != 3 || a[0].Type != ActEncap || a[0].NSHMDType != 2 ||
+		fmt.Sprintf("%x", a[0].Data) != "10000a041234567820001408fedcba9876543210" {
+		t.Errorf("nsh-encap-md2-of13: %+v", a)
+	}
+	m := fm("nsh-match-of13").Match
+	if m.Key.EthType != 0x894f || m.Key.NSH.Flags != 1 || m.Key.NSH.TTL != 3 || m.Key.NSH.MDType != 1 ||
+		m.Key.NSH.NP != 3 || m.Key.NSH.SPI != 0x100 || m.Mask.NSH.SPI != 0xffffff || m.Key.NSH.SI != 3 ||
+		m.Key.NSH.C != [4]uint32{5, 2, 3, 4} || m.Mask.NSH.C != [4]uint32{0xff, ^uint32(0), ^uint32(0), 0xf} {
+		t.Errorf("nsh-match-of13: %s", &m)
+	}
+	if s := fm("nsh-match-of10").Match.String(); s != "eth_type=0x894f,nsh_spi=0x100,nsh_si=3,nsh_c1=0x11223344" {
+		t.Errorf("nsh-match-of10: %s", s)
 	}
 	a = fm("decap-mpls-of13").Instructions.Apply
 	if len(a) != 3 || a[0].Type != ActDecap || uint32(a[0].Load) != PacketTypeNextProto ||

@@ -104,28 +104,118 @@ const (
 )
 
 // decodeEncap decodes the encaps and decaps this codec models; others
-// (encap with properties: NSH) stay opaque vendor actions (ok false).
+// stay opaque vendor actions (ok false).
 func decodeEncap(v uint8, sub uint16, act []byte) (Action, bool) {
-	if v < Version13 || len(act) != 16 {
+	if v < Version13 || len(act) < 16 {
 		return Action{}, false
 	}
 	pt := u32(act[12:])
 	if sub == NXASTEncap {
 		switch pt {
 		case PacketTypeEthernet, PacketTypeMPLS, PacketTypeMPLSMC:
+			if len(act) != 16 {
+				return Action{}, false
+			}
 			return Action{Type: ActEncap, Ofs: u16(act[10:]), Load: uint64(pt)}, true
+		case PacketTypeNSH:
+			a := Action{Type: ActEncap, Ofs: u16(act[10:]), Load: uint64(pt)}
+			if !decodeNSHProps(act[16:], &a) {
+				return Action{}, false
+			}
+			return a, true
 		}
 		return Action{}, false
 	}
-	if u16(act[10:]) != 0 {
+	if u16(act[10:]) != 0 || len(act) != 16 {
 		return Action{}, false
 	}
 	return Action{Type: ActDecap, Load: uint64(pt)}, true
 }
 
+// NSH encap properties (struct ofp_ed_prop_header: class be16, type, len;
+// each padded to 8 bytes): class 4, type 1 md_type (len 5: the md type
+// byte), type 2 tlv (tlv class be16, tlv type, tlv length, the value
+// padded to 8 bytes).
+const (
+	edPropClassNSH  = 4
+	edPropNSHMDType = 1
+	edPropNSHTLV    = 2
+
+	PacketTypeNSH uint32 = 1<<16 | 0x894f
+)
+
+// decodeNSHProps decodes encap(nsh)'s properties into a. It reports false
+// for what it does not model byte for byte (other classes, nonzero
+// padding, a second md_type), which then stays an opaque action.
+func decodeNSHProps(b []byte, a *Action) bool {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return false
+		}
+		class, typ, n := u16(b), b[2], int(b[3])
+		padded := (n + 7) &^ 7
+		if class != edPropClassNSH || n < 4 || padded > len(b) || !allZeroBytes(b[n:padded]) {
+			return false
+		}
+		p := b[:n]
+		b = b[padded:]
+		switch typ {
+		case edPropNSHMDType:
+			if n != 5 || a.NSHMDType != 0 || p[4] == 0 {
+				return false
+			}
+			a.NSHMDType = p[4]
+		case edPropNSHTLV:
+			if n < 8 {
+				return false
+			}
+			tlen := int(p[7])
+			if tlen > 127 || n != 8+((tlen+7)&^7) {
+				return false
+			}
+			val := p[8 : 8+tlen]
+			if !allZeroBytes(p[8+tlen:]) {
+				return false
+			}
+			a.Data = append(a.Data, p[4], p[5], p[6], byte(tlen))
+			a.Data = append(a.Data, val...)
+			for len(a.Data)%4 != 0 {
+				a.Data = append(a.Data, 0)
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// appendNSHProps appends encap(nsh)'s properties from a.
+func appendNSHProps(b []byte, a *Action) []byte {
+	if a.NSHMDType != 0 {
+		b = append(b, 0, edPropClassNSH, edPropNSHMDType, 5, a.NSHMDType, 0, 0, 0)
+	}
+	for t := a.Data; len(t) >= 4; {
+		tlen := int(t[3] & 0x7f)
+		if 4+tlen > len(t) {
+			break
+		}
+		padded := (tlen + 7) &^ 7
+		b = append(b, 0, edPropClassNSH, edPropNSHTLV, byte(8+padded), t[0], t[1], t[2], byte(tlen))
+		b = append(b, t[4:4+tlen]...)
+		b = append(b, make([]byte, padded-tlen)...)
+		t = t[4+((tlen+3)&^3):]
+	}
+	return b
+}
+
 func appendEncap(b []byte, a *Action) ([]byte, error) {
 	switch a.Type {
 	case ActEncap:
+		if uint32(a.Load) == PacketTypeNSH {
+			props := appendNSHProps(nil, a)
+			b = be32(be16(nxActionHeader(b, uint16(16+len(props)), NXASTEncap), a.Ofs), uint32(a.Load))
+			return append(b, props...), nil
+		}
 		return be32(be16(nxActionHeader(b, 16, NXASTEncap), a.Ofs), uint32(a.Load)), nil
 	case ActDecap:
 		return be32(zeros(nxActionHeader(b, 16, NXASTDecap), 2), uint32(a.Load)), nil

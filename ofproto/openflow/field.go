@@ -76,6 +76,17 @@ const (
 	FieldTunErspanVer
 	FieldTunErspanDir
 	FieldTunErspanHwid
+	// The NSH fields (field_nsh.go): experimenter OXMs of NXOXM_NSH.
+	FieldNSHFlags
+	FieldNSHTTL
+	FieldNSHMDType
+	FieldNSHNP
+	FieldNSHSPI
+	FieldNSHSI
+	FieldNSHC1 // … FieldNSHC1+3 is nsh_c4
+	FieldNSHC2
+	FieldNSHC3
+	FieldNSHC4
 	FieldReg0 // NXM_NX_REG0 … FieldReg0+15 is NXM_NX_REG15
 	FieldReg1
 	FieldReg2
@@ -167,6 +178,7 @@ const (
 	preNDTLL   // neighbour advertisement
 	preCT      // a valid connection: OVS's MFP_CT_VALID (field_ct.go)
 	preCTProto // a valid connection and a ct_nw_proto (field_ct.go)
+	preNSH     // eth_type 0x894f (field_nsh.go)
 )
 
 // Encodings a field is emitted in.
@@ -200,7 +212,8 @@ type fieldDef struct {
 	tunmdIdx uint8
 	// exp is the experimenter ID of a field whose OXM header (oxm, class
 	// 0xffff) is followed by it on the wire, an 8-byte header
-	// (field_erspan.go); 0 for the others. Such a field is found by
+	// (field_erspan.go, and NXOXMExperimenter's for field_nsh.go's); 0 for
+	// the others. Such a field is found by
 	// fieldByExpHeader, not byHeader, and has no 4-byte Header.
 	exp   uint32
 	cover flow.Mask // the Key bits this field maps onto
@@ -286,6 +299,7 @@ func init() {
 	defTunnelFields(nx1) // field_tun.go
 	defTunMDFields(nx1)  // field_tunmd.go
 	defErspanFields()    // field_erspan.go
+	defNSHFields()       // field_nsh.go
 	defInt(FieldPktMark, "pkt_mark", nx1(33), noHeader, 4, true, both, preNone,
 		func(k *flow.Key) *uint32 { return &k.Mark }, 0, 0xffffffff)
 	defInt(FieldDPHash, "dp_hash", nx1(35), noHeader, 4, true, both, preNone,
@@ -437,6 +451,9 @@ func init() {
 			}
 		}
 		if d.exp != 0 {
+			if _, dup := byExpHeader[d.oxm]; dup {
+				panic(fmt.Sprintf("openflow: experimenter header %08x defined twice", d.oxm))
+			}
 			byExpHeader[d.oxm] = f
 			continue
 		}
@@ -617,6 +634,8 @@ func prereqOK(p prereq, k *flow.Key, m *flow.Mask) bool {
 		return ctValid(k, m)
 	case preCTProto:
 		return ctProtoValid(k, m)
+	case preNSH:
+		return eth(flow.EthTypeNSH)
 	}
 	return false
 }

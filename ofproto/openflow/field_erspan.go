@@ -80,7 +80,7 @@ func fieldByExpHeader(h, exp uint32) Field {
 }
 
 // IsExperimenter reports whether f goes on the wire with an 8-byte
-// experimenter header (the ERSPAN fields).
+// experimenter header (the ERSPAN and NSH fields).
 func (f Field) IsExperimenter() bool { return f < numFields && fields[f].exp != 0 }
 
 // entryField resolves the TLV header h at the start of an OXM/NXM entry

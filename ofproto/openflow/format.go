@@ -108,7 +108,8 @@ func decimalField(f Field) bool {
 	case FieldTCPSrc, FieldTCPDst, FieldUDPSrc, FieldUDPDst, FieldSCTPSrc, FieldSCTPDst,
 		FieldICMPv4Type, FieldICMPv4Code, FieldICMPv6Type, FieldICMPv6Code, FieldIPProto, FieldIPTTL,
 		FieldIPDSCP, FieldIPTOS, FieldIPECN, FieldARPOp, FieldVLANVID, FieldVLANPCP,
-		FieldMPLSLabel, FieldMPLSTC, FieldMPLSBOS, FieldCtZone:
+		FieldMPLSLabel, FieldMPLSTC, FieldMPLSBOS, FieldCtZone,
+		FieldNSHFlags, FieldNSHTTL, FieldNSHMDType, FieldNSHNP, FieldNSHSI:
 		return true
 	}
 	return false

@@ -78,6 +78,10 @@ func FuzzDecode15(f *testing.F) {
 // FuzzDecodeNXM holds the TLV match decoder: a decoded match encodes as
 // NXM and as OXM, and both decode to the same match.
 func FuzzDecodeNXM(f *testing.F) {
+	// eth_type 0x894f, nsh_flags=1, nsh_spi=0x100, nsh_c1=5/0xff (experimenter OXMs).
+	f.Add([]byte("\x00\x00\x06\x02\x89\x4f\xff\xff\x02\x05\x00\x5a\xd6\x50\x01" +
+		"\xff\xff\x08\x08\x00\x5a\xd6\x50\x00\x00\x01\x00" +
+		"\xff\xff\x0d\x0c\x00\x5a\xd6\x50\x00\x00\x00\x05\x00\x00\x00\xff"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m Match
 		if err := DecodeNXM(Version13, b, &m); err != nil {
