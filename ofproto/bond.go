@@ -18,7 +18,7 @@ import (
 // it is dropped. A member may be enabled while its device has carrier, is
 // administratively up and, on a bond with LACP (lacp.go, lacp_bond.go),
 // while LACP says so; bond_updelay and bond_downdelay hold a change back
-// (bond-detect-mode carrier; miimon is refused by the database layer).
+// (bond-detect-mode carrier, or miimon: bond_miimon.go).
 // balance-tcp needs LACP negotiated, as OVS's, and hashes in the kernel
 // with hash(l4) and recirculation (xlate_bond.go), or, without the hash
 // action, the 5-tuple in translation (lacp_bond.go). A member lost or a
@@ -91,6 +91,10 @@ type BondConfig struct {
 	// often balance-slb and balance-tcp move hash buckets from the most
 	// to the least loaded member (bond_rebalance.go); 0 never.
 	RebalanceInterval time.Duration
+	// MiimonInterval, when positive, is bond-detect-mode=miimon: each
+	// member's link is its MII or ethtool link status polled this often
+	// (bond_miimon.go), not its carrier.
+	MiimonInterval time.Duration
 	// Log, if set, is told of members enabled and disabled and of the
 	// active member changing, in ovs-vswitchd's words (module bond). It
 	// is no part of the configuration's identity. LACPLog gets the lacp
@@ -152,6 +156,11 @@ type Bond struct {
 	// learn is a state whose learning packets the runner is to send, nil
 	// none (bond_learning.go).
 	learn *bondState
+	// miimon is each member's last miimon reading, miimonWarned those
+	// whose reading failed (said once), miimonAt when the runner polls
+	// next (bond_miimon.go); under mu but for miimonAt, the runner's.
+	miimon, miimonWarned map[string]bool
+	miimonAt             time.Time
 }
 
 // bondState is a bond as one PortSet sees it: immutable.
@@ -173,9 +182,9 @@ type bondState struct {
 	delayLeft []time.Duration
 }
 
-// memberEnabled is the carrier detection: up administratively, with a
-// link.
-func memberEnabled(p *Port) bool { return !p.Down && !p.LinkDown && !p.NoFwd }
+// memberEnabled is the link detection: up administratively, with a
+// link (carrier, or miimon's reading). The caller holds bd.mu.
+func (bd *Bond) memberEnabled(p *Port) bool { return !p.Down && bd.linkUp(p) && !p.NoFwd }
 
 // buildBondStates computes every bond's state for a new port list, and
 // updates the sticky choices. The caller holds the Ports' lock.

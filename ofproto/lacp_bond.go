@@ -199,6 +199,7 @@ func (bd *Bond) LACP() *LACP { return bd.lacp }
 // lacpEqual compares what SetBonds must start afresh for.
 func (c *BondConfig) lacpEqual(d *BondConfig) bool {
 	if (c.LACP == nil) != (d.LACP == nil) || c.Updelay != d.Updelay || c.Downdelay != d.Downdelay || c.RebalanceInterval != d.RebalanceInterval ||
+		c.MiimonInterval != d.MiimonInterval ||
 		len(c.LACPMembers) != len(d.LACPMembers) {
 		return false
 	}
@@ -248,8 +249,8 @@ func (bd *Bond) linkStatus(st *bondState, now time.Time) (lost bool) {
 	word := map[bool]string{true: "enabled", false: "disabled"}
 	for i, p := range st.members {
 		lacpOK := bd.lacp == nil || bd.lacp.MayEnable(p.Name)
-		st.mayEnable[i] = !p.LinkDown && lacpOK
-		up := memberEnabled(p) && lacpOK
+		st.mayEnable[i] = bd.linkUp(p) && lacpOK
+		up := bd.memberEnabled(p) && lacpOK
 		was, seen := bd.was[p.Name]
 		if !seen {
 			say("member %s: %s", p.Name, word[up])
@@ -299,7 +300,7 @@ func (bd *Bond) skipUpdelay(st *bondState) *Port {
 	best := -1
 	for i, p := range st.members {
 		exp, pending := bd.delay[p.Name]
-		if pending && st.mayEnable[i] && memberEnabled(p) && (best < 0 || exp.Before(bd.delay[st.members[best].Name])) {
+		if pending && st.mayEnable[i] && bd.memberEnabled(p) && (best < 0 || exp.Before(bd.delay[st.members[best].Name])) {
 			best = i
 		}
 	}
@@ -433,12 +434,18 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		now := time.Now()
 		changed := false
 		st := b.Ports.Snapshot().bonds[bd]
+		var miimonNext time.Time
+		if b.hostDevices || miimonAnyDatapath {
+			changed, miimonNext = bd.pollMiimon(st, now) // bond_miimon.go
+		}
 		if st != nil && bd.lacp != nil {
 			if bd.Config.LACP.SysID == ([6]byte{}) {
 				bd.lacp.setSysID(b.lacpSysID()) // the bridge's address may have changed
 			}
 			for _, p := range st.members {
-				up := !p.LinkDown
+				bd.mu.Lock()
+				up := bd.linkUp(p)
+				bd.mu.Unlock()
 				if _, known := bd.lacp.carrierKnown(p.Name); !known {
 					continue
 				}
@@ -491,6 +498,9 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 		next, _ := bd.nextDelay(now)
 		if t := bd.rebalanceAt(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t
+		}
+		if !miimonNext.IsZero() && (next.IsZero() || miimonNext.Before(next)) {
+			next = miimonNext
 		}
 		if bd.lacp != nil {
 			if t := bd.lacp.NextWake(); !t.IsZero() && (next.IsZero() || t.Before(next)) {

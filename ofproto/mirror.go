@@ -32,6 +32,10 @@ type MirrorConfig struct {
 	// then copies are flooded in VLAN OutputVLAN.
 	OutputPort string
 	OutputVLAN uint16
+	// Snaplen, when in 1..65534, cuts each copy to that many bytes with
+	// the datapath's trunc action before its output, as ovs-vswitchd
+	// does (the database allows 14..65535; 0 and 65535 copy whole).
+	Snaplen int
 }
 
 // mirror is a MirrorConfig compiled against one port set.
@@ -42,6 +46,7 @@ type mirror struct {
 	vlans    *VLANSet        // nil: any VLAN
 	out      *Port           // nil: OutputVLAN
 	outVLAN  uint16
+	snaplen  uint32 // 0: whole packets
 }
 
 // mirrorSet is the bridge's mirrors for one PortSet.
@@ -69,6 +74,9 @@ func compileMirrors(cfgs []MirrorConfig, list []*Port) *mirrorSet {
 			break
 		}
 		m := mirror{bit: 1 << i, all: c.SelectAll, src: map[uint32]bool{}, dst: map[uint32]bool{}, outVLAN: c.OutputVLAN}
+		if c.Snaplen > 0 && c.Snaplen < 0xffff {
+			m.snaplen = uint32(c.Snaplen)
+		}
 		for _, n := range c.SrcPorts {
 			if p := byName[n]; p != nil {
 				m.src[p.OFPort] = true
@@ -158,6 +166,9 @@ func (c *MirrorConfig) String() string {
 		parts = append(parts, "output_port="+c.OutputPort)
 	} else {
 		parts = append(parts, fmt.Sprintf("output_vlan=%d", c.OutputVLAN))
+	}
+	if c.Snaplen != 0 {
+		parts = append(parts, fmt.Sprintf("snaplen=%d", c.Snaplen))
 	}
 	return c.Name + " (" + strings.Join(parts, " ") + ")"
 }

@@ -68,6 +68,12 @@ func TestMirror(t *testing.T) {
 		{"output_vlan: flooded in VLAN 20, tagged", false,
 			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputVLAN: 20}, bcast(11),
 			"push_vlan(vid=20,pcp=0),0,12,13,14,pop_vlan,0,12,13,14"},
+		{"snaplen: the copy truncated, the flood whole", false,
+			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4", Snaplen: 64}, bcast(11), "trunc(64),14,0,12,13"},
+		{"snaplen on egress", false,
+			MirrorConfig{Name: "m", DstPorts: []string{"p2"}, OutputPort: "p4", Snaplen: 100}, bcast(11), "0,trunc(100),14,12,13"},
+		{"snaplen 65535 is whole packets", false,
+			MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4", Snaplen: 65535}, bcast(11), "14,0,12,13"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

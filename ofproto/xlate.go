@@ -226,6 +226,7 @@ type xstate struct {
 	packetOut        bool       // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState  // controller(pause) (xlate_controller.go)
 	mirrored         uint32     // mirrors the packet went to (xlate_mirror.go)
+	mirrorSnaplen    uint32     // while a mirror's copy is output: its snaplen, 0 none
 	mirrorVID        uint16     // the arriving VID, 0x8000 set once known (xlate_mirror.go)
 	stack            xlateStack // push and pop (xlate_stack.go)
 	// scratch holds field values that load, move, push and pop read and
@@ -767,6 +768,7 @@ func (c *xctx) emitOutput(pt *Port) {
 	if c.ports.mirrors != nil {
 		c.mirrorEgress(pt) // xlate_mirror.go
 	}
+	c.mirrorTrunc() // xlate_mirror.go
 	if pt.tunnel != nil {
 		c.tunnelOutput(pt) // xlate_tunnel.go
 		return

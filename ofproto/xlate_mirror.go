@@ -1,6 +1,9 @@
 package ofproto
 
-import "github.com/govswitch/govswitch/flow"
+import (
+	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/flow"
+)
 
 // Mirroring in translation (mirror.go): the hooks xlate.go calls. A bridge
 // without mirrors pays one nil check per output.
@@ -61,6 +64,12 @@ func (c *xctx) mirrorOutput(m *mirror) {
 		return
 	}
 	c.mirrored |= m.bit
+	// A copy's outputs are cut to the mirror's snaplen (emitOutput);
+	// an egress mirror met on the way sets its own, and this one's
+	// comes back after.
+	saved := c.mirrorSnaplen
+	c.mirrorSnaplen = m.snaplen
+	defer func() { c.mirrorSnaplen = saved }()
 	if m.out != nil {
 		if !c.sameBundle(m.out) {
 			x := c.xvlanIn(vlan)
@@ -70,7 +79,7 @@ func (c *xctx) mirrorOutput(m *mirror) {
 	}
 	// Remote SPAN: flood the copy in the output VLAN, tagged as each
 	// port carries that VLAN.
-	saved := c.flow.VLANs
+	savedVLANs := c.flow.VLANs
 	x := c.xvlanIn(m.outVLAN)
 	for _, pt := range c.ports.FloodOrder() {
 		if c.sameBundle(pt) || pt.IsPatch() || pt.Bond == nil && pt.Down || !pt.VLAN.includes(m.outVLAN) ||
@@ -85,8 +94,20 @@ func (c *xctx) mirrorOutput(m *mirror) {
 		}
 		c.flow.VLANs = normalHeader(pt, &x)
 		c.emitOutput(out)
-		c.flow.VLANs = saved
+		c.flow.VLANs = savedVLANs
 	}
+}
+
+// mirrorTrunc, before an output of a mirror's copy, cuts that output to
+// the mirror's snaplen with the trunc action (the kernel applies it to
+// the next output only), as ovs-vswitchd's compose_output_action; without
+// the datapath's trunc the flow goes to the slow path, as OVS's.
+func (c *xctx) mirrorTrunc() {
+	if c.mirrorSnaplen == 0 {
+		return
+	}
+	c.out.Actions = datapath.AppendTrunc(c.out.Actions, c.mirrorSnaplen)
+	c.slowIfOff(FeatureTrunc) // backer_features.go
 }
 
 // mirrorOut reports whether pt is a mirror output port, which NORMAL

@@ -168,16 +168,42 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
-			name: "bond miimon refused",
+			name: "bond miimon interval",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}, "bond1": {iface("c", ""), iface("d", "")},
+						"bond2": {iface("e", ""), iface("f", "")}, "bond3": {iface("g", ""), iface("h", "")}})
+				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-detect-mode": "miimon"}
+				r.Ports["p-bond1"].OtherConfig = map[string]string{"bond-detect-mode": "miimon", "bond-miimon-interval": "50"}
+				r.Ports["p-bond2"].OtherConfig = map[string]string{"bond-detect-mode": "miimon", "bond-miimon-interval": "350"}
+				r.Ports["p-bond3"].OtherConfig = map[string]string{"bond-miimon-interval": "350"}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				// As bridge.c and netdev-linux.c: default 200, at
+				// least 100, and carrier detection ignores the interval.
+				want := map[string]int{"bond0": 200, "bond1": 100, "bond2": 350, "bond3": 0}
+				for _, b := range d.Bridges[0].Bonds {
+					if b.MiimonInterval != want[b.Name] {
+						t.Errorf("bond %s MiimonInterval %d, want %d", b.Name, b.MiimonInterval, want[b.Name])
+					}
+				}
+				if len(d.Bridges[0].Bonds) != 4 {
+					t.Errorf("bonds %+v", d.Bridges[0].Bonds)
+				}
+			},
+		},
+		{
+			name: "bond detect mode unknown refused",
 			rows: func() *Rows {
 				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
 					map[string][]*Interface{"bond0": {iface("a", ""), iface("b", "")}})
-				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-detect-mode": "miimon"}
+				r.Ports["p-bond0"].OtherConfig = map[string]string{"bond-detect-mode": "arpmon"}
 				return r
 			},
 			check: func(t *testing.T, d Desired) {
 				for _, p := range d.Bridges[0].Ports {
-					if !strings.Contains(p.Err, "bond-detect-mode=miimon is not supported") {
+					if !strings.Contains(p.Err, `bond-detect-mode="arpmon": want carrier or miimon`) {
 						t.Errorf("port %s Err %q", p.Name, p.Err)
 					}
 				}

@@ -33,6 +33,9 @@ type MirrorConfig struct {
 	// OutputPort is an interface of the output Port ("" with OutputVLAN).
 	OutputPort string
 	OutputVLAN int
+	// Snaplen is the snaplen column: copies are cut to this many bytes
+	// (0: whole packets).
+	Snaplen int
 }
 
 func snapshotMirrors(t *cache.RowCache, r *Rows) {
@@ -51,7 +54,7 @@ func snapshotMirrors(t *cache.RowCache, r *Rows) {
 
 // buildMirrors checks the bridge's Mirror rows. Ports of other bridges
 // are left out of a selection, as ovs-vswitchd leaves them; a mirror it
-// cannot run (no output, an output port not on the bridge, snaplen) is
+// cannot run (no output, an output port not on the bridge) is
 // reported in problems and left out.
 func buildMirrors(br *Bridge, r *Rows, problems *[]string) []MirrorConfig {
 	if len(br.Mirrors) == 0 {
@@ -83,6 +86,9 @@ func buildMirrors(br *Bridge, r *Rows, problems *[]string) []MirrorConfig {
 			continue
 		}
 		mc := MirrorConfig{UUID: m.UUID, Name: m.Name, SelectAll: m.SelectAll}
+		if m.Snaplen != nil {
+			mc.Snaplen = *m.Snaplen
+		}
 		for _, pu := range m.SelectSrcPort {
 			mc.SrcPorts = append(mc.SrcPorts, ifaces(pu)...)
 		}
@@ -94,9 +100,6 @@ func buildMirrors(br *Bridge, r *Rows, problems *[]string) []MirrorConfig {
 		mc.VLANs = append([]int(nil), m.SelectVLAN...)
 		sort.Ints(mc.VLANs)
 		switch {
-		case m.Snaplen != nil:
-			*problems = append(*problems, fmt.Sprintf("bridge %s: mirror %s: snaplen is not supported by govswitchd; mirror ignored", br.Name, m.Name))
-			continue
 		case m.OutputPort != nil && m.OutputVLAN != nil:
 			*problems = append(*problems, fmt.Sprintf("bridge %s: mirror %s: specifies both output port and output vlan; ignoring", br.Name, m.Name))
 			continue

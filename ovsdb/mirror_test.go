@@ -18,8 +18,11 @@ func TestBuildMirrors(t *testing.T) {
 	r.Bridges["b0"].Mirrors = []string{"m1", "m2", "m3", "m4"}
 	d := Build(r)
 	ms := d.Bridges[0].Mirrors
-	if len(ms) != 2 {
-		t.Fatalf("mirrors %+v, want m1 and m2", ms)
+	if len(ms) != 3 {
+		t.Fatalf("mirrors %+v, want m1, m2 and m4", ms)
+	}
+	if m := ms[2]; m.Name != "m4" || m.Snaplen != 100 || m.OutputPort != "p2" {
+		t.Errorf("m4 %+v", m)
 	}
 	if m := ms[0]; m.Name != "m1" || strings.Join(m.SrcPorts, ",") != "a,b,p1" || m.OutputPort != "p2" || len(m.VLANs) != 2 || m.VLANs[0] != 10 {
 		t.Errorf("m1 %+v", m)
@@ -28,7 +31,7 @@ func TestBuildMirrors(t *testing.T) {
 		t.Errorf("m2 %+v", m)
 	}
 	all := strings.Join(d.Problems, "\n")
-	for _, want := range []string{"mirror m3 does not specify output", "mirror m4: snaplen is not supported"} {
+	for _, want := range []string{"mirror m3 does not specify output"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("problems lack %q:\n%s", want, all)
 		}

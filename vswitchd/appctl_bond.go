@@ -245,7 +245,7 @@ func (s *ovsdbSwitch) SetMirrors(bridge string, mirrors []ovsdb.MirrorConfig) er
 	cfgs := make([]ofproto.MirrorConfig, 0, len(mirrors))
 	for _, m := range mirrors {
 		c := ofproto.MirrorConfig{Name: m.Name, SelectAll: m.SelectAll, SrcPorts: m.SrcPorts, DstPorts: m.DstPorts,
-			OutputPort: m.OutputPort, OutputVLAN: uint16(m.OutputVLAN)}
+			OutputPort: m.OutputPort, OutputVLAN: uint16(m.OutputVLAN), Snaplen: m.Snaplen}
 		for _, v := range m.VLANs {
 			c.VLANs = append(c.VLANs, uint16(v))
 		}

@@ -19,6 +19,7 @@ func lacpBondConfig(c *ofproto.BondConfig, bc *ovsdb.BondConfig, log *slog.Logge
 	c.Downdelay = time.Duration(bc.Downdelay) * time.Millisecond
 	c.LACPLog = log
 	c.RebalanceInterval = time.Duration(bc.RebalanceInterval) * time.Millisecond
+	c.MiimonInterval = time.Duration(bc.MiimonInterval) * time.Millisecond
 	if bc.LACP == nil {
 		return
 	}
@@ -32,7 +33,7 @@ func lacpBondConfig(c *ofproto.BondConfig, bc *ovsdb.BondConfig, log *slog.Logge
 
 // lacpSummary is a bond's LACP and delay settings as one string.
 func lacpSummary(c *ofproto.BondConfig) string {
-	s := fmt.Sprintf("%v %v %v", c.Updelay, c.Downdelay, c.RebalanceInterval)
+	s := fmt.Sprintf("%v %v %v %v", c.Updelay, c.Downdelay, c.RebalanceInterval, c.MiimonInterval)
 	if c.LACP != nil {
 		s += fmt.Sprintf(" %+v %v", *c.LACP, c.LACPMembers)
 	}

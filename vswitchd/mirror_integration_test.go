@@ -214,3 +214,45 @@ func TestIntegrationMirror(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationMirrorSnaplen: a mirror with snaplen=64 sends copies cut
+// to 64 bytes (the datapath's trunc before the mirror output) while the
+// pings themselves, 542-byte frames, cross whole; snaplen cleared, the
+// copies are whole again.
+func TestIntegrationMirrorSnaplen(t *testing.T) {
+	b := newMirrorBed(t)
+	vsctl, _, _ := startGov(t, t.TempDir())
+	b.configure(vsctl)
+	vsctl("set", "Mirror", "m0", "snaplen=64")
+	lens := func() map[int]int {
+		t.Helper()
+		rc := testbed.OpenRaw(t, b.hosts[3], "eth0")
+		defer rc.Close()
+		out, _ := b.hosts[0].Exec("ping", "-c", "3", "-i", "0.2", "-W", "1", "-s", "500", "10.0.0.2")
+		if l := parseLoss(t, out); l != 0 {
+			t.Errorf("h1->h2 with 500-byte pings lost %d of 3:\n%s", l, out)
+		}
+		got := map[int]int{}
+		for {
+			f, err := rc.Recv(time.Second, nil)
+			if err != nil {
+				break
+			}
+			if b.classify(f) == "h1>h2 echo" || len(f) <= 64 && b.role(f[6:12]) == "h1" && b.role(f[0:6]) == "h2" && binary.BigEndian.Uint16(f[12:]) == 0x0800 {
+				got[len(f)]++
+			}
+		}
+		return got
+	}
+	cut := lens()
+	t.Logf("snaplen=64: mirrored h1>h2 IPv4 frame lengths %v", cut)
+	if cut[64] < 3 || len(cut) != 1 {
+		t.Errorf("snaplen=64: mirrored echo requests by length %v, want 3 or more of 64 bytes and no other", cut)
+	}
+	vsctl("clear", "Mirror", "m0", "snaplen")
+	whole := lens()
+	t.Logf("no snaplen: mirrored h1>h2 IPv4 frame lengths %v", whole)
+	if whole[542] < 3 || len(whole) != 1 {
+		t.Errorf("without snaplen: mirrored echo requests by length %v, want 3 or more of 542 bytes", whole)
+	}
+}
