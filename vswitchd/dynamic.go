@@ -210,6 +210,10 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 		Handlers: g.Handlers, FlowLimit: g.FlowLimit, MaxIdle: g.MaxIdle, Governor: g.Governor,
 		MACTableSize: cfg.MACTableSize, MACAging: cfg.MACAging, Lenient: true,
 		Prepare: func(b *ofproto.Bridge) { renumber(b, ofports); b.SetStatusChanged(s.statusPoke) }}
+	if len(cfg.Controllers) > 0 && s.d.flowRestoreWaiting() {
+		s.d.log.Warn("flow-restore-wait is true but govswitchd connects the bridge's controllers at once (ovs-vswitchd waits until it is false)",
+			"bridge", cfg.Name)
+	}
 	for _, c := range cfg.Controllers {
 		// As with ovs-vswitchd, a controller the switch cannot use
 		// costs that controller, not the bridge.
@@ -425,6 +429,7 @@ func (s *ovsdbSwitch) DatapathID(bridge string) (uint64, error) {
 func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	old := s.global
 	s.global = g
+	s.d.setFlowRestoreWait(g.FlowRestoreWait)
 	if g.FlowLimit > 0 && g.FlowLimit != old.FlowLimit {
 		for _, b := range s.d.Bridges() {
 			b.Udpif.SetFlowLimit(g.FlowLimit)
