@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -120,6 +122,10 @@ type ovsdbSwitch struct {
 	policing map[string]ovsdb.Policing
 	// stp is each bridge's applied spanning tree (appctl_stp.go).
 	stp map[string]stpApplied
+	// heldCtl are the bridges built without their controllers while
+	// flow-restore-wait was true, with the configuration to rebuild
+	// them with (flowrestore.go).
+	heldCtl map[string]ovsdb.BridgeConfig
 	// status is StatusChanged's: the bridges' SetStatusChanged poke it.
 	status chan struct{}
 }
@@ -210,10 +216,6 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 		Handlers: g.Handlers, FlowLimit: g.FlowLimit, MaxIdle: g.MaxIdle, Governor: g.Governor,
 		MACTableSize: cfg.MACTableSize, MACAging: cfg.MACAging, Lenient: true,
 		Prepare: func(b *ofproto.Bridge) { renumber(b, ofports); b.SetStatusChanged(s.statusPoke) }}
-	if len(cfg.Controllers) > 0 && s.d.flowRestoreWaiting() {
-		s.d.log.Warn("flow-restore-wait is true but govswitchd connects the bridge's controllers at once (ovs-vswitchd waits until it is false)",
-			"bridge", cfg.Name)
-	}
 	for _, c := range cfg.Controllers {
 		// As with ovs-vswitchd, a controller the switch cannot use
 		// costs that controller, not the bridge.
@@ -243,7 +245,35 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 			setup.MaxBackoff = c.MaxBackoff
 		}
 	}
+	delete(s.heldCtl, cfg.Name)
+	if len(cfg.Controllers) > 0 && s.d.flowRestoreWaiting() {
+		// As ovs-vswitchd: no controller (active or passive) may change
+		// the tables while they are restored; SetGlobal brings them in.
+		if s.heldCtl == nil {
+			s.heldCtl = map[string]ovsdb.BridgeConfig{}
+		}
+		s.heldCtl[cfg.Name] = *cfg
+		setup.Controllers, setup.Listeners = nil, nil
+		s.d.log.Info("flow-restore-wait: not connecting the bridge's controllers until it is false", "bridge", cfg.Name)
+	}
 	return s.d.bringUp(setup)
+}
+
+// connectHeldControllers rebuilds the bridges whose controllers
+// flow-restore-wait held back, now with them. Like ovs-vswitchd, whose
+// bridge going from no controller to some flushes its OpenFlow tables,
+// the rebuilt bridge starts with empty tables: its controllers fill them.
+func (s *ovsdbSwitch) connectHeldControllers(g ovsdb.Global) {
+	for _, name := range slices.Sorted(maps.Keys(s.heldCtl)) {
+		cfg := s.heldCtl[name]
+		delete(s.heldCtl, name)
+		if s.d.Bridge(name) == nil {
+			continue
+		}
+		if err := s.ReconfigureBridge(&cfg, g); err != nil {
+			s.d.log.Error("flow-restore-wait done: connecting the bridge's controllers", "bridge", name, "err", err)
+		}
+	}
 }
 
 // renumber gives the bridge's ports the OpenFlow numbers in ofports
@@ -430,6 +460,9 @@ func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	old := s.global
 	s.global = g
 	s.d.setFlowRestoreWait(g.FlowRestoreWait)
+	if len(s.heldCtl) > 0 && !s.d.flowRestoreWaiting() {
+		s.connectHeldControllers(g)
+	}
 	if g.FlowLimit > 0 && g.FlowLimit != old.FlowLimit {
 		for _, b := range s.d.Bridges() {
 			b.Udpif.SetFlowLimit(g.FlowLimit)

@@ -10,7 +10,8 @@ package vswitchd
 // forwarding by the old daemon's flows while OpenFlow flow_mods fill the
 // new tables. When the key turns false or goes away, every datapath flow
 // is deleted and the handlers and revalidator start, so new misses are
-// translated by the restored tables. As in ovs-vswitchd the key is read
+// translated by the restored tables. Controllers wait too (dynamic.go,
+// connectHeldControllers). As in ovs-vswitchd the key is read
 // only until it is first seen false: setting it true later does nothing.
 
 // flowRestore is the daemon's flow-restore-wait state, guarded by bkMu.

@@ -1,6 +1,8 @@
 package vswitchd
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,8 +15,9 @@ import (
 
 // TestFlowRestoreWait: a daemon started with flow-restore-wait=true on a
 // datapath an earlier run left flows in keeps those flows and handles no
-// upcalls; removing the key flushes them and starts the handlers; setting
-// it true again does nothing, as in ovs-vswitchd.
+// upcalls, nor serves its controller target; removing the key flushes
+// them, starts the handlers and the controller's listener; setting it true
+// again does nothing, as in ovs-vswitchd.
 func TestFlowRestoreWait(t *testing.T) {
 	srv := ovsdbtest.Start(t)
 	prov := dummy.New()
@@ -32,7 +35,9 @@ func TestFlowRestoreWait(t *testing.T) {
 	}
 	s := &ovsdbSwitchUnderTest{srv: srv, prov: prov, dir: t.TempDir()}
 	t.Cleanup(s.startDaemon(t))
-	s.must(t, "add-br", "br0")
+	ctlSock := filepath.Join(s.dir, "br0.ctl.sock")
+	s.must(t, "add-br", "br0", "--", "set-controller", "br0", "punix:"+ctlSock)
+	listening := func() bool { _, err := os.Stat(ctlSock); return err == nil }
 
 	flows := func() int {
 		t.Helper()
@@ -54,6 +59,9 @@ func TestFlowRestoreWait(t *testing.T) {
 	if n := flows(); n != 1 {
 		t.Fatalf("while waiting: %d datapath flows, want the earlier run's 1", n)
 	}
+	if listening() {
+		t.Errorf("while waiting: the bridge listens on its controller target %s", ctlSock)
+	}
 
 	s.must(t, "remove", "Open_vSwitch", ".", "other_config", "flow-restore-wait")
 	if held() || s.d.flowRestoreWaiting() {
@@ -61,6 +69,11 @@ func TestFlowRestoreWait(t *testing.T) {
 	}
 	if n := flows(); n != 0 {
 		t.Errorf("key removed: %d datapath flows, want them flushed", n)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !listening(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("key removed: no listener on the controller target %s after 5 s", ctlSock)
+		}
 	}
 
 	s.must(t, "set", "Open_vSwitch", ".", "other_config:flow-restore-wait=true")
