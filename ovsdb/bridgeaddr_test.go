@@ -98,7 +98,7 @@ func TestParseBridgeAddress(t *testing.T) {
 // unless they hold OVS's default; settings it has draw none.
 func TestWarnUnsupportedConfig(t *testing.T) {
 	r := &Rows{
-		Root: &OpenvSwitch{OtherConfig: map[string]string{"flow-restore-wait": "true", "hw-offload": "false", "flow-limit": "1000"}},
+		Root: &OpenvSwitch{OtherConfig: map[string]string{"flow-restore-wait": "true", "tc-policy": "skip_sw", "hw-offload": "false", "flow-limit": "1000"}},
 		Bridges: map[string]*Bridge{"b": {Name: "br0", OtherConfig: map[string]string{
 			"in-band-queue": "3", "controller-queue-size": "100", "hwaddr": "00:11:22:33:44:55"}}},
 		Ports: map[string]*Port{"p": {Name: "p1", OtherConfig: map[string]string{"priority-tags": "true"}}},
@@ -106,7 +106,7 @@ func TestWarnUnsupportedConfig(t *testing.T) {
 	var problems []string
 	warnUnsupportedConfig(r, &problems)
 	got := strings.Join(problems, "\n")
-	for _, want := range []string{`Open_vSwitch other_config:flow-restore-wait="true"`, `bridge br0 other_config:in-band-queue="3"`,
+	for _, want := range []string{`Open_vSwitch other_config:tc-policy="skip_sw"`, `bridge br0 other_config:in-band-queue="3"`,
 		`port p1 other_config:priority-tags="true"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no problem for %s in:\n%s", want, got)

@@ -24,6 +24,9 @@ type Global struct {
 	// "absent": Build gives ovs-vswitchd's default, 1, for a database
 	// without it.
 	VLANLimit int
+	// FlowRestoreWait is flow-restore-wait=true: hold the datapath's
+	// flows and upcalls until it is false (vswitchd/flowrestore.go).
+	FlowRestoreWait bool
 }
 
 // BridgeConfig is one bridge as the database asks for it.
@@ -487,6 +490,7 @@ func parseGlobal(oc map[string]string, problems *[]string) Global {
 	if ms := parseInt(oc, "max-idle", 1, 1<<30, "Open_vSwitch", problems); ms > 0 {
 		g.MaxIdle = time.Duration(ms) * time.Millisecond
 	}
+	g.FlowRestoreWait = oc["flow-restore-wait"] == "true"
 	g.Handlers = parseInt(oc, "n-handler-threads", 1, 1024, "Open_vSwitch", problems)
 	g.Revalidators = parseInt(oc, "n-revalidator-threads", 1, 1024, "Open_vSwitch", problems)
 	// vlan-limit, with ovs-vswitchd's default when absent or not a

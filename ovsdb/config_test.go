@@ -338,7 +338,7 @@ func TestBuild(t *testing.T) {
 			name: "settings and knobs",
 			rows: func() *Rows {
 				root := &OpenvSwitch{UUID: "root", OtherConfig: map[string]string{"flow-limit": "5000",
-					"max-idle": "1500", "n-handler-threads": "4", "govswitch-governor": "false"}}
+					"max-idle": "1500", "n-handler-threads": "4", "govswitch-governor": "false", "flow-restore-wait": "true"}}
 				br := &Bridge{UUID: "b0", Name: "br0", FailMode: ptr("secure"),
 					Protocols:   []string{"OpenFlow13", "OpenFlow10"},
 					OtherConfig: map[string]string{"mac-table-size": "99", "mac-aging-time": "12"},
@@ -350,7 +350,8 @@ func TestBuild(t *testing.T) {
 			},
 			check: func(t *testing.T, d Desired) {
 				f := false
-				if want := (Global{FlowLimit: 5000, MaxIdle: 1500 * time.Millisecond, Handlers: 4, Governor: &f, VLANLimit: 1}); !reflect.DeepEqual(d.Global, want) {
+				if want := (Global{FlowLimit: 5000, MaxIdle: 1500 * time.Millisecond, Handlers: 4, Governor: &f, VLANLimit: 1,
+					FlowRestoreWait: true}); !reflect.DeepEqual(d.Global, want) {
 					t.Errorf("global %+v, want %+v", d.Global, want)
 				}
 				b := d.Bridges[0]

@@ -20,7 +20,6 @@ type unsupportedKey struct {
 }
 
 var unsupportedGlobal = map[string]unsupportedKey{
-	"flow-restore-wait":      {"false", "holding datapath flows and controllers until flows are restored"},
 	"bundle-idle-timeout":    {"10", "a configurable OpenFlow bundle idle timeout"},
 	"enable-statistics":      {"false", "the Open_vSwitch statistics column"},
 	"hw-offload":             {"false", "hardware offload (TC flower)"},

@@ -61,6 +61,8 @@ type Daemon struct {
 	// datapath (the kernel keeps them per network namespace).
 	ctZones ofproto.CTZoneTimeouts
 	backer  *ofproto.Backer
+	// frw is other_config:flow-restore-wait's state, under bkMu (flowrestore.go).
+	frw flowRestore
 
 	ctl         *unixctl.Server
 	pidfile     *unixctl.Pidfile
@@ -482,8 +484,14 @@ func (d *Daemon) sharedBacker(s bridgeSetup) (bk *ofproto.Backer, reattached boo
 			"seconds", g.Elapsed.Seconds(), "size", g.NewSize, "hashes", g.Flows, "setups", g.Setups,
 			"shortcuts", g.Shortcuts)
 	}
-	bk.Start()
 	d.backer = bk
+	if d.frw.wait && !d.frw.done {
+		// The kernel's flows keep forwarding until the restore is done.
+		d.frw.held = true
+		d.log.Info("flow-restore-wait: keeping the datapath's flows, not handling upcalls until it is false", "datapath", name)
+		return bk, reattached, nil
+	}
+	bk.Start()
 	return bk, reattached, nil
 }
 

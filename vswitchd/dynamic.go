@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/govswitch/govswitch/datapath"
@@ -120,6 +122,10 @@ type ovsdbSwitch struct {
 	policing map[string]ovsdb.Policing
 	// stp is each bridge's applied spanning tree (appctl_stp.go).
 	stp map[string]stpApplied
+	// heldCtl are the bridges built without their controllers while
+	// flow-restore-wait was true, with the configuration to rebuild
+	// them with (flowrestore.go).
+	heldCtl map[string]ovsdb.BridgeConfig
 	// status is StatusChanged's: the bridges' SetStatusChanged poke it.
 	status chan struct{}
 	// rstp is each bridge's applied rapid spanning tree (appctl_rstp.go).
@@ -241,7 +247,35 @@ func (s *ovsdbSwitch) build(cfg *ovsdb.BridgeConfig, g ovsdb.Global, ofports map
 			setup.MaxBackoff = c.MaxBackoff
 		}
 	}
+	delete(s.heldCtl, cfg.Name)
+	if len(cfg.Controllers) > 0 && s.d.flowRestoreWaiting() {
+		// As ovs-vswitchd: no controller (active or passive) may change
+		// the tables while they are restored; SetGlobal brings them in.
+		if s.heldCtl == nil {
+			s.heldCtl = map[string]ovsdb.BridgeConfig{}
+		}
+		s.heldCtl[cfg.Name] = *cfg
+		setup.Controllers, setup.Listeners = nil, nil
+		s.d.log.Info("flow-restore-wait: not connecting the bridge's controllers until it is false", "bridge", cfg.Name)
+	}
 	return s.d.bringUp(setup)
+}
+
+// connectHeldControllers rebuilds the bridges whose controllers
+// flow-restore-wait held back, now with them. Like ovs-vswitchd, whose
+// bridge going from no controller to some flushes its OpenFlow tables,
+// the rebuilt bridge starts with empty tables: its controllers fill them.
+func (s *ovsdbSwitch) connectHeldControllers(g ovsdb.Global) {
+	for _, name := range slices.Sorted(maps.Keys(s.heldCtl)) {
+		cfg := s.heldCtl[name]
+		delete(s.heldCtl, name)
+		if s.d.Bridge(name) == nil {
+			continue
+		}
+		if err := s.ReconfigureBridge(&cfg, g); err != nil {
+			s.d.log.Error("flow-restore-wait done: connecting the bridge's controllers", "bridge", name, "err", err)
+		}
+	}
 }
 
 // renumber gives the bridge's ports the OpenFlow numbers in ofports
@@ -427,6 +461,10 @@ func (s *ovsdbSwitch) DatapathID(bridge string) (uint64, error) {
 func (s *ovsdbSwitch) SetGlobal(g ovsdb.Global) {
 	old := s.global
 	s.global = g
+	s.d.setFlowRestoreWait(g.FlowRestoreWait)
+	if len(s.heldCtl) > 0 && !s.d.flowRestoreWaiting() {
+		s.connectHeldControllers(g)
+	}
 	if g.FlowLimit > 0 && g.FlowLimit != old.FlowLimit {
 		for _, b := range s.d.Bridges() {
 			b.Udpif.SetFlowLimit(g.FlowLimit)
