@@ -2,7 +2,6 @@ package openflow
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -30,35 +29,7 @@ var sampleCaptures = []capture{
 // TestOvsOfctlSampleCaptures records (OFCTL_RECORD=1) or checks the
 // captures: every message decodes and re-encodes to ovs-ofctl's bytes.
 func TestOvsOfctlSampleCaptures(t *testing.T) {
-	if os.Getenv("OFCTL_RECORD") == "1" {
-		if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-			t.Skip("ovs-ofctl not installed")
-		}
-		s := newFakeSwitch(t)
-		for _, c := range sampleCaptures {
-			out := s.ofctl(t, c.args...)
-			raw, _ := s.take(t)
-			t.Logf("%s: %s", c.name, out)
-			writeCapture(t, c, raw)
-		}
-	}
-	for _, c := range sampleCaptures {
-		t.Run(c.name, func(t *testing.T) {
-			for i, raw := range readCapture(t, c.name) {
-				m, err := Decode(raw)
-				if err != nil {
-					t.Fatalf("message %d (% x): %v", i, raw, err)
-				}
-				out, err := m.Append(nil)
-				if err != nil {
-					t.Fatalf("message %d (%T): re-encode: %v", i, m, err)
-				}
-				if !bytes.Equal(out, raw) {
-					t.Errorf("message %d (%T) re-encodes differently:\n got % x\nwant % x", i, m, out, raw)
-				}
-			}
-		})
-	}
+	recordOrCheckCaptures(t, sampleCaptures)
 }
 
 // TestSampleCaptureMeaning checks what the recorded actions decode to,

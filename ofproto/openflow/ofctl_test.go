@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -440,6 +441,42 @@ func TestOvsOfctl(t *testing.T) {
 		if !strings.Contains(outputs[tc.name], tc.want) {
 			t.Errorf("%s: output lacks %q:\n%s", tc.name, tc.want, outputs[tc.name])
 		}
+	}
+}
+
+// recordOrCheckCaptures records the captures from the real ovs-ofctl when
+// OFCTL_RECORD=1, then checks each: every message decodes and re-encodes
+// to ovs-ofctl's bytes.
+func recordOrCheckCaptures(t *testing.T, cs []capture) {
+	t.Helper()
+	if os.Getenv("OFCTL_RECORD") == "1" {
+		if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+			t.Skip("ovs-ofctl not installed")
+		}
+		s := newFakeSwitch(t)
+		for _, c := range cs {
+			out := s.ofctl(t, c.args...)
+			raw, _ := s.take(t)
+			t.Logf("%s: %s", c.name, out)
+			writeCapture(t, c, raw)
+		}
+	}
+	for _, c := range cs {
+		t.Run(c.name, func(t *testing.T) {
+			for i, raw := range readCapture(t, c.name) {
+				m, err := Decode(raw)
+				if err != nil {
+					t.Fatalf("message %d (% x): %v", i, raw, err)
+				}
+				out, err := m.Append(nil)
+				if err != nil {
+					t.Fatalf("message %d (%T): re-encode: %v", i, m, err)
+				}
+				if !bytes.Equal(out, raw) {
+					t.Errorf("message %d (%T) re-encodes differently:\n got % x\nwant % x", i, m, out, raw)
+				}
+			}
+		})
 	}
 }
 
