@@ -31,6 +31,9 @@ type Group struct {
 
 	// fields are Selection's hash fields, decoded once.
 	fields []openflow.SelectionField
+	// hash is a select group's dp_hash table (group_dphash.go), nil when
+	// it picks its bucket by a hash taken in userspace.
+	hash *groupHash
 	// counter and bucketCounters carry the group's and each bucket's
 	// packet and byte counts. They are rules of no table (Table
 	// openflow.TableAll) so that the datapath flows a group's packets take
@@ -109,6 +112,9 @@ func buildGroup(m *openflow.GroupMod, buckets []openflow.Bucket, created time.Ti
 	}
 	for range buckets {
 		g.bucketCounters = append(g.bucketCounters, newCounter())
+	}
+	if g.Type == openflow.GroupTypeSelect {
+		g.setupGroupHash()
 	}
 	return g, nil
 }

@@ -223,12 +223,18 @@ type xstate struct {
 	table            uint8
 	cookie           uint64
 	exit             bool
-	packetOut        bool       // translating a packet-out: OFPP_TABLE is allowed
-	ctrl             ctrlState  // controller(pause) (xlate_controller.go)
-	mirrored         uint32     // mirrors the packet went to (xlate_mirror.go)
-	mirrorSnaplen    uint32     // while a mirror's copy is output: its snaplen, 0 none
-	mirrorVID        uint16     // the arriving VID, 0x8000 set once known (xlate_mirror.go)
-	stack            xlateStack // push and pop (xlate_stack.go)
+	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
+	ctrl             ctrlState // controller(pause) (xlate_controller.go)
+	// groupFreezeOK says the group action about to run may freeze the
+	// translation for a dp_hash (xlate_group.go): it is in a rule's own
+	// apply-actions at depth 0. hashFreeze is the hash such a group
+	// asked for, the freeze to make from its action on.
+	groupFreezeOK bool
+	hashFreeze    *groupHash
+	mirrored      uint32     // mirrors the packet went to (xlate_mirror.go)
+	mirrorSnaplen uint32     // while a mirror's copy is output: its snaplen, 0 none
+	mirrorVID     uint16     // the arriving VID, 0x8000 set once known (xlate_mirror.go)
+	stack         xlateStack // push and pop (xlate_stack.go)
 	// scratch holds field values that load, move, push and pop read and
 	// write: a local array would escape through Field.Value and cost
 	// an allocation per action.
@@ -468,7 +474,14 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 			c.checkPktLarger(&list[i], list[i+1:], in)
 			return false
 		}
+		c.groupFreezeOK = in != nil && c.depth == 0 && list[i].Type == openflow.ActGroup && len(list) <= len(in.Apply)
 		c.doAction(&list[i])
+		if c.hashFreeze != nil {
+			// A select group asked for the datapath's hash: freeze from
+			// the group action on, which runs again with it.
+			c.recircFreeze(list[i:], in, c.hashFreeze) // xlate_mpls.go
+			return false
+		}
 		if c.ctrl.pausing {
 			c.freezeRest(list[i+1:])
 			return true

@@ -55,6 +55,9 @@ type ctrlState struct {
 	// recirc says the pause freezes the translation for a
 	// recirculation rather than for a controller (xlate_mpls.go).
 	recirc bool
+	// hash, with recirc, is the datapath hash to take before the
+	// recirculation: a dp_hash select group's (xlate_group.go).
+	hash *groupHash
 }
 
 // ctrlOut is the part of an Out the controller actions use; its buffers

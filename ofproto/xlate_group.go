@@ -17,22 +17,27 @@ import (
 // the datapath's packet changed; the next output commits the difference
 // back, which is what OVS emits too.
 //
-// A select group picks its bucket in userspace by a hash of the flow:
-// without a selection method, a symmetric hash of the L2-L4 addresses
-// (OVS's default hash, NX_HASH_FIELDS_SYMMETRIC_L4), with those fields
-// added to the megaflow so each datapath flow stands for one choice;
-// selection_method=hash hashes the fields the group names. ovs-vswitchd
-// uses dp_hash with recirculation where it can (its default since 2.10,
-// and selection_method=dp_hash); this switch has no recirculation yet and
-// does what ovs-vswitchd does where dp_hash cannot be set up: it falls
-// back to the default hash. The choice is weighted rendezvous hashing over
-// the live buckets, as OVS's group_best_live_bucket.
+// A select group without a selection method or with selection_method=
+// dp_hash picks its bucket by the datapath's hash of the packet, as
+// ovs-vswitchd does (group_dphash.go), where it can: its action in a
+// rule's own apply-actions, on a datapath with the hash and recirc
+// actions. Elsewhere (the action set, a group reached from a bucket, a
+// resubmit, a clone or a patch port, a bridge with mirrors, and groups
+// whose weights need more than 256 hash values) it picks in
+// userspace by a hash of the flow: without a selection method, a
+// symmetric hash of the L2-L4 addresses (OVS's default hash,
+// NX_HASH_FIELDS_SYMMETRIC_L4), with those fields added to the megaflow
+// so each datapath flow stands for one choice; selection_method=hash
+// hashes the fields the group names. That choice is weighted rendezvous
+// hashing over the live buckets, as OVS's group_best_live_bucket.
 
 // maxGroupDepth bounds watch_group liveness recursion (OVS's MAX_LIVENESS_RECURSION).
 const maxGroupDepth = 32
 
 // group runs the group action to group id.
 func (c *xctx) group(id uint32) {
+	freezeOK := c.groupFreezeOK
+	c.groupFreezeOK = false
 	g := c.x.Groups.Lookup(id)
 	if g == nil {
 		// Flows naming a missing group are refused, and a group's delete
@@ -43,6 +48,22 @@ func (c *xctx) group(id uint32) {
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "group chaining too deep"
 		c.exit = true
+		return
+	}
+	if g.Type == openflow.GroupTypeSelect && g.hash != nil && freezeOK && c.dpHashUsable() {
+		if c.flow.DPHash == 0 {
+			// The datapath has not hashed the packet: hash and
+			// recirculate, the group action running again on the
+			// packet that comes back (doActionsIn, runActionSet). The
+			// group counts then, when a bucket is picked.
+			c.hashFreeze = g.hash
+			c.exit = true
+			return
+		}
+		c.note(g.counter)
+		if i := c.dpHashBucket(g); i >= 0 {
+			c.bucket(g, i)
+		}
 		return
 	}
 	c.note(g.counter)
@@ -60,6 +81,15 @@ func (c *xctx) group(id uint32) {
 			c.bucket(g, i)
 		}
 	}
+}
+
+// dpHashUsable reports whether a dp_hash group may hash in the datapath
+// here: the datapath has the hash and recirc actions, the bridge has no
+// mirrors (a mirror's copy is made where the output is, and a frozen
+// translation does not carry the mirrors already served) and the packet
+// has an Ethernet header to recirculate with.
+func (c *xctx) dpHashUsable() bool {
+	return bondDPHash.Load() && c.ports.mirrors == nil && !c.encap.noEth
 }
 
 // bucket runs bucket i of g on a copy of the flow.

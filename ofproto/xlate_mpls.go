@@ -200,6 +200,15 @@ func l2Field(f openflow.Field) bool {
 // at the top of the pipeline can be resumed so; elsewhere (inside a
 // resubmit, clone, group or packet-out) the translation ends in a drop.
 func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
+	c.recircFreeze(rest, in, nil)
+}
+
+// recircFreeze is mplsFreeze with, when h is not nil, the datapath's hash
+// of the packet (h's algorithm and basis) taken before the recirculation:
+// a dp_hash select group's freeze (xlate_group.go), whose rest starts at
+// the group action.
+func (c *xctx) recircFreeze(rest []openflow.Action, in *openflow.Instructions, h *groupHash) {
+	c.hashFreeze = nil
 	if c.encap.noEth {
 		// Popped to IP and no encap(ethernet) yet: the recirculated
 		// key would have no Ethernet header (xlate_encap.go).
@@ -213,7 +222,7 @@ func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 		// continuation: finishRecircFreeze.
 		c.commit()
 		c.freezeRest(rest)
-		c.ctrl = ctrlState{pausing: true, recirc: true}
+		c.ctrl = ctrlState{pausing: true, recirc: true, hash: h}
 		c.exit = true
 		return
 	}
@@ -227,6 +236,9 @@ func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 		c.exit = true
 		return
 	}
+	if h != nil {
+		c.out.Actions = datapath.AppendHash(c.out.Actions, h.alg, h.basis)
+	}
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 	c.encap.freezeNext = false
 	c.exit = true
@@ -237,6 +249,7 @@ func (c *xctx) mplsFreeze(rest []openflow.Action, in *openflow.Instructions) {
 // continuations with equal pipeline metadata share one) and the packet
 // recirculates to resume it.
 func (c *xctx) finishRecircFreeze(cont *openflow.Continuation) {
+	h := c.ctrl.hash
 	c.ctrl = ctrlState{}
 	body, err := appendContinuationBody(nil, cont)
 	if err != nil {
@@ -254,6 +267,9 @@ func (c *xctx) finishRecircFreeze(cont *openflow.Continuation) {
 		c.out.Actions = c.out.Actions[:0]
 		c.out.Dropped = "recirculation ids exhausted"
 		return
+	}
+	if h != nil {
+		c.out.Actions = datapath.AppendHash(c.out.Actions, h.alg, h.basis)
 	}
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 }

@@ -39,13 +39,14 @@ func newSpreadBed(t *testing.T) *spreadBed {
 }
 
 // spreadPhase is one step of the spread test: its flows, whether port 3
-// has lost its link (r3's end of the veth down), and the first UDP source
-// port of its frames.
+// has lost its link (r3's end of the veth down), the first UDP source
+// port of its frames, and its groups (ovs-ofctl -O OpenFlow15 add-group).
 type spreadPhase struct {
-	name  string
-	flows []string
-	p3Off bool
-	sport uint16
+	name   string
+	flows  []string
+	p3Off  bool
+	sport  uint16
+	groups []string
 }
 
 // spreadFrames is how many UDP flows each phase sends.
@@ -57,25 +58,25 @@ var spreadPhases = []spreadPhase{
 		"table=1,priority=100,reg0=0,actions=output:2",
 		"table=1,priority=100,reg0=1,actions=output:3",
 		"table=1,priority=100,reg0=2,actions=output:4",
-	}, false, 1000},
+	}, false, 1000, nil},
 	{"multipath iter_hash", []string{
 		"table=0,priority=100,in_port=1,udp,actions=multipath(symmetric_l4,1,modulo_n,2,0,NXM_NX_REG2[0]),multipath(symmetric_l3l4+udp,7,iter_hash,3,4,NXM_NX_REG1[]),resubmit(,1)",
 		"table=1,priority=100,reg1=0,actions=output:2",
 		"table=1,priority=100,reg1=1,actions=output:3",
 		"table=1,priority=100,reg1=2,actions=output:4",
-	}, false, 2000},
+	}, false, 2000, nil},
 	{"bundle hrw", []string{
 		"table=0,priority=100,in_port=1,udp,actions=bundle(symmetric_l3l4+udp,5,hrw,ofport,members:2,3,4)",
-	}, false, 3000},
+	}, false, 3000, nil},
 	{"bundle hrw, port 3 without link", []string{
 		"table=0,priority=100,in_port=1,udp,actions=bundle(symmetric_l3l4+udp,5,hrw,ofport,members:2,3,4)",
-	}, true, 3000},
+	}, true, 3000, nil},
 	{"bundle_load active_backup, port 3 without link", []string{
 		"table=0,priority=100,in_port=1,udp,actions=bundle_load(eth_src,0,active_backup,ofport,NXM_NX_REG0[],members:3,4,2),resubmit(,1)",
 		"table=1,priority=100,reg0=2,actions=output:2",
 		"table=1,priority=100,reg0=3,actions=output:3",
 		"table=1,priority=100,reg0=4,actions=output:4",
-	}, true, 4000},
+	}, true, 4000, nil},
 }
 
 // port3Up reports whether ovs-ofctl show's reply shows port 3 with its
@@ -111,12 +112,13 @@ type spreadRun struct {
 	arrivals [][]int
 	dumps    []string
 	dpKeys   [][]string
+	dpDumps  []string
 }
 
 // run sends each phase's frames from h1 and records where they arrived.
 // ofctl adds a flow or dumps them; linkUp waits until the switch sees
 // port 3's link as up or down.
-func (b *spreadBed) run(t *testing.T, ofctl func(args ...string) string, linkUp func(up bool)) spreadRun {
+func (b *spreadBed) run(t *testing.T, phases []spreadPhase, ofctl func(args ...string) string, linkUp func(up bool)) spreadRun {
 	t.Helper()
 	var r spreadRun
 	tx := testbed.OpenRaw(t, b.hosts[0], "eth0")
@@ -124,8 +126,14 @@ func (b *spreadBed) run(t *testing.T, ofctl func(args ...string) string, linkUp 
 	for i := range rxs {
 		rxs[i] = testbed.OpenRaw(t, b.hosts[i+1], "eth0")
 	}
-	for _, ph := range spreadPhases {
+	for _, ph := range phases {
 		ofctl("del-flows")
+		if ph.groups != nil {
+			ofctl("del-groups", "-O", "OpenFlow15")
+		}
+		for _, g := range ph.groups {
+			ofctl("add-group", "-O", "OpenFlow15", g)
+		}
 		for _, f := range ph.flows {
 			ofctl("add-flow", f)
 		}
@@ -174,6 +182,7 @@ func (b *spreadBed) run(t *testing.T, ofctl func(args ...string) string, linkUp 
 		r.dumps = append(r.dumps, flowActions(ofctl("dump-flows")))
 		dp, _ := exec.Command("ovs-dpctl", "dump-flows", "system@ovs-system").CombinedOutput()
 		r.dpKeys = append(r.dpKeys, dpMatches(string(dp), ph.sport))
+		r.dpDumps = append(r.dpDumps, string(dp))
 		t.Logf("%s: arrivals %v\novs-dpctl dump-flows:\n%s", ph.name, got, dp)
 	}
 	b.hosts[2].Exec("ip", "link", "set", "eth0", "up")
@@ -196,14 +205,21 @@ func flowActions(dump string) string {
 
 // dpMatches is the sorted, deduplicated match part of the datapath
 // flows ovs-dpctl dumped for a phase's UDP flows (source ports from
-// sport, or any when the mask leaves them out), in_port aside (the switches number datapath ports apart).
+// sport, or any when the mask leaves them out) and second stages after a
+// dp_hash, in_port, recirc_id and the dp_hash value aside (the switches
+// number datapath ports and recirculations apart).
 func dpMatches(dp string, sport uint16) []string {
 	seen := map[string]bool{}
 	src := regexp.MustCompile(`udp\(src=(\d+)`)
 	inPort := regexp.MustCompile(`in_port\(\d+\)`)
+	recirc := regexp.MustCompile(`recirc_id\(0x[0-9a-f]+\)`) // the switches number recirculations apart
+	// A second stage's dp_hash values are the earlier phases' too, while
+	// their flows idle out; its mask is what counts (where each flow
+	// went, the arrivals).
+	dpHash := regexp.MustCompile(`dp_hash\(0x[0-9a-f]+/|dp_hash\(0/`)
 	for _, l := range strings.Split(dp, "\n") {
 		i := strings.Index(l, ", packets:")
-		if i < 0 || !strings.Contains(l, "proto=17") {
+		if i < 0 || !strings.Contains(l, "proto=17") && !strings.Contains(l, "dp_hash(") {
 			continue
 		}
 		// A flow whose mask leaves the ports out (active_backup
@@ -213,7 +229,8 @@ func dpMatches(dp string, sport uint16) []string {
 				continue
 			}
 		}
-		seen[inPort.ReplaceAllString(l[:i], "in_port(*)")] = true
+		k := recirc.ReplaceAllString(inPort.ReplaceAllString(l[:i], "in_port(*)"), "recirc_id(R)")
+		seen[dpHash.ReplaceAllString(k, "dp_hash(H/")] = true
 	}
 	var keys []string
 	for k := range seen {
@@ -241,7 +258,7 @@ func TestIntegrationMultipathBundle(t *testing.T) {
 		args = append(args, "--", "add-port", b.name, p, "--", "set", "Interface", p, "ofport_request="+strconv.Itoa(i+1))
 	}
 	o.must(t, "ovs-vsctl", args...)
-	ovs := b.run(t, func(a ...string) string {
+	ovs := b.run(t, spreadPhases, func(a ...string) string {
 		return o.must(t, "ovs-ofctl", append([]string{a[0], b.name}, a[1:]...)...)
 	}, func(up bool) {
 		b.waitPort3(t, up, func() string { return o.must(t, "ovs-ofctl", "show", b.name) })
@@ -282,7 +299,7 @@ func TestIntegrationMultipathBundle(t *testing.T) {
 		}
 		return string(out)
 	}
-	gov := b.run(t, ofctl, func(up bool) {
+	gov := b.run(t, spreadPhases, ofctl, func(up bool) {
 		b.waitPort3(t, up, func() string { return ofctl("show") })
 		time.Sleep(200 * time.Millisecond)
 	})
