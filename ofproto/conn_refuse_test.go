@@ -25,8 +25,6 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		{"learn fin_timeout", of13, "actions=learn(table=1,fin_idle_timeout=5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		// push and pop are implemented (xlate_stack.go); popping into an ARP
 		// field is not (ARP rewrites need the slow path).
-		{"pop into ipv6_label", nil, "ipv6,actions=pop:NXM_NX_IPV6_LABEL[],output:2", "OFPBAC_BAD_TYPE"},
-		{"ipv6_label", of13, "ipv6,actions=set_field:5->ipv6_label,output:2", "OFPBAC_BAD_SET_TYPE"},
 		// ovs-vswitchd 3.1 answers a meter that does not exist so (seen in
 		// the bed); the dummy datapath has no meters at all.
 		{"meter 1.3", of13, "actions=meter:1,output:2", "OFPMMFC_INVALID_METER"},

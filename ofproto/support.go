@@ -19,7 +19,7 @@ func settable(f openflow.Field) bool {
 	switch f {
 	case openflow.FieldEthSrc, openflow.FieldEthDst,
 		openflow.FieldVLANVID, openflow.FieldVLANPCP, openflow.FieldVLANTCI,
-		openflow.FieldIPv4Src, openflow.FieldIPv4Dst, openflow.FieldIPv6Src, openflow.FieldIPv6Dst,
+		openflow.FieldIPv4Src, openflow.FieldIPv4Dst, openflow.FieldIPv6Src, openflow.FieldIPv6Dst, openflow.FieldIPv6Label,
 		openflow.FieldIPDSCP, openflow.FieldIPTOS, openflow.FieldIPECN, openflow.FieldIPTTL,
 		openflow.FieldTCPSrc, openflow.FieldTCPDst, openflow.FieldUDPSrc, openflow.FieldUDPDst,
 		openflow.FieldSCTPSrc, openflow.FieldSCTPDst, openflow.FieldTpSrc, openflow.FieldTpDst,

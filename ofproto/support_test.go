@@ -58,7 +58,7 @@ func TestCheckSupportedFields(t *testing.T) {
 		{openflow.FieldReg0, true}, {openflow.FieldReg15, true}, {openflow.FieldMetadata, true}, {openflow.FieldIPv6Dst, true},
 		{openflow.FieldXReg7, true}, {openflow.FieldXXReg3, true},
 		{openflow.FieldICMPv4Type, true}, {openflow.FieldARPSPA, true}, {openflow.FieldARPOp, true}, {openflow.FieldARPTHA, true}, {openflow.FieldMPLSLabel, true}, {openflow.FieldMPLSBOS, false},
-		{openflow.FieldNDTarget, true}, {openflow.FieldNDTLL, true}, {openflow.FieldIPv6Label, false},
+		{openflow.FieldNDTarget, true}, {openflow.FieldNDTLL, true}, {openflow.FieldIPv6Label, true},
 	} {
 		for _, typ := range []openflow.ActionType{openflow.ActSetField, openflow.ActRegLoad} {
 			err := checkSupported([]openflow.Action{{Type: typ, Field: tc.f, NBits: 1}})

@@ -1050,10 +1050,13 @@ func (c *xctx) commit() {
 			b.IPv4Src, b.IPv4Dst, b.NwTos, b.NwTTL = f.IPv4Src, f.IPv4Dst, f.NwTos, f.NwTTL
 		}
 	case flow.EthTypeIPv6:
-		if f.IPv6Src != b.IPv6Src || f.IPv6Dst != b.IPv6Dst || f.NwTos != b.NwTos || f.NwTTL != b.NwTTL {
+		if f.IPv6Src != b.IPv6Src || f.IPv6Dst != b.IPv6Dst || f.IPv6Label != b.IPv6Label || f.NwTos != b.NwTos || f.NwTTL != b.NwTTL {
 			wc.EthType = 0xffff
 			wc.NwFrag = 0xff
 			var m flow.Mask
+			if f.IPv6Label != b.IPv6Label {
+				m.IPv6Label = 0x000fffff
+			}
 			if f.IPv6Src != b.IPv6Src {
 				m.IPv6Src = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 			}
@@ -1067,7 +1070,7 @@ func (c *xctx) commit() {
 				m.NwTTL = 0xff
 			}
 			acts = datapath.AppendSetMasked(acts, datapath.KeyAttrIPv6, f, &m)
-			b.IPv6Src, b.IPv6Dst, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.NwTos, f.NwTTL
+			b.IPv6Src, b.IPv6Dst, b.IPv6Label, b.NwTos, b.NwTTL = f.IPv6Src, f.IPv6Dst, f.IPv6Label, f.NwTos, f.NwTTL
 		}
 		if f.NwProto == flow.IPProtoICMPv6 {
 			acts = c.commitND(acts) // xlate_slow.go
