@@ -303,10 +303,13 @@ func TestIntegrationGroupsMeters(t *testing.T) {
 			t.Logf("%s, as both print it:\n%s", c.what, c.gov)
 		}
 	}
-	// The select group's megaflows hold the fields its hash read: one
-	// datapath flow per UDP flow.
-	if n := strings.Count(gov.selectDP, "\n"); n < 32 {
-		t.Errorf("govswitchd: %d datapath flows for 64 select flows, want one per flow:\n%s", n, gov.selectDP)
+	// The select group hashes in the datapath, for both: one first-stage
+	// datapath flow, with no L4 port in its mask, for all 64 UDP flows
+	// (the second stage matches dp_hash: TestIntegrationSelectGroupDPHash).
+	for who, dp := range map[string]string{"ovs-vswitchd": ovs.selectDP, "govswitchd": gov.selectDP} {
+		if n := strings.Count(dp, "\n"); n != 1 || !strings.Contains(dp, "actions:hash(l4(0)),recirc(") {
+			t.Errorf("%s: %d first-stage datapath flows for 64 select flows, want one that hashes and recirculates:\n%s", who, n, dp)
+		}
 	}
 }
 
