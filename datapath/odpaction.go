@@ -815,6 +815,21 @@ func fillSetMask(attr KeyAttr, m *flow.Mask) {
 	}
 }
 
+// AppendMeteredUserspace appends a userspace action to pid with userdata
+// that only the packets datapath meter meterID passes reach, the meter's
+// drop ending only the userspace action: sample(sample=100%,
+// actions(meter(meterID),userspace(...))), as ovs-vswitchd meters
+// packet-ins. It does not allocate once b has room.
+func AppendMeteredUserspace(b []byte, meterID, pid uint32, userdata []byte) []byte {
+	b, start := netlinkio.BeginNested(b, uint16(ActionSample))
+	b = netlinkio.AppendU32(b, sampleAttrProbability, 0xffffffff)
+	b, acts := netlinkio.BeginNested(b, sampleAttrActions)
+	b = AppendMeter(b, meterID)
+	b = AppendUserspace(b, pid, userdata)
+	b = netlinkio.EndNested(b, acts)
+	return netlinkio.EndNested(b, start)
+}
+
 // AppendSample appends a sample action that runs actions on a fraction
 // probability/0xffffffff of packets (0xffffffff: all of them).
 func AppendSample(b []byte, probability uint32, actions []byte) []byte {

@@ -198,10 +198,12 @@ func (ms *Meters) Apply(m *openflow.MeterMod, now time.Time) error {
 		if ms.dp == nil {
 			return meterErrorf(openflow.MeterModFailed13InvalidMeter, "meter %d: the switch has no meters (%v)", id, ms.why)
 		}
-		if id == 0 || id > openflow.MeterMax {
-			// OVS also takes the slowpath and controller meters, which
-			// rate-limit its own upcalls; govswitchd does not implement
-			// them and says so rather than accept and ignore them.
+		if id == 0 || id > openflow.MeterMax && id != openflow.MeterController {
+			// The controller meter limits packet-ins
+			// (xctx.appendPacketIn). OVS also takes the slowpath meter,
+			// which rate-limits its own slow-path upcalls; govswitchd
+			// does not implement it and says so rather than accept and
+			// ignore it.
 			return meterErrorf(openflow.MeterModFailed13InvalidMeter, "meter id %#x is not one govswitchd implements", id)
 		}
 		if len(m.Bands) > int(ms.feat.MaxBands) {

@@ -128,7 +128,7 @@ func TestMeters(t *testing.T) {
 		want uint16
 	}{
 		{"id 0", meterMod(openflow.MeterAdd, 0, openflow.MeterFlagPKTPS, drop), openflow.MeterModFailed13InvalidMeter},
-		{"controller meter", meterMod(openflow.MeterAdd, openflow.MeterController, openflow.MeterFlagPKTPS, drop), openflow.MeterModFailed13InvalidMeter},
+		{"slowpath meter", meterMod(openflow.MeterAdd, openflow.MeterSlowpath, openflow.MeterFlagPKTPS, drop), openflow.MeterModFailed13InvalidMeter},
 		{"no unit", meterMod(openflow.MeterAdd, 1, 0, drop), openflow.MeterModFailed13BadFlags},
 		{"both units", meterMod(openflow.MeterAdd, 1, openflow.MeterFlagPKTPS|openflow.MeterFlagKBPS, drop), openflow.MeterModFailed13BadFlags},
 		{"rate 0", meterMod(openflow.MeterAdd, 1, openflow.MeterFlagPKTPS, openflow.MeterBand{Type: openflow.MeterBandDrop}), openflow.MeterModFailed13BadRate},
@@ -322,5 +322,75 @@ func TestOfctlMeters(t *testing.T) {
 	s.ofctl(t, of13, "del-meter", "meter=1")
 	if out := s.ofctl(t, of13, "dump-flows"); strings.Contains(out, "meter") {
 		t.Errorf("flows outlived their meter:\n%s", out)
+	}
+}
+
+// TestMeteredPacketIn: a controller action's meter_id, and without one
+// the controller meter (meter=controller), put the packet-in's userspace
+// action behind the datapath meter, inside a sample of probability 1, as
+// ovs-vswitchd composes it; a meter_id that names no meter leaves the
+// packet-in unmetered (or on the controller meter). No allocation.
+func TestMeteredPacketIn(t *testing.T) {
+	x := testBridge(t)
+	x.ControllerPID.Store(77)
+	ms := NewMeters(x.Tables, &fakeMeters{})
+	x.Meters, x.Tables.Meters = ms, ms
+	drop := openflow.MeterBand{Type: openflow.MeterBandDrop, Rate: 10}
+	metered := openflow.DefaultController
+	metered.MeterID = 7
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 1, ^uint32(0) }, 1,
+		apply(controllerAction(t, metered), openflow.Output(2, 0)))
+	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) { k.InPort, m.InPort = 2, ^uint32(0) }, 1,
+		apply(openflow.Output(openflow.PortController, 0xffff)))
+	shape := func(dp uint32) string {
+		var out Out
+		k := pkt(dp)
+		x.Translate(&k, t0, true, &out)
+		s := datapath.FormatActions(out.Actions)
+		// userspace(...) with its nested parentheses, as one word.
+		if i := strings.Index(s, "userspace("); i >= 0 {
+			depth := 0
+			for j := i + len("userspace"); j < len(s); j++ {
+				switch s[j] {
+				case '(':
+					depth++
+				case ')':
+					depth--
+				}
+				if depth == 0 {
+					return s[:i] + "userspace" + s[j+1:]
+				}
+			}
+		}
+		return s
+	}
+	unmetered := map[uint32]string{11: "userspace,12", 12: "userspace"}
+	for dp, want := range unmetered {
+		if got := shape(dp); got != want {
+			t.Errorf("no meters, port %d: %s, want %s", dp, got, want)
+		}
+	}
+	if err := ms.Apply(meterMod(openflow.MeterAdd, 7, openflow.MeterFlagPKTPS, drop), t0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := shape(11), "sample(sample=100.0%,actions(meter(0),userspace)),12"; !strings.HasPrefix(got, "sample(") || !strings.Contains(got, "meter(0),userspace") || !strings.HasSuffix(got, ",12") {
+		t.Errorf("meter_id=7: %s, want %s", got, want)
+	}
+	if got := shape(12); got != "userspace" {
+		t.Errorf("plain packet-in without a controller meter: %s, want it unmetered", got)
+	}
+	if err := ms.Apply(meterMod(openflow.MeterAdd, openflow.MeterController, openflow.MeterFlagPKTPS, drop), t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := shape(12); !strings.Contains(got, "meter(1),userspace") {
+		t.Errorf("plain packet-in with the controller meter: %s, want it through meter(1)", got)
+	}
+	if got := shape(11); !strings.Contains(got, "meter(0),userspace") {
+		t.Errorf("meter_id=7 with a controller meter too: %s, want meter 7's meter(0)", got)
+	}
+	var out Out
+	k := pkt(11)
+	if n := testing.AllocsPerRun(100, func() { x.Translate(&k, t0, true, &out) }); n != 0 {
+		t.Errorf("metered packet-in translation allocates %.1f times", n)
 	}
 }

@@ -817,7 +817,7 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	binary.BigEndian.PutUint16(ud[4:], maxLen)
 	binary.BigEndian.PutUint16(ud[6:], c.x.ID)
 	binary.BigEndian.PutUint64(ud[8:], cookie)
-	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ud[:])
+	c.appendPacketIn(pid, ud[:], openflow.NXCtlrNoMeter) // xlate_controller.go
 	c.out.Controller = true
 }
 

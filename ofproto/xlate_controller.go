@@ -55,6 +55,9 @@ type ctrlState struct {
 	// recirc says the pause freezes the translation for a
 	// recirculation rather than for a controller (xlate_mpls.go).
 	recirc bool
+	// meter is a pausing controller action's meter_id, for the
+	// packet-in's meter (appendPacketIn).
+	meter uint32
 	// hash, with recirc, is the datapath hash to take before the
 	// recirculation: a dp_hash select group's (xlate_group.go).
 	hash *groupHash
@@ -141,12 +144,12 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	binary.BigEndian.PutUint16(b[18:], uint16(len(ca.Userdata)))
 	o.buf = b
 	if !ca.Pause {
-		c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, o.buf)
+		c.appendPacketIn(pid, o.buf, ca.MeterID)
 		c.out.Controller = true
 		return
 	}
 	o.buf[3] |= ctrlFlagPause
-	c.ctrl = ctrlState{pausing: true}
+	c.ctrl = ctrlState{pausing: true, meter: ca.MeterID}
 	c.exit = true
 }
 
@@ -234,8 +237,30 @@ func (c *xctx) finishPause() {
 	binary.BigEndian.PutUint32(b[20:], uint32(len(b)-start))
 	o.buf = b
 	pid := c.x.ControllerPID.Load()
-	c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, o.buf)
+	c.appendPacketIn(pid, o.buf, c.ctrl.meter)
 	c.out.Controller = true
+}
+
+// appendPacketIn appends the userspace action that sends the packet up as
+// a packet-in with userdata ud. With a meter (the controller action's
+// meter_id when that meter exists, else the controller meter, meter
+// "controller", when there is one) it goes through the datapath's meter
+// first, inside a sample action of probability 1 so that the meter's drop
+// ends only the packet-in: sample(sample=100%,actions(meter(M),
+// userspace(...))), as ovs-vswitchd composes it.
+func (c *xctx) appendPacketIn(pid uint32, ud []byte, meterID uint32) {
+	m := (*Meter)(nil)
+	if meterID != openflow.NXCtlrNoMeter {
+		m = c.x.Meters.Lookup(meterID)
+	}
+	if m == nil {
+		m = c.x.Meters.Lookup(openflow.MeterController)
+	}
+	if m == nil {
+		c.out.Actions = datapath.AppendUserspace(c.out.Actions, pid, ud)
+		return
+	}
+	c.out.Actions = datapath.AppendMeteredUserspace(c.out.Actions, m.DPID, pid, ud)
 }
 
 // appendContinuationBody appends c's NXCPT_* properties but the bridge and
@@ -323,18 +348,15 @@ func parsePacketInExt(ud []byte) *PacketInExt {
 // checkControllerAction checks, at flow_mod and packet-out time, a Nicira
 // action this file translates; ok is false for any other action. It takes
 // a copy of the action's body, which aliases the decoded message, so the
-// rule keeps it. A meter on the controller action is refused: the switch
-// has no meters to run it with.
+// rule keeps it. A controller action's meter need not exist: without it
+// the packet-ins go unmetered (or through the controller meter), as in
+// ovs-vswitchd.
 func checkControllerAction(a *openflow.Action) (ok bool, err error) {
 	switch {
 	case openflow.IsNote(a):
 	case openflow.IsController(a):
-		ca, err := openflow.ParseController(a)
-		if err != nil {
+		if _, err := openflow.ParseController(a); err != nil {
 			return true, errorf(ErrUnsupportedNXAction, "controller action: %v", err)
-		}
-		if ca.MeterID != openflow.NXCtlrNoMeter {
-			return true, errorf(ErrUnsupportedNXAction, "controller(meter_id=%d) is not implemented: the switch has no meters", ca.MeterID)
 		}
 	default:
 		return false, nil
