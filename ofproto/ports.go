@@ -45,6 +45,11 @@ type Port struct {
 	tunnel *tunnelPort
 	// Bond is the bond the port is a member of (bond.go), nil for none.
 	Bond *Bond
+	// LACPBundle is, for a port of one interface running LACP, its
+	// bundle of one (BondConfig.Single): LACP runs on it as on a bond's
+	// members, but NORMAL sees a plain port, as ovs-vswitchd's bundle
+	// with LACP and no bond. nil for none; never set with Bond.
+	LACPBundle *Bond
 	// STP is the port's spanning tree state, 0 when it takes no part in
 	// one (stp_bridge.go).
 	STP stp.State

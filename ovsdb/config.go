@@ -391,7 +391,7 @@ func Build(r *Rows) Desired {
 					pc.Err = bondErr
 				case in.Name == "" || len(in.Name) > 15:
 					pc.Err = fmt.Sprintf("could not open network device %q (a device name is 1 to 15 characters)", in.Name)
-				case bond != nil:
+				case bond != nil && !bond.Single:
 					pc.Bond = p.Name
 				case in.Name != p.Name:
 					pc.Err = fmt.Sprintf("interface %s of port %s: govswitchd needs a port and its interface to have one name", in.Name, p.Name)

@@ -34,7 +34,10 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 			continue
 		}
 		c := ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
-			AllMembersActive: bc.AllMembersActive, Log: s.d.moduleLogger("bond")}
+			AllMembersActive: bc.AllMembersActive, Single: bc.Single}
+		if !bc.Single {
+			c.Log = s.d.moduleLogger("bond") // a bundle of one is no bond and says nothing as one
+		}
 		lacpBondConfig(&c, &bc, s.d.moduleLogger("lacp")) // appctl_lacp.go
 		cfgs = append(cfgs, c)
 	}
