@@ -113,12 +113,15 @@ type Ports struct {
 	// mirrorCfg is the mirrors each new PortSet compiles (mirror.go),
 	// under mu.
 	mirrorCfg []MirrorConfig
+	// mirrorStats are the mirrors' counters by name (mirror.go): they
+	// outlive a PortSet, and a change of a mirror's settings.
+	mirrorStats map[string]*Rule
 }
 
 // store publishes a PortSet of list with the mirrors. The caller holds mu.
 func (p *Ports) store(list []*Port) {
 	s := buildPortSet(list)
-	s.mirrors = compileMirrors(p.mirrorCfg, s.list)
+	s.mirrors = compileMirrors(p.mirrorCfg, p.mirrorStats, s.list)
 	p.cur.Store(s)
 }
 

@@ -267,6 +267,20 @@ func (s *ovsdbSwitch) SetMirrors(bridge string, mirrors []ovsdb.MirrorConfig) er
 	return nil
 }
 
+// MirrorStats is the Mirror statistics of the bridge's mirrors that run
+// (ovsdb.MirrorStatsSwitch).
+func (s *ovsdbSwitch) MirrorStats(bridge string) map[string][2]uint64 {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return nil
+	}
+	out := map[string][2]uint64{}
+	for name, st := range b.MirrorStats() {
+		out[name] = [2]uint64{st.Packets, st.Bytes}
+	}
+	return out
+}
+
 func mirrorsEqual(a, b []ofproto.MirrorConfig) bool {
 	return fmt.Sprintf("%+v", a) == fmt.Sprintf("%+v", b)
 }
