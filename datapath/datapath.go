@@ -213,6 +213,13 @@ const (
 	VportGRE      VportType = 3
 	VportVXLAN    VportType = 4
 	VportGeneve   VportType = 5
+	// VportGTPU and VportBareUDP are the numbers OVS's own header gives
+	// the GTP-U and bareudp vport types (OVS_VPORT_TYPE_GTPU 110,
+	// OVS_VPORT_TYPE_BAREUDP 111, past the kernel's range): ovs-vswitchd
+	// asks the kernel for them where it cannot make the device over
+	// rtnetlink, and the upstream module knows neither.
+	VportGTPU    VportType = 110
+	VportBareUDP VportType = 111
 )
 
 func (t VportType) String() string {
@@ -227,6 +234,10 @@ func (t VportType) String() string {
 		return "vxlan"
 	case VportGeneve:
 		return "geneve"
+	case VportGTPU:
+		return "gtpu"
+	case VportBareUDP:
+		return "bareudp"
 	}
 	return fmt.Sprintf("vport-type-%d", uint32(t))
 }

@@ -25,7 +25,27 @@ const (
 	// where TunnelVXLAN's carries Ethernet frames, so the two cannot
 	// share a UDP port.
 	TunnelVXLANGPE = "vxlan_gpe"
+	// TunnelBareUDP and TunnelGTPU are tunnel types govswitchd does not
+	// carry; KernelTunnelProber says what the kernel makes of them.
+	TunnelBareUDP = "bareudp"
+	TunnelGTPU    = "gtpu"
 )
+
+// KernelTunnelProber is a datapath that can try to add the vport of a
+// tunnel type govswitchd does not carry (TunnelBareUDP, TunnelGTPU) as
+// ovs-vswitchd 3.1 adds it on Linux, so the switch refuses it with the
+// kernel's own answer.
+type KernelTunnelProber interface {
+	// ProbeTunnelVport tries to add the vport of kind on dstPort, as
+	// ovs-vswitchd does: for bareudp, a bareudp device over rtnetlink
+	// carrying payload ethertype (all IP or MPLS with multiproto) and a
+	// netdev vport, else the compat vport type; for gtpu the compat type
+	// only. Whatever it made it removes again. It returns the kernel's
+	// error where the kernel refuses the vport, as ovs-vswitchd would
+	// meet it, and an error wrapping ErrNotSupported where the kernel
+	// would have taken it: govswitchd has no translation for the type.
+	ProbeTunnelVport(kind string, dstPort, ethertype uint16, multiproto bool) error
+}
 
 // TunnelVporter is a datapath that makes the shared tunnel vports itself,
 // as ovs-vswitchd does on Linux: a lightweight-tunnel network device in
@@ -52,6 +72,8 @@ func TunnelDefaultPort(kind string) uint16 {
 		return 4789
 	case TunnelGeneve:
 		return 6081
+	case TunnelGTPU:
+		return 2152
 	}
 	return 0
 }
@@ -70,6 +92,10 @@ func TunnelVportName(kind string, dstPort uint16) string {
 		return fmt.Sprintf("genev_sys_%d", dstPort)
 	case TunnelGREL3:
 		return "gre_sys"
+	case TunnelBareUDP:
+		return fmt.Sprintf("udp_sys_%d", dstPort)
+	case TunnelGTPU:
+		return fmt.Sprintf("gtpu_sys_%d", dstPort)
 	}
 	return kind + "_sys"
 }

@@ -95,6 +95,10 @@ type BondConfig struct {
 	// member's link is its MII or ethtool link status polled this often
 	// (bond_miimon.go), not its carrier.
 	MiimonInterval time.Duration
+	// Single is a Port of one Interface with LACP: a bundle of one
+	// member that runs LACP and is no bond (Port.LACPBundle). Only
+	// Name, Members (its one port), LACP, LACPMembers and the logs count.
+	Single bool
 	// Log, if set, is told of members enabled and disabled and of the
 	// active member changing, in ovs-vswitchd's words (module bond). It
 	// is no part of the configuration's identity. LACPLog gets the lacp
@@ -103,7 +107,7 @@ type BondConfig struct {
 }
 
 func (c *BondConfig) equal(d *BondConfig) bool {
-	if c.Name != d.Name || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis ||
+	if c.Name != d.Name || c.Single != d.Single || c.Mode != d.Mode || c.Primary != d.Primary || c.HashBasis != d.HashBasis ||
 		c.AllMembersActive != d.AllMembersActive || len(c.Members) != len(d.Members) || !c.lacpEqual(d) {
 		return false
 	}
@@ -182,6 +186,15 @@ type bondState struct {
 	delayLeft []time.Duration
 }
 
+// bundle is the Bond whose LACP and runner the port takes part in: its
+// bond, or its bundle of one; nil for none.
+func (pt *Port) bundle() *Bond {
+	if pt.Bond != nil {
+		return pt.Bond
+	}
+	return pt.LACPBundle
+}
+
 // memberEnabled is the link detection: up administratively, with a
 // link (carrier, or miimon's reading). The caller holds bd.mu.
 func (bd *Bond) memberEnabled(p *Port) bool { return !p.Down && bd.linkUp(p) && !p.NoFwd }
@@ -191,16 +204,17 @@ func (bd *Bond) memberEnabled(p *Port) bool { return !p.Down && bd.linkUp(p) && 
 func buildBondStates(list []*Port) map[*Bond]*bondState {
 	var m map[*Bond]*bondState
 	for _, pt := range list {
-		if pt.Bond == nil {
+		bd := pt.bundle()
+		if bd == nil {
 			continue
 		}
 		if m == nil {
 			m = map[*Bond]*bondState{}
 		}
-		st := m[pt.Bond]
+		st := m[bd]
 		if st == nil {
-			st = &bondState{bond: pt.Bond}
-			m[pt.Bond] = st
+			st = &bondState{bond: bd}
+			m[bd] = st
 		}
 		st.members = append(st.members, pt)
 		if st.rep == nil || pt.OFPort < st.rep.OFPort {
@@ -370,6 +384,9 @@ func (b *Bridge) Bonds() []BondStatus {
 	s := b.Ports.Snapshot()
 	out := make([]BondStatus, 0, len(s.bonds))
 	for _, st := range s.bonds {
+		if st.bond.Config.Single {
+			continue // no bond: bond/show does not list it
+		}
 		bs := BondStatus{Config: st.bond.Config}
 		bs.LACP = st.lacp
 		for i, p := range st.members {
@@ -401,8 +418,8 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
 	defer b.mu.Unlock()
 	old := map[string]*Bond{}
 	for _, p := range b.Ports.Snapshot().List() {
-		if p.Bond != nil {
-			old[p.Bond.Config.Name] = p.Bond
+		if bd := p.bundle(); bd != nil {
+			old[bd.Config.Name] = bd
 		}
 	}
 	want := map[string]*Bond{} // member name -> bond
@@ -435,11 +452,17 @@ func (b *Bridge) SetBonds(cfgs []BondConfig) map[string]error {
 	changed := false
 	for _, p := range b.Ports.Snapshot().List() {
 		bd := want[p.Name]
-		if p.Bond == bd {
+		var bond, single *Bond
+		if bd != nil && bd.Config.Single {
+			single = bd
+		} else {
+			bond = bd
+		}
+		if p.Bond == bond && p.LACPBundle == single {
 			continue
 		}
 		np := *p
-		np.Bond = bd
+		np.Bond, np.LACPBundle = bond, single
 		if err := b.Ports.Add(np); err != nil {
 			if errs == nil {
 				errs = map[string]error{}
@@ -497,7 +520,7 @@ func (b *Bridge) SetActiveMember(bond, member string) (changed bool, err error) 
 // bondNamed is the state of the bond called name, or nil.
 func (s *PortSet) bondNamed(name string) *bondState {
 	for bd, st := range s.bonds {
-		if bd.Config.Name == name {
+		if bd.Config.Name == name && !bd.Config.Single {
 			return st
 		}
 	}

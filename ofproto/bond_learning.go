@@ -57,7 +57,7 @@ func appendLearningPacket(b []byte, mac [6]byte, vlan uint16) []byte {
 // balance-slb without LACP, or falls back to active-backup while LACP is
 // configured and not negotiated; and it has an active member.
 func (st *bondState) mayLearn() bool {
-	if st.active == nil || st.lacp == LACPNegotiated {
+	if st.bond.Config.Single || st.active == nil || st.lacp == LACPNegotiated {
 		return false
 	}
 	b := st.balance()

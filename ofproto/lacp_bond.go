@@ -37,10 +37,11 @@ func isLACPSlowPath(ud []byte) bool {
 // arrived on member pt of a LACP bond: the flow sends such frames to
 // userspace, and this packet, if any, goes to the LACP machine (Out.lacp).
 func (c *xctx) lacpSlowPath(pt *Port) {
-	if pt.Bond.lacp == nil {
+	bd := pt.bundle()
+	if bd.lacp == nil {
 		return // a held member (bond_hold.go): dropped, with the mask LACP's flow will have
 	}
-	c.out.lacp, c.out.lacpPort = pt.Bond, pt.Name
+	c.out.lacp, c.out.lacpPort = bd, pt.Name
 	pid := c.x.ControllerPID.Load()
 	if pid == 0 {
 		return
@@ -54,9 +55,15 @@ func (c *xctx) lacpSlowPath(pt *Port) {
 
 // isLACPFrame reports whether the translation of key, arriving on pt, is
 // LACP's: a slow-protocols frame on a member of a bond running LACP, or
-// of a bond not set up yet.
+// of a bond not set up yet, or on a port of one interface running LACP.
 func isLACPFrame(key *flow.Key, pt *Port) bool {
-	return key.EthType == EthTypeSlow && pt.Bond != nil && (pt.Bond.lacp != nil || pt.Bond.Config.Mode == bondDrop)
+	if key.EthType != EthTypeSlow {
+		return false
+	}
+	if pt.LACPBundle != nil {
+		return pt.LACPBundle.lacp != nil
+	}
+	return pt.Bond != nil && (pt.Bond.lacp != nil || pt.Bond.Config.Mode == bondDrop)
 }
 
 // lacpReceive hands a packet that translated to LACP's slow path to its
@@ -158,8 +165,8 @@ func (c *xctx) bondHash5(basis uint32) uint32 {
 
 // newBond makes the Bond of configuration c on bridge b, with its LACP
 // machine when c asks for LACP: the system id defaults to the bridge's
-// MAC address and the system priority to 65534, as bridge.c's
-// port_configure_lacp for a port of several interfaces.
+// MAC address and the system priority to 65534 (65535 for a port of one
+// interface), as bridge.c's port_configure_lacp.
 func (b *Bridge) newBond(c BondConfig) *Bond {
 	bd := &Bond{Config: c}
 	if bd.rebalances() {
@@ -172,6 +179,9 @@ func (b *Bridge) newBond(c BondConfig) *Bond {
 		}
 		if lc.SysPriority == 0 {
 			lc.SysPriority = 65534
+			if c.Single {
+				lc.SysPriority = 65535
+			}
 		}
 		// bd.Config keeps what was asked (SetBonds compares it with the
 		// next configuration); the machine has the defaults filled in.
@@ -355,8 +365,8 @@ func (bd *Bond) kick() {
 func (b *Bridge) startBondRunners(old map[string]*Bond) {
 	cur := map[*Bond]bool{}
 	for _, p := range b.Ports.Snapshot().List() {
-		if p.Bond != nil {
-			cur[p.Bond] = true
+		if bd := p.bundle(); bd != nil {
+			cur[bd] = true
 		}
 	}
 	for _, bd := range old {
@@ -385,9 +395,9 @@ func (b *Bridge) stopBondRunners() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.Ports.Snapshot().List() {
-		if p.Bond != nil {
-			p.Bond.stopRunner()
-			releaseBondAcct(p.Bond)
+		if bd := p.bundle(); bd != nil {
+			bd.stopRunner()
+			releaseBondAcct(bd)
 		}
 	}
 }
@@ -533,10 +543,10 @@ func (bd *Bond) runLoop(b *Bridge, r *bondRunner) {
 // member of a bond running LACP; the column is then empty.
 func (b *Bridge) LACPCurrent(name string) (current, ok bool) {
 	p := b.Ports.Snapshot().byName(name)
-	if p == nil || p.Bond == nil || p.Bond.lacp == nil {
+	if p == nil || p.bundle() == nil || p.bundle().lacp == nil {
 		return false, false
 	}
-	return p.Bond.lacp.IsCurrent(name)
+	return p.bundle().lacp.IsCurrent(name)
 }
 
 // currentBits is which members of st LACP deems current, a bit each by

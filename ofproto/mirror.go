@@ -40,7 +40,14 @@ type MirrorConfig struct {
 
 // mirror is a MirrorConfig compiled against one port set.
 type mirror struct {
-	bit      uint32
+	name string
+	bit  uint32
+	// stats counts what the mirror was sent, as OVS's mirror
+	// packet_count and byte_count: a counter noted among a translation's
+	// rules whenever the translation mirrors to it, so each upcalled
+	// packet and the datapath flow's packets at each revalidation credit
+	// it (the stats of the packets mirrored, not of the copies' bytes).
+	stats    *Rule
 	all      bool
 	src, dst map[uint32]bool // OpenFlow ports
 	vlans    *VLANSet        // nil: any VLAN
@@ -60,7 +67,7 @@ type mirrorSet struct {
 // mirror naming a missing output port does nothing (as in OVS, where it
 // has no output until the port exists); a missing selected port selects
 // nothing.
-func compileMirrors(cfgs []MirrorConfig, list []*Port) *mirrorSet {
+func compileMirrors(cfgs []MirrorConfig, stats map[string]*Rule, list []*Port) *mirrorSet {
 	if len(cfgs) == 0 {
 		return nil
 	}
@@ -73,7 +80,7 @@ func compileMirrors(cfgs []MirrorConfig, list []*Port) *mirrorSet {
 		if i >= maxMirrors {
 			break
 		}
-		m := mirror{bit: 1 << i, all: c.SelectAll, src: map[uint32]bool{}, dst: map[uint32]bool{}, outVLAN: c.OutputVLAN}
+		m := mirror{name: c.Name, stats: stats[c.Name], bit: 1 << i, all: c.SelectAll, src: map[uint32]bool{}, dst: map[uint32]bool{}, outVLAN: c.OutputVLAN}
 		if c.Snaplen > 0 && c.Snaplen < 0xffff {
 			m.snaplen = uint32(c.Snaplen)
 		}
@@ -178,5 +185,41 @@ func (p *Ports) setMirrors(cfgs []MirrorConfig) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mirrorCfg = cfgs
+	// A mirror keeps its counts while it exists, whatever else changes
+	// (as ovs-vswitchd's struct mirror); a mirror made afresh starts at 0.
+	stats := make(map[string]*Rule, len(cfgs))
+	for _, c := range cfgs {
+		if r := p.mirrorStats[c.Name]; r != nil {
+			stats[c.Name] = r
+		} else {
+			stats[c.Name] = newCounter() // group.go
+		}
+	}
+	p.mirrorStats = stats
 	p.store(append([]*Port(nil), p.cur.Load().list...))
+}
+
+// MirrorStats is a mirror's tx_packets and tx_bytes (Mirror statistics).
+type MirrorStats struct {
+	Packets, Bytes uint64
+}
+
+// MirrorStats returns the counts of the bridge's mirrors that run now, by
+// name: those whose output exists. A mirror ovs-vswitchd could not set up
+// has no statistics there either.
+func (b *Bridge) MirrorStats() map[string]MirrorStats {
+	ms := b.Ports.Snapshot().mirrors
+	if ms == nil {
+		return nil
+	}
+	out := make(map[string]MirrorStats, len(ms.list))
+	for i := range ms.list {
+		m := &ms.list[i]
+		if m.stats == nil {
+			continue
+		}
+		p, by := m.stats.Value.Stats()
+		out[m.name] = MirrorStats{Packets: p, Bytes: by}
+	}
+	return out
 }

@@ -121,3 +121,49 @@ func TestMirrorAllocs(t *testing.T) {
 		t.Fatal("no actions")
 	}
 }
+
+// TestMirrorStats: a translation that mirrors notes the mirror's
+// counter among its rules, so the credits of upcalled packets and of the
+// datapath flow reach Mirror statistics, as OVS's mirror_update_stats; a
+// translation that does not mirror leaves it alone. The counts outlive a
+// change of the mirror's settings, a mirror made afresh starts at zero,
+// and a mirror without its output port has no statistics.
+func TestMirrorStats(t *testing.T) {
+	b, x := mirrorBridge(t, false,
+		MirrorConfig{Name: "m", SrcPorts: []string{"p1"}, OutputPort: "p4"},
+		MirrorConfig{Name: "gone", SrcPorts: []string{"p1"}, OutputPort: "nonesuch"})
+	if got := b.MirrorStats(); len(got) != 1 || got["m"] != (MirrorStats{}) {
+		t.Fatalf("before traffic: %+v, want m at zero only", got)
+	}
+	credit := func(k flow.Key, packets, bytes uint64) {
+		var out Out
+		x.Translate(&k, t0, true, &out)
+		for i := 0; i < out.NRules; i++ {
+			out.Rules[i].Value.Credit(packets, bytes, t0)
+		}
+	}
+	k := pkt(11)
+	k.EthDst = ones6
+	credit(k, 1, 60)        // the upcalled packet
+	credit(k, 9, 900)       // its datapath flow, later
+	credit(pkt(12), 5, 500) // from p2: not mirrored
+	if got := b.MirrorStats()["m"]; got != (MirrorStats{Packets: 10, Bytes: 960}) {
+		t.Errorf("after traffic: %+v, want 10 packets, 960 bytes", got)
+	}
+	if err := b.SetMirrors([]MirrorConfig{{Name: "m", SelectAll: true, OutputPort: "p4"}, {Name: "n", SelectAll: true, OutputPort: "p3"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.MirrorStats()
+	if got["m"] != (MirrorStats{Packets: 10, Bytes: 960}) || got["n"] != (MirrorStats{}) {
+		t.Errorf("after a change of settings: %+v, want m kept and n at zero", got)
+	}
+	if err := b.SetMirrors(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetMirrors([]MirrorConfig{{Name: "m", SelectAll: true, OutputPort: "p4"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.MirrorStats()["m"]; got != (MirrorStats{}) {
+		t.Errorf("a mirror removed and made again: %+v, want zero", got)
+	}
+}

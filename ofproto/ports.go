@@ -45,6 +45,11 @@ type Port struct {
 	tunnel *tunnelPort
 	// Bond is the bond the port is a member of (bond.go), nil for none.
 	Bond *Bond
+	// LACPBundle is, for a port of one interface running LACP, its
+	// bundle of one (BondConfig.Single): LACP runs on it as on a bond's
+	// members, but NORMAL sees a plain port, as ovs-vswitchd's bundle
+	// with LACP and no bond. nil for none; never set with Bond.
+	LACPBundle *Bond
 	// STP is the port's spanning tree state, 0 when it takes no part in
 	// one (stp_bridge.go).
 	STP stp.State
@@ -108,12 +113,15 @@ type Ports struct {
 	// mirrorCfg is the mirrors each new PortSet compiles (mirror.go),
 	// under mu.
 	mirrorCfg []MirrorConfig
+	// mirrorStats are the mirrors' counters by name (mirror.go): they
+	// outlive a PortSet, and a change of a mirror's settings.
+	mirrorStats map[string]*Rule
 }
 
 // store publishes a PortSet of list with the mirrors. The caller holds mu.
 func (p *Ports) store(list []*Port) {
 	s := buildPortSet(list)
-	s.mirrors = compileMirrors(p.mirrorCfg, s.list)
+	s.mirrors = compileMirrors(p.mirrorCfg, p.mirrorStats, s.list)
 	p.cur.Store(s)
 }
 

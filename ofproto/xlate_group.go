@@ -110,10 +110,19 @@ func (c *xctx) bucket(g *Group, i int) {
 }
 
 // portLive reports whether OpenFlow port p can send: it exists and is
-// neither administratively down nor without link.
+// neither administratively down nor without link, nor, on a port of one
+// interface running LACP, held back by LACP (OVS's may_enable_port).
 func (c *xctx) portLive(p uint32) bool {
 	pt := c.ports.ByOF(p)
-	return pt != nil && !pt.Down && !pt.LinkDown
+	if pt == nil || pt.Down || pt.LinkDown {
+		return false
+	}
+	if pt.LACPBundle != nil {
+		if st := c.ports.bonds[pt.LACPBundle]; st != nil && len(st.mayEnable) == 1 {
+			return st.mayEnable[0]
+		}
+	}
+	return true
 }
 
 // bucketLive is OVS's bucket_is_alive.

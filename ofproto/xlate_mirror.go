@@ -64,6 +64,9 @@ func (c *xctx) mirrorOutput(m *mirror) {
 		return
 	}
 	c.mirrored |= m.bit
+	if m.stats != nil {
+		c.note(m.stats) // counted as OVS's mirror_update_stats: xlate.go
+	}
 	// A copy's outputs are cut to the mirror's snaplen (emitOutput);
 	// an egress mirror met on the way sets its own, and this one's
 	// comes back after.

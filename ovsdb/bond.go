@@ -34,6 +34,11 @@ type BondConfig struct {
 	// bond-miimon-interval (default 200, at least 100, as ovs-vswitchd's
 	// bridge.c and netdev-linux.c have it). 0 is carrier detection.
 	MiimonInterval int
+	// Single is a Port of one Interface with LACP: a bundle of one that
+	// runs LACP and no bond (Members is that interface), as ovs-
+	// vswitchd's bundle with LACP and no bond; its PortConfig has no
+	// Bond. Only Name, Members and LACP count.
+	Single bool
 }
 
 // parseBond checks a bond Port's columns. errMsg, when set, refuses the
@@ -110,12 +115,13 @@ func parseBond(p *Port, members []string) (b BondConfig, errMsg, warn string) {
 	return b, "", warn
 }
 
-// bondOf returns the bond a Port of several Interfaces asks for (nil for
-// a Port of one), or the error that refuses it. The warning of a bond
+// bondOf returns the bond a Port of several Interfaces asks for, or for a
+// Port of one the bundle of one its LACP asks for (nil without LACP), or
+// the error that refuses it. The warning of a bond
 // that runs goes to problems.
 func bondOf(p *Port, ifaces map[string]*Interface, problems *[]string) (*BondConfig, string) {
 	if len(p.Interfaces) < 2 {
-		return nil, lacpOnePort(p) // bond_lacp.go
+		return lacpOnePort(p, ifaces) // bond_lacp.go
 	}
 	var names []string
 	for _, iu := range p.Interfaces {
@@ -155,12 +161,34 @@ func (r *Reconciler) applyBonds(bc *BridgeConfig, out map[string]ifaceStatus) {
 				out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
 			}
 		}
+		for _, b := range bc.Bonds {
+			if !b.Single {
+				continue
+			}
+			msg := fmt.Sprintf("port %s: LACP is not supported by this switch", b.Name)
+			r.problemf(slog.LevelWarn, "bridge %s: %s", bc.Name, msg)
+			for _, pc := range bc.Ports {
+				if pc.Name == b.Name {
+					out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
+				}
+			}
+		}
 		return
 	}
 	errs := bs.SetBonds(bc.Name, bc.Bonds)
+	single := map[string]bool{}
+	for _, b := range bc.Bonds {
+		if b.Single {
+			single[b.Name] = true
+		}
+	}
 	for _, pc := range bc.Ports {
-		if err := errs[pc.Bond]; pc.Bond != "" && err != nil {
-			msg := fmt.Sprintf("bond %s: %v", pc.Bond, err)
+		name := pc.Bond
+		if name == "" && single[pc.Name] {
+			name = pc.Name
+		}
+		if err := errs[name]; name != "" && err != nil {
+			msg := fmt.Sprintf("bond %s: %v", name, err)
 			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
 			if _, done := out[pc.IfaceUUID]; !done {
 				out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}

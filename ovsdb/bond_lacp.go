@@ -98,11 +98,22 @@ func lacpMembers(p *Port, ifaces map[string]*Interface) (map[string]LACPMember, 
 	return m, ""
 }
 
-// lacpOnePort refuses LACP on a Port of one Interface: ovs-vswitchd runs
-// LACP on such a port (a bundle of one); govswitchd runs it on bonds only.
-func lacpOnePort(p *Port) string {
-	if p.LACP == nil || *p.LACP == "" || *p.LACP == "off" {
-		return ""
+// lacpOnePort is the bundle of one that LACP on a Port of one Interface
+// asks for (nil for lacp off), or the error that refuses its LACP:
+// ovs-vswitchd runs LACP on such a port without a bond (bridge.c
+// configures LACP whatever the number of interfaces; ofproto-dpif makes a
+// bond only of two or more), and the bond columns mean nothing there.
+func lacpOnePort(p *Port, ifaces map[string]*Interface) (*BondConfig, string) {
+	lacp, msg := parseLACP(p)
+	if lacp == nil || msg != "" {
+		return nil, msg
 	}
-	return fmt.Sprintf("port %s: lacp=%s on a port of one interface is not supported by govswitchd (LACP runs on bonds of two or more interfaces)", p.Name, *p.LACP)
+	b := &BondConfig{PortUUID: p.UUID, Name: p.Name, Mode: "active-backup", Single: true, LACP: lacp}
+	for _, iu := range p.Interfaces {
+		if in := ifaces[iu]; in != nil {
+			b.Members = append(b.Members, in.Name)
+		}
+	}
+	lacp.Members, msg = lacpMembers(p, ifaces)
+	return b, msg
 }

@@ -372,6 +372,9 @@ func Build(r *Rows) Desired {
 				if isTunnelType(pc.Type) {
 					pc.Options, pc.Tunnel = in.Options, tunnelOptionsText(in.Options)
 				}
+				if isProbedTunnelType(pc.Type) {
+					pc.Options = in.Options
+				}
 				if in.OfportRequest != nil && *in.OfportRequest > 0 && *in.OfportRequest < 0xff00 {
 					pc.OFPortRequest = uint32(*in.OfportRequest)
 				}
@@ -391,7 +394,7 @@ func Build(r *Rows) Desired {
 					pc.Err = bondErr
 				case in.Name == "" || len(in.Name) > 15:
 					pc.Err = fmt.Sprintf("could not open network device %q (a device name is 1 to 15 characters)", in.Name)
-				case bond != nil:
+				case bond != nil && !bond.Single:
 					pc.Bond = p.Name
 				case in.Name != p.Name:
 					pc.Err = fmt.Sprintf("interface %s of port %s: govswitchd needs a port and its interface to have one name", in.Name, p.Name)
@@ -429,6 +432,10 @@ func ifaceType(t string) (typ, errMsg string) {
 		return "internal", ""
 	case "patch":
 		return "patch", ""
+	case "bareudp", "gtpu":
+		// Not carried: the switch refuses them with what the kernel
+		// says of them, as ovs-vswitchd meets it (config_tunnel.go).
+		return t, ""
 	}
 	if isTunnelType(t) {
 		return t, ""

@@ -83,11 +83,32 @@ func TestBuild(t *testing.T) {
 			name: "unsupported interface type",
 			rows: func() *Rows {
 				return rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
-					map[string][]*Interface{"vx0": {iface("vx0", "bareudp")}})
+					map[string][]*Interface{"vx0": {iface("vx0", "lisp")}})
 			},
 			check: func(t *testing.T, d Desired) {
-				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"bareudp" is not supported`) {
+				if e := d.Bridges[0].Ports[0].Err; !strings.Contains(e, `"lisp" is not supported`) {
 					t.Errorf("Err %q", e)
+				}
+			},
+		},
+		{
+			// The switch refuses them with the kernel's answer
+			// (vswitchd/tunnel_probe.go): they reach it, options and all.
+			name: "bareudp and gtpu go to the switch",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"bu0": {iface("bu0", "bareudp")}, "gt0": {iface("gt0", "gtpu")}})
+				r.Interfaces["i-bu0"].Options = map[string]string{"remote_ip": "10.1.1.2", "dst_port": "6635", "payload_type": "mpls"}
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				for _, p := range d.Bridges[0].Ports {
+					if want := map[string]string{"bu0": "bareudp", "gt0": "gtpu"}[p.Name]; p.Err != "" || p.Type != want {
+						t.Errorf("port %s: Err %q Type %q", p.Name, p.Err, p.Type)
+					}
+					if p.Name == "bu0" && p.Options["payload_type"] != "mpls" {
+						t.Errorf("bu0 options %v", p.Options)
+					}
 				}
 			},
 		},
@@ -157,13 +178,43 @@ func TestBuild(t *testing.T) {
 			},
 			check: func(t *testing.T, d Desired) {
 				for _, p := range d.Bridges[0].Ports {
-					want := "unknown LACP mode sometimes"
 					if p.Name == "c" {
-						want = "lacp=active on a port of one interface is not supported"
+						// A port of one interface runs LACP as a
+						// bundle of one, with no bond (as ovs-vswitchd).
+						if p.Err != "" || p.Bond != "" {
+							t.Errorf("port c Err %q Bond %q, want neither", p.Err, p.Bond)
+						}
+						continue
 					}
-					if !strings.Contains(p.Err, want) {
+					if want := "unknown LACP mode sometimes"; !strings.Contains(p.Err, want) {
 						t.Errorf("port %s Err %q, want %q", p.Name, p.Err, want)
 					}
+				}
+				b := d.Bridges[0].Bonds
+				if len(b) != 1 || !b[0].Single || b[0].Name != "c" || fmt.Sprint(b[0].Members) != "[c]" || b[0].LACP == nil || !b[0].LACP.Active {
+					t.Errorf("bonds %+v, want c's bundle of one with active LACP", b)
+				}
+			},
+		},
+		{
+			name: "lacp on one interface with bad settings refused",
+			rows: func() *Rows {
+				r := rowsOf(&OpenvSwitch{UUID: "root"}, &Bridge{UUID: "b0", Name: "br0"},
+					map[string][]*Interface{"c": {iface("c", "")}, "d": {iface("d", "")}})
+				bad, off := "sometimes", "off"
+				r.Ports["p-c"].LACP = &bad
+				r.Ports["p-d"].LACP = &off
+				return r
+			},
+			check: func(t *testing.T, d Desired) {
+				for _, p := range d.Bridges[0].Ports {
+					want := map[string]string{"c": "unknown LACP mode sometimes", "d": ""}[p.Name]
+					if want == "" && p.Err != "" || !strings.Contains(p.Err, want) {
+						t.Errorf("port %s Err %q, want %q", p.Name, p.Err, want)
+					}
+				}
+				if b := d.Bridges[0].Bonds; len(b) != 0 {
+					t.Errorf("bonds %+v, want none", b)
 				}
 			},
 		},

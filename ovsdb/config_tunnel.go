@@ -16,6 +16,12 @@ func isTunnelType(t string) bool {
 	return false
 }
 
+// isProbedTunnelType reports whether t is an Interface type govswitchd
+// does not carry but hands to the switch with its options, so that the
+// switch refuses it with the kernel's answer (bareudp, gtpu): on a kernel
+// without them ovs-vswitchd 3.1 fails the same way.
+func isProbedTunnelType(t string) bool { return t == "bareudp" || t == "gtpu" }
+
 // tunnelOptionsText is a tunnel interface's options as sorted key=value
 // pairs, the form in which the switch reports a running tunnel port's.
 func tunnelOptionsText(opts map[string]string) string {

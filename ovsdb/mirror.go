@@ -3,7 +3,11 @@ package ovsdb
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
+	"time"
+
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-org/libovsdb/cache"
 )
@@ -19,6 +23,8 @@ type Mirror struct {
 	OutputPort    *string  `ovsdb:"output_port"` // Port UUID
 	OutputVLAN    *int     `ovsdb:"output_vlan"`
 	Snaplen       *int     `ovsdb:"snaplen"`
+	// Statistics is written by the switch (MirrorStatsSwitch).
+	Statistics map[string]int `ovsdb:"statistics"`
 }
 
 // MirrorConfig is one Mirror row of a bridge, checked by Build, with its
@@ -130,6 +136,65 @@ func buildMirrors(br *Bridge, r *Rows, problems *[]string) []MirrorConfig {
 // every bridge's mirrors after its ports and bonds.
 type MirrorSwitch interface {
 	SetMirrors(bridge string, mirrors []MirrorConfig) error
+}
+
+// MirrorStatsSwitch is a MirrorSwitch that counts what its mirrors were
+// sent, for the Mirror table's statistics column.
+type MirrorStatsSwitch interface {
+	// MirrorStats returns the tx_packets and tx_bytes of the bridge's
+	// mirrors that run, by name; a mirror absent has no statistics.
+	MirrorStats(bridge string) map[string][2]uint64
+}
+
+// mirrorStatsUpdates returns the writes of the Mirror rows' statistics
+// that differ from what the switch counts, as ovs-vswitchd's
+// mirror_refresh_stats: once a refresh period (its stats-update-interval,
+// 5 s by default), and at once for a mirror whose column is still empty
+// (ovs-vswitchd writes its first statistics right after the mirror is
+// made). A mirror the switch does not run has none.
+func (m *Monitor) mirrorStatsUpdates(c *dbClient, rows *Rows) ([]libovsdb.Operation, error) {
+	ms, ok := m.sw.(MirrorStatsSwitch)
+	if !ok {
+		return nil, nil
+	}
+	refresh := m.Refresh
+	if refresh <= 0 {
+		refresh = DefaultRefresh
+	}
+	full := time.Since(m.mirrorStatsAt) >= refresh
+	var ops []libovsdb.Operation
+	for _, br := range rows.Bridges {
+		if len(br.Mirrors) == 0 {
+			continue
+		}
+		stats := ms.MirrorStats(br.Name)
+		for _, mu := range br.Mirrors {
+			row := rows.Mirrors[mu]
+			if row == nil {
+				continue
+			}
+			want := map[string]int{}
+			if st, ok := stats[row.Name]; ok {
+				want["tx_packets"], want["tx_bytes"] = int(st[0]), int(st[1])
+			}
+			if maps.Equal(want, row.Statistics) || len(want) == 0 && len(row.Statistics) == 0 {
+				continue
+			}
+			if !full && len(row.Statistics) > 0 && len(want) > 0 {
+				continue
+			}
+			n := &Mirror{UUID: row.UUID, Statistics: want}
+			o, err := c.Update(n, &n.Statistics)
+			if err != nil {
+				return nil, fmt.Errorf("mirror %s: statistics: %w", row.Name, err)
+			}
+			ops = append(ops, o...)
+		}
+	}
+	if full {
+		m.mirrorStatsAt = time.Now()
+	}
+	return ops, nil
 }
 
 func (r *Reconciler) applyMirrors(bc *BridgeConfig) {

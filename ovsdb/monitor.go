@@ -66,6 +66,8 @@ type Monitor struct {
 	stpStatusAt time.Time
 	// rstpStatusAt is the same for RSTP (rstp.go).
 	rstpStatusAt time.Time
+	// mirrorStatsAt is when Mirror statistics were last written (mirror.go).
+	mirrorStatsAt time.Time
 }
 
 // NewMonitor returns a monitor that will configure sw.
@@ -289,6 +291,11 @@ func (m *Monitor) reconcile(ctx context.Context, c *dbClient, rec *Reconciler) e
 	}
 	ops = append(ops, o...)
 	o, err = m.rstpStatusUpdates(c, rows) // rstp.go
+	if err != nil {
+		return err
+	}
+	ops = append(ops, o...)
+	o, err = m.mirrorStatsUpdates(c, rows) // mirror.go
 	if err != nil {
 		return err
 	}

@@ -388,7 +388,7 @@ func (r *Reconciler) applyPorts(bc *BridgeConfig) map[string]ifaceStatus {
 		}
 		if err := r.sw.AddPort(bc.Name, pc); err != nil {
 			msg := addError(pc.Name, err)
-			r.problemf(slog.LevelError, "bridge %s: %s", bc.Name, msg)
+			r.problemf(slog.LevelWarn, "%s", msg) // as bridge.c's iface_do_create words and levels it
 			out[pc.IfaceUUID] = ifaceStatus{ofport: -1, err: msg}
 			continue
 		}

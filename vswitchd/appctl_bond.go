@@ -34,7 +34,10 @@ func (s *ovsdbSwitch) SetBonds(bridge string, bonds []ovsdb.BondConfig) map[stri
 			continue
 		}
 		c := ofproto.BondConfig{Name: bc.Name, Mode: mode, Members: bc.Members, Primary: bc.Primary, HashBasis: bc.HashBasis,
-			AllMembersActive: bc.AllMembersActive, Log: s.d.moduleLogger("bond")}
+			AllMembersActive: bc.AllMembersActive, Single: bc.Single}
+		if !bc.Single {
+			c.Log = s.d.moduleLogger("bond") // a bundle of one is no bond and says nothing as one
+		}
 		lacpBondConfig(&c, &bc, s.d.moduleLogger("lacp")) // appctl_lacp.go
 		cfgs = append(cfgs, c)
 	}
@@ -262,6 +265,20 @@ func (s *ovsdbSwitch) SetMirrors(bridge string, mirrors []ovsdb.MirrorConfig) er
 	}
 	s.invalidate(b)
 	return nil
+}
+
+// MirrorStats is the Mirror statistics of the bridge's mirrors that run
+// (ovsdb.MirrorStatsSwitch).
+func (s *ovsdbSwitch) MirrorStats(bridge string) map[string][2]uint64 {
+	b := s.d.Bridge(bridge)
+	if b == nil {
+		return nil
+	}
+	out := map[string][2]uint64{}
+	for name, st := range b.MirrorStats() {
+		out[name] = [2]uint64{st.Packets, st.Bytes}
+	}
+	return out
 }
 
 func mirrorsEqual(a, b []ofproto.MirrorConfig) bool {

@@ -319,6 +319,8 @@ func (s *ovsdbSwitch) AddPort(bridge string, p *ovsdb.PortConfig) error {
 	switch {
 	case p.Type == ofproto.PortTypePatch:
 		_, err = b.AddPatchPort(p.Name, p.Peer, ofport, v)
+	case p.Type == datapath.TunnelBareUDP || p.Type == datapath.TunnelGTPU:
+		return s.refuseTunnel(b, p) // tunnel_probe.go
 	case ofproto.IsTunnelType(p.Type):
 		err = addTunnelPort(b, p, ofport, v) // tunnel.go
 	default:

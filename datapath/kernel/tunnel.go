@@ -153,6 +153,62 @@ func (d *Datapath) DeleteTunnelVport(vp datapath.Vport) error {
 
 var _ datapath.TunnelVporter = (*Datapath)(nil)
 
+// bareudp's rtnetlink attributes (IFLA_BAREUDP_*, linux/if_link.h) and
+// the low end of the source ports ovs-vswitchd gives it.
+const (
+	iflaBareUDPPort       = 1
+	iflaBareUDPEthertype  = 2
+	iflaBareUDPSrcPortMin = 3
+	iflaBareUDPMultiproto = 4
+	bareUDPSrcPortMin     = 49153
+)
+
+// ProbeTunnelVport is datapath.KernelTunnelProber's: the steps of
+// ovs-vswitchd's dpif_netlink_port_add for a bareudp or gtpu port,
+// undone at once.
+func (d *Datapath) ProbeTunnelVport(kind string, dstPort, ethertype uint16, multiproto bool) error {
+	var compat datapath.VportType
+	switch kind {
+	case datapath.TunnelBareUDP:
+		compat = datapath.VportBareUDP
+	case datapath.TunnelGTPU:
+		compat = datapath.VportGTPU
+		if dstPort == 0 {
+			dstPort = datapath.TunnelDefaultPort(kind)
+		}
+	default:
+		return fmt.Errorf("tunnel kind %q: %w", kind, datapath.ErrNotSupported)
+	}
+	name := datapath.TunnelVportName(kind, dstPort)
+	if kind == datapath.TunnelBareUDP {
+		err := createRawLink("bareudp", name, func(data *nl.RtAttr) {
+			var b [2]byte
+			binary.BigEndian.PutUint16(b[:], ethertype)
+			data.AddRtAttr(iflaBareUDPEthertype, append([]byte(nil), b[:]...))
+			data.AddRtAttr(iflaBareUDPSrcPortMin, nl.Uint16Attr(bareUDPSrcPortMin))
+			binary.BigEndian.PutUint16(b[:], dstPort)
+			data.AddRtAttr(iflaBareUDPPort, append([]byte(nil), b[:]...))
+			if multiproto {
+				data.AddRtAttr(iflaBareUDPMultiproto, nil)
+			}
+		})
+		if err == nil {
+			if l, lerr := netlink.LinkByName(name); lerr == nil {
+				netlink.LinkDel(l)
+			}
+			return fmt.Errorf("the kernel made bareudp device %s, but govswitchd does not carry bareudp tunnels: %w", name, datapath.ErrNotSupported)
+		}
+	}
+	vp, err := d.AddVport(datapath.VportSpec{Name: name, Type: compat})
+	if err != nil {
+		return err
+	}
+	d.DeleteVport(vp.PortNo)
+	return fmt.Errorf("the kernel took %s vport %s, but govswitchd does not carry %s tunnels: %w", compat, name, kind, datapath.ErrNotSupported)
+}
+
+var _ datapath.KernelTunnelProber = (*Datapath)(nil)
+
 // makeErspanDevice creates (or finds) the collect-metadata erspan or
 // ip6erspan device name, as ovs-vswitchd's dpif_netlink_rtnl_create does:
 // the rtnetlink kind named for the tunnel type, IFLA_GRE_COLLECT_METADATA
