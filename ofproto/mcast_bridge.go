@@ -1,0 +1,66 @@
+package ofproto
+
+import (
+	"slices"
+	"time"
+
+	"github.com/govswitch/govswitch/ofproto/mcast"
+)
+
+// McastSnooping is a bridge's multicast snooping configuration, as
+// ovs-vswitchd's bridge_configure_mcast_snooping reads it: Bridge
+// other_config mcast-snooping-aging-time (zero: 300 s),
+// mcast-snooping-table-size (zero: 2048) and
+// mcast-snooping-disable-flood-unregistered, and the Ports whose
+// other_config sets mcast-snooping-flood or mcast-snooping-flood-reports
+// (by name).
+type McastSnooping struct {
+	Aging                    time.Duration
+	TableSize                int
+	DisableFloodUnregistered bool
+	Flood, FloodReports      []string
+}
+
+// SetMcastSnooping turns multicast snooping on with s, or off (nil). On,
+// NORMAL forwards IP multicast by the snooping table (xlate_mcast.go);
+// turning it on or off translates every datapath flow again, and a change
+// of settings those it may alter. A bridge that keeps snooping on keeps
+// what it learned. Port names not on the bridge are left out; the caller
+// sets the configuration again when its ports change.
+func (b *Bridge) SetMcastSnooping(s *McastSnooping) {
+	x := b.X
+	if s == nil {
+		if x.mcast.Swap(nil) != nil {
+			b.Tables.Invalidate()
+		}
+		return
+	}
+	ms := x.mcast.Load()
+	fresh := ms == nil
+	if fresh {
+		ms = mcast.New()
+	}
+	ms.Configure(s.Aging, s.TableSize, !s.DisableFloodUnregistered)
+	ms.SetPorts(b.portNumbers(s.Flood), b.portNumbers(s.FloodReports))
+	if fresh {
+		x.mcast.Store(ms)
+		b.Tables.Invalidate()
+	}
+}
+
+// McastSnooping returns the bridge's snooping table, nil when snooping is
+// off.
+func (b *Bridge) McastSnooping() *mcast.Table { return b.X.mcast.Load() }
+
+// portNumbers returns the OpenFlow numbers of the named ports that are on
+// the bridge, in ascending order.
+func (b *Bridge) portNumbers(names []string) []uint32 {
+	var out []uint32
+	for _, n := range names {
+		if p := b.Ports.byName(n); p != nil {
+			out = append(out, p.OFPort)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
