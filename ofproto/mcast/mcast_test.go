@@ -163,10 +163,10 @@ func TestAgingSizeAndPorts(t *testing.T) {
 		t.Errorf("ages: %q", got)
 	}
 	// Groups .2 to .11 remain, joined at t0+2s ... t0+11s, aging 15 s.
-	if tb.Expire(t0.Add(16*time.Second)); tb.Len() != 10 {
+	if tb.Expire(t0.Add(16 * time.Second)); tb.Len() != 10 {
 		t.Errorf("expired early: len %d", tb.Len())
 	}
-	if tb.Expire(t0.Add(17*time.Second)); tb.Len() != 9 {
+	if tb.Expire(t0.Add(17 * time.Second)); tb.Len() != 9 {
 		t.Errorf("group .2 did not expire at its time: len %d", tb.Len())
 	}
 	tb.Expire(t0.Add(30 * time.Second))
