@@ -25,7 +25,7 @@ type McastSnooping struct {
 // NORMAL forwards IP multicast by the snooping table (xlate_mcast.go);
 // turning it on or off translates every datapath flow again, and a change
 // of settings those it may alter. A bridge that keeps snooping on keeps
-// what it learned. Port names not on the bridge are left out; the caller
+// what it learned, but for the ports no longer on it. Port names not on the bridge are left out; the caller
 // sets the configuration again when its ports change.
 func (b *Bridge) SetMcastSnooping(s *McastSnooping) {
 	x := b.X
@@ -42,6 +42,15 @@ func (b *Bridge) SetMcastSnooping(s *McastSnooping) {
 	}
 	ms.Configure(s.Aging, s.TableSize, !s.DisableFloodUnregistered)
 	ms.SetPorts(b.portNumbers(s.Flood), b.portNumbers(s.FloodReports))
+	// A port that left the bridge takes its memberships and routers
+	// with it, as OVS's bundle removal flushes them: a port added later
+	// under the same number starts clean.
+	ports := b.Ports.Snapshot()
+	for _, e := range ms.Entries(time.Now()) {
+		if ports.ByOF(e.Port) == nil {
+			ms.FlushPort(e.Port)
+		}
+	}
 	if fresh {
 		x.mcast.Store(ms)
 		b.Tables.Invalidate()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/govswitch/govswitch/datapath"
+	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/maclearn"
 	"github.com/govswitch/govswitch/ofproto/mcast"
@@ -170,5 +171,37 @@ func TestNormalMcastAllocs(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("multicast NORMAL allocates %v per run", n)
+	}
+}
+
+func TestSetMcastSnoopingFlushesGonePorts(t *testing.T) {
+	prov := dummy.New()
+	if _, err := prov.AddNetdev("p1"); err != nil {
+		t.Fatal(err)
+	}
+	dp, err := prov.Create("br0", datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBridge(BridgeConfig{Name: "br0"}, dp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	if _, err := b.AddPort("p1", "system", 1); err != nil {
+		t.Fatal(err)
+	}
+	b.SetMcastSnooping(&McastSnooping{})
+	ms := b.McastSnooping()
+	g := mcast.IPv4Group(0, [4]byte{239, 1, 1, 1})
+	ms.Join(g, 1, t0)
+	ms.Join(g, 77, t0) // no such port
+	b.SetMcastSnooping(&McastSnooping{Aging: time.Minute})
+	if m, _ := ms.Members(g, nil); len(m) != 1 || m[0] != 1 || b.McastSnooping() != ms || ms.Aging() != time.Minute {
+		t.Errorf("members %v after reconfiguration", m)
+	}
+	b.SetMcastSnooping(nil)
+	if b.McastSnooping() != nil {
+		t.Errorf("snooping still on")
 	}
 }
