@@ -3,6 +3,7 @@ package vswitchd
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -43,6 +44,30 @@ func mcastIPFrame(n byte, dst [4]byte, proto byte, payload []byte) []byte {
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)+len(payload)))
 	binary.BigEndian.PutUint16(ip[10:], inetSum(ip))
 	return append(append(f, ip...), payload...)
+}
+
+// mcastIPv6Frame is an Ethernet frame from host n (MAC
+// 02:00:00:00:00:0n, IPv6 fe80::n) to IPv6 address dst, its MAC the
+// group's, carrying payload in next header proto (58 ICMPv6 behind a
+// hop-by-hop router alert, as MLD is sent, its checksum filled in; 17
+// UDP with the header included in payload).
+func mcastIPv6Frame(n byte, dst [16]byte, proto byte, payload []byte) []byte {
+	f := []byte{0x33, 0x33, dst[12], dst[13], dst[14], dst[15], 0x02, 0, 0, 0, 0, n, 0x86, 0xdd}
+	src := [16]byte{0xfe, 0x80, 15: n}
+	ip := make([]byte, 40)
+	ip[0], ip[6], ip[7] = 0x60, proto, 1
+	copy(ip[8:], src[:])
+	copy(ip[24:], dst[:])
+	var ext []byte
+	if proto == 58 {
+		ip[6] = 0 // hop-by-hop
+		ext = []byte{58, 0, 5, 2, 0, 0, 1, 0}
+		pseudo := append(append(append([]byte{}, src[:]...), dst[:]...), 0, 0, byte(len(payload)>>8), byte(len(payload)), 0, 0, 0, 58)
+		binary.BigEndian.PutUint16(payload[2:], 0)
+		binary.BigEndian.PutUint16(payload[2:], inetSum(append(pseudo, payload...)))
+	}
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(ext)+len(payload)))
+	return append(append(append(f, ip...), ext...), payload...)
 }
 
 // igmpMsg is an IGMP message with its checksum.
@@ -88,8 +113,8 @@ func mcastSteps(t *testing.T, tag, bridge string, ports [4]string, raws [4]*test
 		s := appctl("mdb/show", bridge)
 		var lines []string
 		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-			if strings.Contains(l, ":") && !strings.Contains(l, "GROUP") {
-				continue // an MLD group of a host's own, not this test's
+			if strings.HasPrefix(strings.TrimSpace(l), "LOCAL") {
+				continue // the bridge's own device's groups, if it is up
 			}
 			lines = append(lines, l)
 		}
@@ -169,6 +194,37 @@ func mcastSteps(t *testing.T, tag, bridge string, ports [4]string, raws [4]*test
 	data("after h1 left", 2, g1)
 	data("unregistered, flooded", 2, [4]byte{239, 9, 9, 9})
 	data("link-local", 2, [4]byte{224, 0, 0, 251})
+
+	// MLD: h1 reports ff0e::1:1 (v1), h2 too (v2, exclude none); data to
+	// it goes to them and h4 (a router port since its IGMP query); h1
+	// says done; ff02::1 is flooded.
+	m1 := [16]byte{0xff, 0x0e, 13: 1, 15: 1}
+	send(0, mcastIPv6Frame(1, m1, 58, append([]byte{131, 0, 0, 0, 0, 0, 0, 0}, m1[:]...)))
+	send(1, mcastIPv6Frame(2, [16]byte{0xff, 0x02, 15: 0x16}, 58, append([]byte{143, 0, 0, 0, 0, 0, 0, 1, 4, 0, 0, 0}, m1[:]...)))
+	mdb("MLD reports")
+	data6 := func(what string, from int, dst [16]byte) {
+		t.Helper()
+		step++
+		mark := fmt.Sprintf("mcast-%s-%d", tag, step)
+		send(from, mcastIPv6Frame(byte(from+1), dst, 17, udpMark(mark)))
+		var got []string
+		for i := range raws {
+			if i == from {
+				continue
+			}
+			if _, err := raws[i].Recv(700*time.Millisecond, func(b []byte) bool { return strings.Contains(string(b), mark) }); err == nil {
+				got = append(got, fmt.Sprintf("h%d", i+1))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: h%d -> %s reached %v", what, from+1, net.IP(dst[:]), got))
+	}
+	data6("MLD members and router", 2, m1)
+	send(0, mcastIPv6Frame(1, [16]byte{0xff, 0x02, 15: 2}, 58, append([]byte{132, 0, 0, 0, 0, 0, 0, 0}, m1[:]...)))
+	mdb("MLD done")
+	data6("MLD after h1 done", 2, m1)
+	data6("MLD unregistered", 2, [16]byte{0xff, 0x0e, 15: 9})
+	data6("all hosts", 2, [16]byte{0xff, 0x02, 15: 1})
+
 	vsctl("set", "Bridge", bridge, "other_config:mcast-snooping-disable-flood-unregistered=true")
 	time.Sleep(500 * time.Millisecond)
 	data("unregistered, not flooded", 2, [4]byte{239, 9, 9, 8})
@@ -187,7 +243,8 @@ func mcastSteps(t *testing.T, tag, bridge string, ports [4]string, raws [4]*test
 	stats := regexp.MustCompile(`packets:\d+, bytes:\d+, used:[^,]+, |, flags:[^,]*`)
 	pids := regexp.MustCompile(`pid=\d+`)
 	for _, l := range strings.Split(string(dump), "\n") {
-		if strings.Contains(l, "proto=2") || strings.Contains(l, "dst=239.1.1.1") || strings.Contains(l, "dst=239.9.9.9") {
+		if strings.Contains(l, "proto=2,") || strings.Contains(l, "dst=239.1.1.1") || strings.Contains(l, "dst=239.9.9.9") ||
+			strings.Contains(l, "ff0e::") || strings.Contains(l, "icmpv6(") || strings.Contains(l, "dst=ff02::1,") {
 			flows = append(flows, pids.ReplaceAllString(stats.ReplaceAllString(l, ""), "pid=P"))
 		}
 	}
