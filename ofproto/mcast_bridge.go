@@ -61,13 +61,33 @@ func (b *Bridge) SetMcastSnooping(s *McastSnooping) {
 // off.
 func (b *Bridge) McastSnooping() *mcast.Table { return b.X.mcast.Load() }
 
+// flushMcast empties the snooping table, if snooping is on, where OVS
+// flushes it with the MAC table (a spanning tree topology change).
+func (b *Bridge) flushMcast() {
+	if ms := b.X.mcast.Load(); ms != nil {
+		ms.Flush()
+	}
+}
+
 // portNumbers returns the OpenFlow numbers of the named ports that are on
-// the bridge, in ascending order.
+// the bridge, in ascending order. A bond stands as its representative
+// member (the lowest numbered), the port NORMAL learns a bond's frames on.
 func (b *Bridge) portNumbers(names []string) []uint32 {
 	var out []uint32
+	ports := b.Ports.Snapshot().List()
 	for _, n := range names {
 		if p := b.Ports.byName(n); p != nil {
 			out = append(out, p.OFPort)
+			continue
+		}
+		rep := uint32(0)
+		for _, p := range ports {
+			if p.Bond != nil && p.Bond.Config.Name == n && (rep == 0 || p.OFPort < rep) {
+				rep = p.OFPort
+			}
+		}
+		if rep != 0 {
+			out = append(out, rep)
 		}
 	}
 	slices.Sort(out)

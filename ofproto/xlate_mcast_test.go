@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -199,6 +200,17 @@ func TestSetMcastSnoopingFlushesGonePorts(t *testing.T) {
 	b.SetMcastSnooping(&McastSnooping{Aging: time.Minute})
 	if m, _ := ms.Members(g, nil); len(m) != 1 || m[0] != 1 || b.McastSnooping() != ms || ms.Aging() != time.Minute {
 		t.Errorf("members %v after reconfiguration", m)
+	}
+	// Flood ports by name; a bond by its lowest numbered member.
+	bond := &Bond{Config: BondConfig{Name: "bond0"}}
+	for _, n := range []uint32{7, 5} {
+		if err := b.Ports.Add(Port{OFPort: n, DPPort: 100 + n, Name: fmt.Sprintf("m%d", n), Bond: bond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.SetMcastSnooping(&McastSnooping{Flood: []string{"bond0", "p1", "nosuch"}, FloodReports: []string{"m7"}})
+	if f, r := ms.FloodPorts(nil), ms.FloodReportsPorts(nil); fmt.Sprint(f, r) != "[1 5] [7]" {
+		t.Errorf("flood ports %v, flood-reports ports %v", f, r)
 	}
 	b.SetMcastSnooping(nil)
 	if b.McastSnooping() != nil {

@@ -254,6 +254,18 @@ func mcastSteps(t *testing.T, tag, bridge string, ports [4]string, raws [4]*test
 		t.Errorf("%s mdb/flush said %q", tag, r)
 	}
 	out = append(out, "flushed: "+strings.TrimSpace(appctl("mdb/show", bridge)))
+
+	// Aging: with mcast-snooping-aging-time at its least, 15 s, a
+	// member that does not report again is gone after 15 s.
+	vsctl("set", "Bridge", bridge, "other_config:mcast-snooping-aging-time=15")
+	time.Sleep(300 * time.Millisecond)
+	g3 := [4]byte{239, 3, 3, 3}
+	send(1, mcastIPFrame(2, g3, 2, igmpMsg(0x16, 0, 0, 0, 239, 3, 3, 3)))
+	mdb("aging 15 s")
+	data("before aging out", 2, g3)
+	time.Sleep(16 * time.Second)
+	mdb("aged out")
+	data("after aging out", 2, g3)
 	vsctl("set", "Bridge", bridge, "mcast_snooping_enable=false")
 	time.Sleep(300 * time.Millisecond)
 	r := appctlAt(t, ctl, "mdb/show", bridge)
