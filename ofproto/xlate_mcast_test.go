@@ -217,3 +217,20 @@ func TestSetMcastSnoopingFlushesGonePorts(t *testing.T) {
 		t.Errorf("snooping still on")
 	}
 }
+
+// BenchmarkNormalMcast translates multicast data to a group with two
+// members and a router port, beside BenchmarkXlateNormal's unicast.
+func BenchmarkNormalMcast(b *testing.B) {
+	x, ms := mcastBridge(b)
+	g := mcast.IPv4Group(0, [4]byte{239, 1, 1, 1})
+	ms.Join(g, 1, t0)
+	ms.Join(g, 2, t0)
+	ms.AddMrouter(0, 4, t0)
+	out := Out{Actions: make([]byte, 0, 1024)}
+	k := mcastData(13, 3, [4]byte{239, 1, 1, 1})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		k.TpSrc = uint16(i)
+		x.Translate(&k, t0, true, &out)
+	}
+}
