@@ -23,6 +23,9 @@ const SharedDatapathName = "ovs-system"
 type translator interface {
 	// Translate is Xlator.Translate; out's versions are the translator's.
 	Translate(key *flow.Key, now time.Time, learn bool, out *Out)
+	// TranslatePacket is Xlator.TranslatePacket: Translate with the
+	// packet's bytes, which multicast snooping learns from.
+	TranslatePacket(key *flow.Key, packet []byte, now time.Time, learn bool, out *Out)
 	// versions returns the tables' and MAC tables' versions, numbers that
 	// change (grow) whenever a translation may change.
 	versions() (tables, mac uint64)
@@ -44,6 +47,9 @@ func (x *Xlator) expire(now time.Time) {
 	x.Tables.Expire(now)
 	if x.MAC != nil {
 		x.MAC.Expire(now)
+	}
+	if ms := x.mcast.Load(); ms != nil {
+		ms.Expire(now)
 	}
 }
 
@@ -168,12 +174,18 @@ func (bk *Backer) eachX(fn func(*Xlator)) {
 // on a port no bridge owns (the datapath's own port 0, a port being
 // removed) is dropped by a flow that matches the port alone.
 func (bk *Backer) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
+	bk.TranslatePacket(key, nil, now, learn, out)
+}
+
+// TranslatePacket is Translate with the packet's bytes
+// (Xlator.TranslatePacket).
+func (bk *Backer) TranslatePacket(key *flow.Key, packet []byte, now time.Time, learn bool, out *Out) {
 	s := bk.set.Load()
 	tv, mv := s.versions()
 	if b := s.owner[key.InPort]; b != nil {
-		b.X.Translate(key, now, learn, out)
+		b.X.TranslatePacket(key, packet, now, learn, out)
 	} else if te := s.tunnelReceiver(key); te != nil {
-		te.b.X.Translate(key, now, learn, out) // finds te.p again: xlate_tunnel.go
+		te.b.X.TranslatePacket(key, packet, now, learn, out) // finds te.p again: xlate_tunnel.go
 	} else if s.tunnels[key.InPort] != nil {
 		out.reset()
 		tunnelReceiveMask(key, &out.WC)

@@ -253,6 +253,7 @@ func (sb *rstpBridge) applyLocked(all bool) {
 	}
 	if sb.rt.TakeFDBFlush() {
 		sb.b.MAC.Flush()
+		sb.b.flushMcast() // as OVS flushes the mdb with the MAC table (mcast_bridge.go)
 		changed = true
 	}
 	if changed {

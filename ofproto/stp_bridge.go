@@ -255,6 +255,7 @@ func (sb *stpBridge) applyLocked(now time.Time, all bool) {
 	}
 	if sb.st.TakeFDBFlush() || flush {
 		sb.b.MAC.Flush()
+		sb.b.flushMcast() // as OVS flushes the mdb with the MAC table (mcast_bridge.go)
 		changed = true
 	}
 	if changed {

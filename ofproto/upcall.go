@@ -511,7 +511,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		}
 		u.c.misses.Add(1)
 		out := &hd.outs[i]
-		u.x.Translate(&up.Key, now, true, out)
+		u.x.TranslatePacket(&up.Key, up.Packet, now, true, out)
 
 		// Every packet the switch handles credits its rules, installed or
 		// not: the datapath flow's own counters start after this packet.

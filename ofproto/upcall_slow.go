@@ -174,7 +174,7 @@ func executeWithHelp(dp datapath.Datapath, packet []byte, key *flow.Key, out *Ou
 // installed (the flow that sent it is there) and no rule credited (the
 // revalidator credits the flow's own counters).
 func (hd *handler) slowUpcall(up *datapath.Upcall, out *Out, now time.Time) {
-	hd.u.x.Translate(&up.Key, now, true, out)
+	hd.u.x.TranslatePacket(&up.Key, up.Packet, now, true, out)
 	if out.Slow != 0 {
 		hd.slow.execute(up, out)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/maclearn"
+	"github.com/govswitch/govswitch/ofproto/mcast"
 	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
@@ -110,6 +111,9 @@ type Xlator struct {
 	stp atomic.Pointer[stpBridge]
 	// rstp is its rapid spanning tree, nil without (rstp_bridge.go).
 	rstp atomic.Pointer[rstpBridge]
+	// mcast is the bridge's multicast snooping table, nil when snooping
+	// is off (xlate_mcast.go, mcast_bridge.go).
+	mcast atomic.Pointer[mcast.Table]
 }
 
 // Out is the result of one translation. The caller owns it and reuses it
@@ -172,6 +176,10 @@ type Out struct {
 	Slow     uint32
 	slowActs []byte
 	slowOff  uint32 // the turned-off features that made it slow (backer_features.go)
+
+	// mcastPorts is NORMAL's multicast port list (xlate_mcast.go),
+	// kept for its capacity.
+	mcastPorts []uint32
 }
 
 func (o *Out) reset() {
@@ -241,15 +249,26 @@ type xstate struct {
 	scratch [2][16]byte
 	wasMPLS bool       // popped to an L3 header the datapath has not parsed (xlate_mpls.go)
 	encap   encapState // packet types (xlate_encap.go)
+	// packet is the packet being translated, when the caller has it
+	// (TranslatePacket); nil otherwise. Multicast snooping reads IGMP
+	// and MLD from it (xlate_mcast.go).
+	packet []byte
 }
 
 // macVersion is the MAC table's version, 0 when there is no MAC table.
 // It is one atomic load: handlers call it per batch.
 func (x *Xlator) macVersion() uint64 {
-	if x.MAC == nil {
-		return 0
+	v := uint64(0)
+	if x.MAC != nil {
+		v = x.MAC.Version()
 	}
-	return x.MAC.Version()
+	// The snooping table's changes count as the MAC table's: both alter
+	// NORMAL's outputs. Both versions only grow, so their sum changes
+	// whenever either does.
+	if ms := x.mcast.Load(); ms != nil {
+		v += ms.Version()
+	}
+	return v
 }
 
 // Translate runs key (InPort in datapath numbering) through the tables
@@ -257,6 +276,13 @@ func (x *Xlator) macVersion() uint64 {
 // whether NORMAL may update the MAC table (true on the miss path). It does
 // not allocate once out.Actions has grown to its working size.
 func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
+	x.TranslatePacket(key, nil, now, learn, out)
+}
+
+// TranslatePacket is Translate for a packet whose bytes the caller has
+// (the miss and slow paths): NORMAL's multicast snooping learns from the
+// IGMP and MLD messages in it. packet is read during the call only.
+func (x *Xlator) TranslatePacket(key *flow.Key, packet []byte, now time.Time, learn bool, out *Out) {
 	if vlanLimit.Load() != 0 && key.VLANs[len(key.VLANs)-1].TCI&flow.VLANPresent != 0 {
 		x.limitedTranslate(key, now, learn, out) // vlan_qinq.go
 		return
@@ -265,7 +291,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
 	c := &out.ctx
-	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
+	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key, packet: packet}
 	// Some fields are always part of the megaflow, as in OVS: the input
 	// port (every decision below can depend on it), the ethertype (the
 	// datapath rejects a key whose ethertype is wildcarded to zero, and
@@ -866,6 +892,11 @@ func (c *xctx) normal() {
 			c.out.Learned = true
 		}
 	}
+	if ms := c.x.mcast.Load(); ms != nil && c.flow.EthDst[0]&1 != 0 && c.flow.EthDst != ones6 &&
+		(c.flow.EthType == flow.EthTypeIPv4 || c.flow.EthType == flow.EthTypeIPv6) {
+		c.mcastNormal(ms, vlan, &ix) // xlate_mcast.go
+		return
+	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
 			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includesX(&ix) && !c.mirrorOut(pt) {
@@ -874,6 +905,13 @@ func (c *xctx) normal() {
 			return
 		}
 	}
+	c.normalFlood(vlan, &ix)
+}
+
+// normalFlood is NORMAL's flood of a frame of VLAN vlan, internal tags
+// ix, as OVS's xlate_normal_flood: to every port of the VLAN but the
+// input port's bundle.
+func (c *xctx) normalFlood(vlan uint16, ix *xvlan) {
 	if !c.ports.vlans && c.ports.bonds == nil && c.ports.mirrors == nil {
 		// Every port a trunk of all VLANs: every port takes the frame as
 		// it came.
@@ -895,11 +933,11 @@ func (c *xctx) normal() {
 			break
 		}
 		for _, pt := range c.ports.FloodOrder() {
-			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includesX(&ix) ||
+			if pt == c.inPort || pt.OFPort == c.flow.InPort || pt.Bond == nil && (pt.Down || pt.NoFlood) || !pt.VLAN.includesX(ix) ||
 				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
-			h := normalHeader(pt, &ix)
+			h := normalHeader(pt, ix)
 			switch {
 			case pass == 0 && h != start, pass > 0 && h == start:
 				continue
@@ -911,7 +949,7 @@ func (c *xctx) normal() {
 			case pass == 2 && h == next:
 				continue
 			}
-			c.normalOutput(pt, vlan, &ix)
+			c.normalOutput(pt, vlan, ix)
 		}
 	}
 }

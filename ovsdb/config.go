@@ -322,6 +322,7 @@ func Build(r *Rows) Desired {
 		bc.Protocols = parseProtocols(br.Name, br.Protocols, &d.Problems)
 		parseBridgeAddress(br.OtherConfig, &bc, &d.Problems)
 		parseBridgeRuntime(br.OtherConfig, &bc, &d.Problems)
+		parseMcast(r, br, &bc, &d.Problems) // mcast.go
 		parseSampling(r, br, &bc, &sflowSubID, &d.Problems)
 		bc.MACTableSize = parseInt(br.OtherConfig, "mac-table-size", 1, 1<<24, "bridge "+br.Name, &d.Problems)
 		if s := parseInt(br.OtherConfig, "mac-aging-time", 1, 1<<30, "bridge "+br.Name, &d.Problems); s > 0 {

@@ -62,10 +62,12 @@ type Bridge struct {
 	IPFIX   *string `ovsdb:"ipfix"`
 	// Spanning tree (stp.go, rstp.go): the switch writes Status and
 	// RSTPStatus.
-	STPEnable  bool              `ovsdb:"stp_enable"`
-	RSTPEnable bool              `ovsdb:"rstp_enable"`
-	Status     map[string]string `ovsdb:"status"`
-	RSTPStatus map[string]string `ovsdb:"rstp_status"`
+	STPEnable  bool `ovsdb:"stp_enable"`
+	RSTPEnable bool `ovsdb:"rstp_enable"`
+	// McastSnoopingEnable turns multicast snooping on (mcast.go).
+	McastSnoopingEnable bool              `ovsdb:"mcast_snooping_enable"`
+	Status              map[string]string `ovsdb:"status"`
+	RSTPStatus          map[string]string `ovsdb:"rstp_status"`
 }
 
 // Port is a row of the Port table: one or more interfaces (more is a bond).

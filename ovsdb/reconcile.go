@@ -72,6 +72,9 @@ type BridgeRuntime struct {
 	// DPDesc and SerialNum are other_config dp-desc and dp-sn, for
 	// OpenFlow's switch description ("" for the default).
 	DPDesc, SerialNum string
+	// Mcast is the bridge's multicast snooping, nil when
+	// mcast_snooping_enable is false (mcast.go).
+	Mcast *McastConfig
 }
 
 // PortState is a running port as the switch reports it.

@@ -35,17 +35,12 @@ var unsupportedGlobal = map[string]unsupportedKey{
 }
 
 var unsupportedBridge = map[string]unsupportedKey{
-	"controller-queue-size":                     {"100", "a configurable controller queue"},
-	"in-band-queue":                             {"", "in-band control"},
-	"mcast-snooping-aging-time":                 {"", "multicast snooping"},
-	"mcast-snooping-table-size":                 {"", "multicast snooping"},
-	"mcast-snooping-disable-flood-unregistered": {"", "multicast snooping"},
+	"controller-queue-size": {"100", "a configurable controller queue"},
+	"in-band-queue":         {"", "in-band control"},
 }
 
 var unsupportedPort = map[string]unsupportedKey{
-	"mcast-snooping-flood":         {"false", "multicast snooping"},
-	"mcast-snooping-flood-reports": {"false", "multicast snooping"},
-	"priority-tags":                {"false", "priority-tagged output"},
+	"priority-tags": {"false", "priority-tagged output"},
 }
 
 // warnUnsupportedConfig adds a problem for each unsupported setting in

@@ -31,6 +31,8 @@ func (d *Daemon) registerCommands() {
 	s.Register("dpctl/dump-flows", "[-m] [--names | --no-names] [DP]", 0, 4, d.dpctlDumpFlows)
 	s.Register("fdb/show", "bridge", 1, 1, d.fdbShow)
 	s.Register("fdb/flush", "[bridge]", 0, 1, d.fdbFlush)
+	s.Register("mdb/show", "bridge", 1, 1, d.mdbShow)     // mcast.go
+	s.Register("mdb/flush", "[bridge]", 0, 1, d.mdbFlush) // mcast.go
 	s.Register("upcall/show", "", 0, 0, d.upcallShow)
 	s.Register("upcall/set-flow-limit", "flow-limit-number", 1, 1, d.setFlowLimit)
 	s.Register("upcall/disable-megaflows", "", 0, 0, func([]string) (string, error) { return d.megaflows(false) })

@@ -100,6 +100,12 @@ func checkAppctl(t *testing.T, d *Daemon, rundir, br, dpType, port1 string) {
 			}
 		})
 	}
+	if _, errOut, code := run("mdb/show", br); code != 2 || !strings.HasPrefix(errOut, "multicast snooping is disabled") {
+		t.Errorf("mdb/show without snooping: exit %d, stderr %q", code, errOut)
+	}
+	if out, errOut, code := run("mdb/flush"); code != 0 || out != "table successfully flushed\n" {
+		t.Errorf("mdb/flush: exit %d, %q %q", code, out, errOut)
+	}
 	if _, errOut, code := run("no/such"); code != 2 ||
 		!strings.Contains(errOut, `"no/such" is not a valid command (use "list-commands" to see a list of valid commands)`) {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errOut)

@@ -10,7 +10,8 @@ import (
 )
 
 // SetBridgeRuntime applies the settings a running bridge takes at every
-// reconfiguration: forward-bpdu, the switch description, and, as
+// reconfiguration: forward-bpdu, multicast snooping, the switch
+// description, and, as
 // ovs-vswitchd's bridge_configure_datapath_id, the Ethernet address of its
 // own port (the internal device named after the bridge) and its datapath
 // id. The in-memory datapath's bridges have no device; they take the
@@ -21,6 +22,7 @@ func (s *ovsdbSwitch) SetBridgeRuntime(bridge string, rt ovsdb.BridgeRuntime) er
 		return fmt.Errorf("bridge %s: not running", bridge)
 	}
 	b.SetForwardBPDU(rt.ForwardBPDU)
+	s.setMcastSnooping(b, bridge, rt.Mcast) // mcast.go
 	b.SetDescription(rt.SerialNum, rt.DPDesc)
 	mac, dpid := rt.MAC, rt.DatapathID
 	if old := b.DatapathID(); old != dpid {
