@@ -22,7 +22,6 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 	}{
 		// The switch has no meters to run a controller action's meter with.
 		{"controller meter", nil, "actions=controller(userdata=01.02.03,meter_id=1)", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"learn fin_timeout", of13, "actions=learn(table=1,fin_idle_timeout=5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		// push and pop are implemented (xlate_stack.go); popping into an ARP
 		// field is not (ARP rewrites need the slow path).
 		{"pop into ipv6_label", nil, "ipv6,actions=pop:NXM_NX_IPV6_LABEL[],output:2", "OFPBAC_BAD_TYPE"},
