@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,5 +245,57 @@ func TestOfctlFinTimeout(t *testing.T) {
 	}
 	if out := s.ofctl(t, of13, "dump-flows", "table=0"); !strings.Contains(out, "idle_timeout=1, hard_timeout=2,") {
 		t.Errorf("dump-flows after a FIN:\n%s", out)
+	}
+}
+
+// TestFinTimeoutConcurrent runs what touches a rule's timeouts at once:
+// FINs lowering them, flow stats reading them, expiry and modifies (which
+// copy them). Run under -race.
+func TestFinTimeoutConcurrent(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, tcpMatch, 1, apply(openflow.FinTimeout(1, 0), openflow.Output(2, 0)))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	run := func(fn func(i int)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+					fn(i)
+				}
+			}
+		}()
+	}
+	run(func(i int) {
+		var out Out
+		k := pkt(11)
+		k.TCPFlags = tcpFIN
+		x.Translate(&k, t0, false, &out)
+		out.applyFinTimeouts(k.TCPFlags)
+	})
+	run(func(i int) {
+		for r := range x.Tables.View().Table(0).Rules(nil) {
+			_ = flowStatsEntry(r, openflow.Version13, false, t0)
+		}
+	})
+	run(func(i int) {
+		fm := FlowMod{Command: CmdModify, Match: match(tcpMatch), OutPort: openflow.PortAny,
+			Instructions: apply(openflow.FinTimeout(uint16(1+i%3), 0), openflow.Output(2, 0))}
+		if err := x.Tables.Apply(&fm, t0); err != nil {
+			t.Error(err)
+		}
+	})
+	run(func(i int) { x.Tables.Expire(t0.Add(500 * time.Millisecond)) })
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	// The modifies put fin_timeouts of 1 to 3 s in turn; every FIN
+	// lowered by the one it ran.
+	if i, _ := onlyRule(t, x.Tables, 0).Value.Timeouts(); i < 1 || i > 3 {
+		t.Errorf("idle %d after FINs, want 1 to 3", i)
 	}
 }
