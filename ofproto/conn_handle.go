@@ -414,6 +414,7 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
 		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions, Origin: c, Xid: m.Xid}
 	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
+	fm.finAnyMatch = v == openflow.Version10 // xlate_fintimeout.go
 	if v == openflow.Version10 {
 		c.mu.Lock()
 		ext := c.tableIDExt

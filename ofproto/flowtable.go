@@ -91,10 +91,11 @@ type FlowMod struct {
 	// tables only pass them on.
 	Origin any
 	Xid    uint32
-	// learned says a learn action made the flow mod: its fin_timeout
-	// (learn's fin_idle_timeout) is not held to a TCP match, as OVS
-	// checks only the actions a controller sends.
-	learned bool
+	// finAnyMatch lets a fin_timeout stand in a flow that does not
+	// match TCP, as ovs-vswitchd lets it for a learned flow (it checks
+	// only what controllers send) and in OpenFlow 1.0 (whose
+	// inconsistent actions its check_FIN_TIMEOUT lets through).
+	finAnyMatch bool
 }
 
 // ErrorKind is a flow_mod failure, version-independent; the connection
@@ -510,7 +511,7 @@ func check(fm *FlowMod) error {
 		if err := checkActions(&fm.Instructions, &fm.Match); err != nil {
 			return err
 		}
-		if !fm.learned {
+		if !fm.finAnyMatch {
 			if err := checkFinTimeout(&fm.Instructions, &fm.Match); err != nil {
 				return err
 			}

@@ -135,7 +135,9 @@ func (ts *Tables) ReduceTimeouts(r *Rule, idle, hard uint16) bool {
 }
 
 // checkFinTimeout refuses a fin_timeout in a flow whose match is not TCP,
-// as ovs-vswitchd's check_FIN_TIMEOUT does (OFPBAC_MATCH_INCONSISTENT).
+// as ovs-vswitchd's check_FIN_TIMEOUT does in OpenFlow 1.1 and later
+// (OFPBAC_MATCH_INCONSISTENT; FlowMod.finAnyMatch says when not). A
+// non-TCP packet has no FIN, so such a fin_timeout only never fires.
 func checkFinTimeout(in *openflow.Instructions, m *classifier.Match) error {
 	if m.Key.NwProto == 6 && m.Mask.NwProto == 0xff && (m.Key.EthType == flow.EthTypeIPv4 || m.Key.EthType == flow.EthTypeIPv6) {
 		return nil

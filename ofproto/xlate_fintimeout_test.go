@@ -232,6 +232,13 @@ func TestOfctlFinTimeout(t *testing.T) {
 	s := newTestSwitch(t, 2, BridgeConfig{FailMode: FailSecure}, ConnConfig{})
 	of13 := []string{"-O", "OpenFlow13"}
 	s.ofctl(t, of13, "add-flow", "tcp,actions=fin_timeout(idle_timeout=1,hard_timeout=2),output:2")
+	// OpenFlow 1.0 lets it stand outside a TCP match, as ovs-vswitchd's
+	// own test ("ofproto-dpif - fin_timeout") adds it; 1.3 does not (and
+	// ovs-ofctl refuses to send it).
+	s.ofctl(t, nil, "add-flow", "table=3,idle_timeout=60,actions=fin_timeout(idle_timeout=5)")
+	if out, err := s.ofctlErr(of13, "add-flow", "table=3,ip,actions=fin_timeout(idle_timeout=5)"); err == nil {
+		t.Errorf("1.3 fin_timeout without tcp accepted: %s", out)
+	}
 	s.ofctl(t, of13, "add-flow", "table=1,actions=learn(table=2,idle_timeout=60,fin_idle_timeout=1,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2")
 	out := s.ofctl(t, of13, "dump-flows")
 	for _, want := range []string{" tcp actions=fin_timeout(idle_timeout=1,hard_timeout=2),output:2",

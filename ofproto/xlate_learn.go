@@ -107,7 +107,7 @@ func learnFlowMod(l *openflow.LearnAction, k *flow.Key) (FlowMod, bool) {
 	if l.Flags&openflow.LearnSendFlowRem != 0 {
 		fm.Flags |= FlagSendFlowRem
 	}
-	fm.learned = true
+	fm.finAnyMatch = true
 	var acts []openflow.Action
 	if l.FinIdleTimeout != 0 || l.FinHardTimeout != 0 {
 		// The learned flow starts with a fin_timeout, as OVS's
