@@ -306,3 +306,21 @@ func TestFinTimeoutConcurrent(t *testing.T) {
 		t.Errorf("idle %d after FINs, want 1 to 3", i)
 	}
 }
+
+// TestFinTimeoutText: bridge/dump-flows and ofproto/trace print it as
+// ovs-ofctl does.
+func TestFinTimeoutText(t *testing.T) {
+	for _, tc := range []struct {
+		a    openflow.Action
+		want string
+	}{
+		{openflow.FinTimeout(1, 0), "fin_timeout(idle_timeout=1)"},
+		{openflow.FinTimeout(0, 9), "fin_timeout(hard_timeout=9)"},
+		{openflow.FinTimeout(3, 4), "fin_timeout(idle_timeout=3,hard_timeout=4)"},
+		{openflow.FinTimeout(0, 0), "fin_timeout()"},
+	} {
+		if got := ActionString(&tc.a); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.a, got, tc.want)
+		}
+	}
+}
