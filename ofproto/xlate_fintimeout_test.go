@@ -324,3 +324,25 @@ func TestFinTimeoutText(t *testing.T) {
 		}
 	}
 }
+
+// TestFinTimeoutHardFromModified: a lowered hard timeout runs from the
+// rule's creation (or last modify), not from the FIN, as OVS's
+// rule_expire reads rule->modified: a rule older than the new hard
+// timeout goes at the next expiry run.
+func TestFinTimeoutHardFromModified(t *testing.T) {
+	x := testBridge(t)
+	mustAdd(t, x, 0, tcpMatch, 1, apply(openflow.FinTimeout(0, 2), openflow.Output(2, 0)))
+	r := onlyRule(t, x.Tables, 0)
+	var out Out
+	k := pkt(11)
+	k.TCPFlags = tcpRST
+	x.Translate(&k, t0.Add(5*time.Second), true, &out)
+	out.applyFinTimeouts(k.TCPFlags)
+	r.Value.Credit(1, 60, t0.Add(5*time.Second))
+	if _, h := r.Value.Timeouts(); h != 2 {
+		t.Fatalf("hard %d, want 2", h)
+	}
+	if n := x.Tables.Expire(t0.Add(5*time.Second + time.Millisecond)); n != 1 {
+		t.Errorf("expired %d at 5 s with a 2 s hard timeout, want 1", n)
+	}
+}
