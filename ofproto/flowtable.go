@@ -174,6 +174,16 @@ type Entry struct {
 	// (low 16), in seconds, 0 for none: set before the entry is
 	// published, lowered only by Tables.ReduceTimeouts.
 	timeouts atomic.Uint32
+	// successor is the entry a modify (or an add of the same flow)
+	// replaced this one with, set at commit: credits for e, from
+	// datapath flows translated before the change and not yet again, go
+	// on to it, as OVS's rule->new_rule forwards them, so the rule in
+	// the tables does not look idle while its packets flow.
+	// forwardCounts (written before successor is published, read only
+	// after it is seen) says the counts go too, not only the last use:
+	// not when the change reset them.
+	successor     atomic.Pointer[Entry]
+	forwardCounts bool
 }
 
 // Timeouts returns the entry's idle and hard timeouts in seconds (0:
@@ -189,15 +199,22 @@ func (e *Entry) setTimeouts(idle, hard uint16) { e.timeouts.Store(uint32(idle)<<
 // Rule is a flow table rule: a classifier rule holding an Entry.
 type Rule = classifier.Rule[*Entry]
 
-// Credit adds packets and bytes seen at time used to the entry's counters.
-// Revalidators and the execute-only miss path call it; it is safe for
-// concurrent use.
+// Credit adds packets and bytes seen at time used to the entry's counters,
+// or, when a modify has replaced the entry, to its successor's. Revalidators
+// and the execute-only miss path call it; it is safe for concurrent use.
 func (e *Entry) Credit(packets, bytes uint64, used time.Time) {
 	if packets == 0 {
 		return
 	}
-	e.packets.Add(packets)
-	e.bytes.Add(bytes)
+	counts := true
+	for s := e.successor.Load(); s != nil; s = e.successor.Load() {
+		counts = counts && e.forwardCounts
+		e = s
+	}
+	if counts {
+		e.packets.Add(packets)
+		e.bytes.Add(bytes)
+	}
 	u := used.UnixNano()
 	for {
 		old := e.used.Load()
@@ -569,6 +586,11 @@ func (tx *txn) abort() {
 func (tx *txn) commit() {
 	ts := tx.ts
 	tx.flushLearned()
+	for _, tr := range tx.tracks {
+		if tr[0] != nil && tr[1] != nil {
+			tr[1].Value.successor.Store(tr[0].Value)
+		}
+	}
 	if len(tx.touched) > 0 {
 		v := *ts.View()
 		for _, id := range tx.touched {
@@ -642,6 +664,9 @@ func (tx *txn) addTo(id uint8, fm *FlowMod) error {
 		return errorf(ErrTableFull, "flow tables are full (%d flows)", ts.MaxFlows)
 	}
 	r := newRule(fm, id, fm.Cookie, tx.now)
+	if old != nil {
+		old.Value.forwardCounts = fm.Flags&FlagResetCounts == 0
+	}
 	if old != nil && fm.Flags&FlagResetCounts == 0 {
 		// An identical flow is replaced; its counters carry over unless
 		// the add asks for them to be reset.
@@ -753,6 +778,7 @@ func (tx *txn) modifyRules(id uint8, fm *FlowMod, rules []*Rule) {
 			Instructions: fm.Instructions, Created: old.Value.Created,
 		}}
 		r.Value.timeouts.Store(old.Value.timeouts.Load())
+		old.Value.forwardCounts = fm.Flags&FlagResetCounts == 0
 		r.Value.modified.Store(tx.now.UnixNano())
 		if fm.Flags&FlagResetCounts == 0 {
 			p, by := old.Value.Stats()
