@@ -75,6 +75,18 @@ func finCases(port int) []finCase {
 			"priority=5,tcp,in_port=1,actions=output:2",
 			"priority=5,tcp,in_port=2,actions=resubmit(,1)",
 		}},
+		// Every client segment learns: once the FIN has lowered the
+		// learned flow's timeout, each one replaces it (its timeouts no
+		// longer those learn gives), and the replacement keeps the
+		// lowered timeout and the use of the flows still translated to
+		// the one it replaced.
+		{name: "learn each segment", table: "table=1", match: "tp_src=" + strconv.Itoa(port), serverFIN: true, flows: []string{
+			"priority=10,arp,actions=NORMAL",
+			"priority=5,tcp,in_port=1,actions=learn(table=1,idle_timeout=60,fin_idle_timeout=1," +
+				"eth_type=0x800,nw_proto=6,NXM_OF_IP_SRC[]=NXM_OF_IP_DST[],NXM_OF_IP_DST[]=NXM_OF_IP_SRC[]," +
+				"NXM_OF_TCP_SRC[]=NXM_OF_TCP_DST[],NXM_OF_TCP_DST[]=NXM_OF_TCP_SRC[],output:NXM_OF_IN_PORT[]),output:2",
+			"priority=5,tcp,in_port=2,actions=resubmit(,1)",
+		}},
 	}
 }
 
