@@ -452,6 +452,7 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	var out Out
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
 	applyLearns(&out, now)
+	out.applyFinTimeouts(key.TCPFlags) // a resubmit's rules' (xlate_fintimeout.go)
 	if out.Dropped != "" {
 		return fmt.Errorf("packet-out: %s", out.Dropped)
 	}

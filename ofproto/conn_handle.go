@@ -414,6 +414,7 @@ func (c *Conn) toFlowMod(m *openflow.FlowMod) (fm FlowMod, errType, errCode uint
 		Cookie: m.Cookie, CookieMask: m.CookieMask, IdleTimeout: m.IdleTimeout, HardTimeout: m.HardTimeout,
 		OutPort: m.OutPort, Importance: m.Importance, Instructions: m.Instructions, Origin: c, Xid: m.Xid}
 	isModify := fm.Command == CmdModify || fm.Command == CmdModifyStrict
+	fm.finAnyMatch = v == openflow.Version10 // xlate_fintimeout.go
 	if v == openflow.Version10 {
 		c.mu.Lock()
 		ext := c.tableIDExt
@@ -667,9 +668,10 @@ func flowStatsEntry(r *Rule, v uint8, nx bool, now time.Time) openflow.FlowStats
 	if d < 0 {
 		d = 0
 	}
+	idle, hard := e.Timeouts()
 	fs := openflow.FlowStats{TableID: e.Table, DurationSec: uint32(d / time.Second),
-		DurationNsec: uint32(d % time.Second), Priority: uint16(r.Priority), IdleTimeout: e.IdleTimeout,
-		HardTimeout: e.HardTimeout, Cookie: e.Cookie, PacketCount: p, ByteCount: by,
+		DurationNsec: uint32(d % time.Second), Priority: uint16(r.Priority), IdleTimeout: idle,
+		HardTimeout: hard, Cookie: e.Cookie, PacketCount: p, ByteCount: by,
 		Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}, Instructions: e.Instructions}
 	if v >= openflow.Version13 {
 		fs.Flags = e.Flags
@@ -920,7 +922,8 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 			Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}, Cookie: e.Cookie,
 			Priority: uint16(r.Priority), Reason: uint8(ev.rem.Reason), TableID: e.Table,
 			DurationSec: uint32(d / time.Second), DurationNsec: uint32(d % time.Second),
-			IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, PacketCount: p, ByteCount: by}
+			PacketCount: p, ByteCount: by}
+		msg.IdleTimeout, msg.HardTimeout = e.Timeouts()
 		return msg.Append(b)
 	}
 	return b, fmt.Errorf("unknown async event %d", ev.kind)

@@ -21,7 +21,6 @@ func TestOfctlRefusesUnimplemented(t *testing.T) {
 		want string // the error ovs-ofctl prints
 	}{
 		{"delete_field", nil, "actions=delete_field:tun_metadata0,output:2", "OFPBAC_BAD_VENDOR_TYPE"},
-		{"learn fin_timeout", of13, "actions=learn(table=1,fin_idle_timeout=5,NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],output:NXM_OF_IN_PORT[]),output:2", "OFPBAC_BAD_VENDOR_TYPE"},
 		// push and pop are implemented (xlate_stack.go); popping into an ARP
 		// field is not (ARP rewrites need the slow path).
 		// ovs-vswitchd 3.1 answers a meter that does not exist so (seen in

@@ -122,6 +122,7 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 	resumeTunMetadata(&xkey, md) // tun_metadata.go
 	b.X.TranslateResume(&xkey, inPort, cont, now, &out)
 	applyLearns(&out, now)
+	out.applyFinTimeouts(xkey.TCPFlags) // xlate_fintimeout.go
 	if out.Dropped != "" {
 		return fmt.Errorf("resume: %s", out.Dropped)
 	}

@@ -91,6 +91,11 @@ type FlowMod struct {
 	// tables only pass them on.
 	Origin any
 	Xid    uint32
+	// finAnyMatch lets a fin_timeout stand in a flow that does not
+	// match TCP, as ovs-vswitchd lets it for a learned flow (it checks
+	// only what controllers send) and in OpenFlow 1.0 (whose
+	// inconsistent actions its check_FIN_TIMEOUT lets through).
+	finAnyMatch bool
 }
 
 // ErrorKind is a flow_mod failure, version-independent; the connection
@@ -145,13 +150,14 @@ func ErrKind(err error) ErrorKind {
 }
 
 // Entry is what a flow table rule holds besides its match and priority.
-// Everything but the counters is immutable once the entry is in a table:
-// lookups read it without locks, and a modify replaces the whole rule.
+// Everything but the counters and the timeouts is immutable once the
+// entry is in a table: lookups read it without locks, and a modify
+// replaces the whole rule. A fin_timeout action may lower the timeouts of
+// the rule holding it (Tables.ReduceTimeouts), so they are read through
+// Timeouts.
 type Entry struct {
 	Table        uint8
 	Cookie       uint64
-	IdleTimeout  uint16
-	HardTimeout  uint16
 	Flags        uint16
 	Importance   uint16
 	Instructions openflow.Instructions
@@ -164,20 +170,51 @@ type Entry struct {
 	// entry (unix nanoseconds; 0 = Created): its hard timeout runs from
 	// then, as OVS's rule->modified.
 	modified atomic.Int64
+	// timeouts is the idle timeout (high 16 bits) and the hard timeout
+	// (low 16), in seconds, 0 for none: set before the entry is
+	// published, lowered only by Tables.ReduceTimeouts.
+	timeouts atomic.Uint32
+	// successor is the entry a modify (or an add of the same flow)
+	// replaced this one with, set at commit: credits for e, from
+	// datapath flows translated before the change and not yet again, go
+	// on to it, as OVS's rule->new_rule forwards them, so the rule in
+	// the tables does not look idle while its packets flow.
+	// forwardCounts (written before successor is published, read only
+	// after it is seen) says the counts go too, not only the last use:
+	// not when the change reset them.
+	successor     atomic.Pointer[Entry]
+	forwardCounts bool
 }
+
+// Timeouts returns the entry's idle and hard timeouts in seconds (0:
+// none), as a fin_timeout may have lowered them.
+func (e *Entry) Timeouts() (idle, hard uint16) {
+	t := e.timeouts.Load()
+	return uint16(t >> 16), uint16(t)
+}
+
+// setTimeouts sets the timeouts of an entry not yet in a table.
+func (e *Entry) setTimeouts(idle, hard uint16) { e.timeouts.Store(uint32(idle)<<16 | uint32(hard)) }
 
 // Rule is a flow table rule: a classifier rule holding an Entry.
 type Rule = classifier.Rule[*Entry]
 
-// Credit adds packets and bytes seen at time used to the entry's counters.
-// Revalidators and the execute-only miss path call it; it is safe for
-// concurrent use.
+// Credit adds packets and bytes seen at time used to the entry's counters,
+// or, when a modify has replaced the entry, to its successor's. Revalidators
+// and the execute-only miss path call it; it is safe for concurrent use.
 func (e *Entry) Credit(packets, bytes uint64, used time.Time) {
 	if packets == 0 {
 		return
 	}
-	e.packets.Add(packets)
-	e.bytes.Add(bytes)
+	counts := true
+	for s := e.successor.Load(); s != nil; s = e.successor.Load() {
+		counts = counts && e.forwardCounts
+		e = s
+	}
+	if counts {
+		e.packets.Add(packets)
+		e.bytes.Add(bytes)
+	}
 	u := used.UnixNano()
 	for {
 		old := e.used.Load()
@@ -491,6 +528,11 @@ func check(fm *FlowMod) error {
 		if err := checkActions(&fm.Instructions, &fm.Match); err != nil {
 			return err
 		}
+		if !fm.finAnyMatch {
+			if err := checkFinTimeout(&fm.Instructions, &fm.Match); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -544,6 +586,11 @@ func (tx *txn) abort() {
 func (tx *txn) commit() {
 	ts := tx.ts
 	tx.flushLearned()
+	for _, tr := range tx.tracks {
+		if tr[0] != nil && tr[1] != nil {
+			tr[1].Value.successor.Store(tr[0].Value)
+		}
+	}
 	if len(tx.touched) > 0 {
 		v := *ts.View()
 		for _, id := range tx.touched {
@@ -557,7 +604,7 @@ func (tx *txn) commit() {
 		if tr[1] != nil {
 			delete(ts.timed, tr[1])
 		}
-		if r := tr[0]; r != nil && (r.Value.IdleTimeout != 0 || r.Value.HardTimeout != 0) {
+		if r := tr[0]; r != nil && r.Value.timeouts.Load() != 0 {
 			ts.timed[r] = struct{}{}
 		}
 	}
@@ -594,10 +641,12 @@ func (tx *txn) apply(fm *FlowMod) error {
 func newRule(fm *FlowMod, table uint8, cookie uint64, now time.Time) *Rule {
 	m := fm.Match
 	m.Key = m.Key.Apply(&m.Mask) // bits outside the mask are ignored; keep them zero
-	return &Rule{Match: m, Priority: int(fm.Priority), Value: &Entry{
-		Table: table, Cookie: cookie, IdleTimeout: fm.IdleTimeout, HardTimeout: fm.HardTimeout,
-		Flags: fm.Flags, Importance: fm.Importance, Instructions: fm.Instructions, Created: now,
+	r := &Rule{Match: m, Priority: int(fm.Priority), Value: &Entry{
+		Table: table, Cookie: cookie, Flags: fm.Flags, Importance: fm.Importance,
+		Instructions: fm.Instructions, Created: now,
 	}}
+	r.Value.setTimeouts(fm.IdleTimeout, fm.HardTimeout)
+	return r
 }
 
 func (tx *txn) add(fm *FlowMod) error { return tx.addTo(fm.Table, fm) }
@@ -615,6 +664,9 @@ func (tx *txn) addTo(id uint8, fm *FlowMod) error {
 		return errorf(ErrTableFull, "flow tables are full (%d flows)", ts.MaxFlows)
 	}
 	r := newRule(fm, id, fm.Cookie, tx.now)
+	if old != nil {
+		old.Value.forwardCounts = fm.Flags&FlagResetCounts == 0
+	}
 	if old != nil && fm.Flags&FlagResetCounts == 0 {
 		// An identical flow is replaced; its counters carry over unless
 		// the add asks for them to be reset.
@@ -717,14 +769,16 @@ func (tx *txn) modifyRules(id uint8, fm *FlowMod, rules []*Rule) {
 		if fm.SetCookie {
 			cookie = fm.NewCookie
 		}
-		// The new rule keeps the old match, priority, timeouts, flags,
-		// importance and creation time; only the instructions (and
-		// cookie) change.
+		// The new rule keeps the old match, priority, timeouts (as a
+		// fin_timeout left them, as OVS's replace_rule_start copies
+		// them), flags, importance and creation time; only the
+		// instructions (and cookie) change.
 		r := &Rule{Match: old.Match, Priority: old.Priority, Value: &Entry{
-			Table: old.Value.Table, Cookie: cookie, IdleTimeout: old.Value.IdleTimeout,
-			HardTimeout: old.Value.HardTimeout, Flags: old.Value.Flags, Importance: old.Value.Importance,
+			Table: old.Value.Table, Cookie: cookie, Flags: old.Value.Flags, Importance: old.Value.Importance,
 			Instructions: fm.Instructions, Created: old.Value.Created,
 		}}
+		r.Value.timeouts.Store(old.Value.timeouts.Load())
+		old.Value.forwardCounts = fm.Flags&FlagResetCounts == 0
 		r.Value.modified.Store(tx.now.UnixNano())
 		if fm.Flags&FlagResetCounts == 0 {
 			p, by := old.Value.Stats()
@@ -780,11 +834,12 @@ func (ts *Tables) Expire(now time.Time) int {
 	var reasons map[*Rule]RemovedReason
 	for r := range ts.timed {
 		e := r.Value
+		idle, hard := e.Timeouts()
 		var reason RemovedReason
 		switch {
-		case e.HardTimeout != 0 && now.Sub(e.modifiedAt()) >= time.Duration(e.HardTimeout)*time.Second:
+		case hard != 0 && now.Sub(e.modifiedAt()) >= time.Duration(hard)*time.Second:
 			reason = RemovedHardTimeout
-		case e.IdleTimeout != 0 && now.Sub(e.LastUsed()) >= time.Duration(e.IdleTimeout)*time.Second:
+		case idle != 0 && now.Sub(e.LastUsed()) >= time.Duration(idle)*time.Second:
 			reason = RemovedIdleTimeout
 		default:
 			continue

@@ -356,3 +356,43 @@ func TestModifyAllTables(t *testing.T) {
 		t.Fatalf("a 1.0 modify of nothing adds to table 0: err %v, %d flows", err, ts.Len())
 	}
 }
+
+// TestCreditForwardsToSuccessor: credits for a rule a modify replaced (a
+// datapath flow translated before the modify) go to the rule now in the
+// table, as OVS's rule->new_rule forwards them: the last use always, the
+// counts unless the modify reset them.
+func TestCreditForwardsToSuccessor(t *testing.T) {
+	ts := NewTables()
+	now := time.Unix(1000, 0)
+	add := FlowMod{Command: CmdAdd, OutPort: openflow.PortAny, IdleTimeout: 5,
+		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(1, 0)}}}
+	if err := ts.Apply(&add, now); err != nil {
+		t.Fatal(err)
+	}
+	first := ts.View().Table(0).Find(&classifier.Match{}, 0)
+	mod := FlowMod{Command: CmdModify, OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(2, 0)}}}
+	if err := ts.Apply(&mod, now); err != nil {
+		t.Fatal(err)
+	}
+	second := ts.View().Table(0).Find(&classifier.Match{}, 0)
+	first.Value.Credit(3, 300, now.Add(4*time.Second))
+	if p, b := second.Value.Stats(); p != 3 || b != 300 || !second.Value.LastUsed().Equal(now.Add(4*time.Second)) {
+		t.Errorf("successor has %d/%d used %v", p, b, second.Value.LastUsed())
+	}
+	if n := ts.Expire(now.Add(6 * time.Second)); n != 0 {
+		t.Errorf("the rule expired %d while the old one's flow was in use", n)
+	}
+	mod.Flags = FlagResetCounts
+	if err := ts.Apply(&mod, now); err != nil {
+		t.Fatal(err)
+	}
+	third := ts.View().Table(0).Find(&classifier.Match{}, 0)
+	first.Value.Credit(1, 100, now.Add(7*time.Second))
+	if p, _ := third.Value.Stats(); p != 0 || !third.Value.LastUsed().Equal(now.Add(7*time.Second)) {
+		t.Errorf("after a reset: successor has %d packets, used %v", p, third.Value.LastUsed())
+	}
+	if p, _ := second.Value.Stats(); p != 3 {
+		t.Errorf("the reset modify's predecessor kept %d packets, want 3", p)
+	}
+}

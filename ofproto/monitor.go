@@ -56,7 +56,7 @@ func (tx *txn) appendChanges(out []FlowChange) []FlowChange {
 		} else if r := tr[1]; r != nil {
 			e := r.Value
 			ch.Reason = RemovedIdleTimeout
-			if e.HardTimeout != 0 && tx.now.Sub(e.Created) >= time.Duration(e.HardTimeout)*time.Second {
+			if _, hard := e.Timeouts(); hard != 0 && tx.now.Sub(e.Created) >= time.Duration(hard)*time.Second {
 				ch.Reason = RemovedHardTimeout
 			}
 		}
@@ -205,8 +205,9 @@ func (c *Conn) cancelFlowMonitor(raw []byte, m *openflow.NXFlowMonitorCancel) er
 // flowUpdate describes rule r as a full update.
 func flowUpdate(r *Rule, ev uint16, reason uint8, withActions bool) openflow.FlowUpdate {
 	e := r.Value
+	idle, hard := e.Timeouts()
 	u := openflow.FlowUpdate{Event: ev, Reason: reason, TableID: e.Table, Priority: uint16(r.Priority),
-		IdleTimeout: e.IdleTimeout, HardTimeout: e.HardTimeout, Cookie: e.Cookie,
+		IdleTimeout: idle, HardTimeout: hard, Cookie: e.Cookie,
 		Match: openflow.Match{Key: r.Match.Key, Mask: r.Match.Mask}}
 	if withActions {
 		u.Instructions = e.Instructions

@@ -222,6 +222,9 @@ func (u *Udpif) revalidate() {
 			if k.learns {
 				u.relearn(k, now) // xlate_learn.go
 			}
+			if k.fin {
+				u.finRevalidate(k, f.Stats.TCPFlags, now) // xlate_fintimeout.go
+			}
 		}
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		switch {
@@ -369,6 +372,8 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
 	k.learns = out.HasLearn
+	k.fin = out.nFins > 0
+	out.applyFinTimeouts(0)                             // the translation's fin_timeouts are k.fin's business now
 	k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 	k.nfFlood = out.nfFlood
 	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
@@ -407,6 +412,7 @@ func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) boo
 		k.packets, k.bytes = f.Stats.Packets, f.Stats.Bytes
 		k.activeAt = now.UnixNano()
 		k.installed = true
+		k.fin = out.nFins > 0
 		k.bondID, k.bucket = out.acct.id(), out.acct.bucket
 	})
 	if k == nil {

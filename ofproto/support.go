@@ -83,7 +83,7 @@ func checkSupported(acts []openflow.Action) error {
 			}
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
-		case openflow.ActExit:
+		case openflow.ActExit, openflow.ActFinTimeout:
 		case openflow.ActOutputReg:
 			// The port is read at translation; checkActions checks the
 			// source's prerequisites.

@@ -184,6 +184,17 @@ func ActionString(a *openflow.Action) string {
 		return fmt.Sprintf("resubmit(%s,%d)", in, a.Table)
 	case openflow.ActSetNwTTL:
 		return fmt.Sprintf("mod_nw_ttl:%d", a.TTL)
+	case openflow.ActFinTimeout:
+		// As ovs-ofctl's format_FIN_TIMEOUT: only the timeouts set.
+		var parts []string
+		idle, hard := a.FinTimeouts()
+		if idle != 0 {
+			parts = append(parts, fmt.Sprintf("idle_timeout=%d", idle))
+		}
+		if hard != 0 {
+			parts = append(parts, fmt.Sprintf("hard_timeout=%d", hard))
+		}
+		return "fin_timeout(" + strings.Join(parts, ",") + ")"
 	}
 	return a.Type.String()
 }

@@ -45,6 +45,7 @@ type ukey struct {
 	bondID  uint16
 	bucket  uint8
 	nfFlood bool // the translation flooded: NetFlow reports output 65535
+	fin     bool // the translation ran a fin_timeout: the revalidator looks for FIN and RST (xlate_fintimeout.go)
 }
 
 // A ukey is small because a switch at its flow limit holds tens of

@@ -562,6 +562,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 				k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 				k.activeAt = now.UnixNano()
 				k.learns = out.HasLearn
+				k.fin = out.nFins > 0
 				k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 				k.nfFlood = out.nfFlood
 			})
@@ -591,7 +592,8 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 	}
 	hd.mu.Unlock()
 	for i := range ups {
-		applyLearns(&hd.outs[i], now) // xlate_learn.go; nothing unless a learn action ran
+		applyLearns(&hd.outs[i], now)                    // xlate_learn.go; nothing unless a learn action ran
+		hd.outs[i].applyFinTimeouts(ups[i].Key.TCPFlags) // xlate_fintimeout.go; likewise
 	}
 	if len(hd.ops) == 0 {
 		return

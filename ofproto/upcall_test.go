@@ -79,11 +79,13 @@ func TestHandleBatchAllocs(t *testing.T) {
 		name   string
 		cfg    UpcallConfig
 		backer bool // translate through the Backer, as bridges on a shared datapath do
+		fin    bool // FINs through a rule's fin_timeout (xlate_fintimeout.go)
 	}{
-		{"megaflows", UpcallConfig{}, false},
-		{"exact", UpcallConfig{DisableMegaflows: true}, false},
-		{"governor", UpcallConfig{DisableMegaflows: true, Governor: ptr(governor.Auto), GovernorThreshold: 100}, false},
-		{"backer", UpcallConfig{}, true},
+		{"megaflows", UpcallConfig{}, false, false},
+		{"exact", UpcallConfig{DisableMegaflows: true}, false, false},
+		{"governor", UpcallConfig{DisableMegaflows: true, Governor: ptr(governor.Auto), GovernorThreshold: 100}, false, false},
+		{"backer", UpcallConfig{}, true, false},
+		{"fin_timeout", UpcallConfig{}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, _ := dummyBridge(t, tc.cfg)
@@ -97,6 +99,16 @@ func TestHandleBatchAllocs(t *testing.T) {
 			frames := make([][]byte, UpcallBatch)
 			for i := range frames {
 				frames[i] = synFrame(uint16(i))
+			}
+			if tc.fin {
+				fm := FlowMod{Command: CmdAdd, Match: match(tcpMatch), Priority: 100, OutPort: openflow.PortAny,
+					Instructions: apply(openflow.FinTimeout(1, 0), openflow.Output(2, 0))}
+				if err := b.Tables.Apply(&fm, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				for i := range frames {
+					frames[i][14+33] = tcpFIN | 0x10
+				}
 			}
 			sport := uint16(0)
 			fill := func() {
@@ -136,6 +148,13 @@ func TestHandleBatchAllocs(t *testing.T) {
 			}
 			if u.c.misses.Load() == 0 || u.c.executes.Load() == 0 {
 				t.Errorf("nothing handled: %+v", u.Stats())
+			}
+			if tc.fin {
+				if r := onlyRuleMatching(t, b.Tables, 100); r != nil {
+					if i, _ := r.Value.Timeouts(); i != 1 {
+						t.Errorf("the FINs left idle_timeout %d, want 1", i)
+					}
+				}
 			}
 		})
 	}

@@ -159,6 +159,10 @@ type Out struct {
 	// are the flows it learned, for applyLearns (xlate_learn.go).
 	HasLearn bool
 	learns   []learnReq
+	// fins are the fin_timeout actions the translation ran, nFins of
+	// them (xlate_fintimeout.go).
+	fins  [maxFinTimeouts]finReq
+	nFins int
 	// lacp is set when the packet is a LACPDU for this bond's member
 	// lacpPort: the handler gives it to the LACP machine and does not
 	// execute it (lacp_bond.go).
@@ -194,6 +198,8 @@ func (o *Out) reset() {
 	o.ctrl.reset()
 	o.HasLearn = false
 	o.learns = o.learns[:0]
+	clear(o.fins[:o.nFins])
+	o.nFins = 0
 	o.lacp, o.lacpPort = nil, ""
 	o.acct = bondAcct{}
 	o.Slow = 0
@@ -230,6 +236,7 @@ type xstate struct {
 	nActionSet       int
 	table            uint8
 	cookie           uint64
+	rule             *Rule // the rule whose actions run, nil for a packet-out's own (fin_timeout's)
 	exit             bool
 	packetOut        bool      // translating a packet-out: OFPP_TABLE is allowed
 	ctrl             ctrlState // controller(pause) (xlate_controller.go)
@@ -407,7 +414,7 @@ func (c *xctx) pipeline(id uint8) {
 // goto_table names, ok false when it has none.
 func (c *xctx) runRule(r *Rule) (next uint8, ok bool) {
 	c.note(r)
-	c.cookie = r.Value.Cookie
+	c.cookie, c.rule = r.Value.Cookie, r
 	in := &r.Value.Instructions
 	if in.Meter != 0 {
 		c.meter(in.Meter)
@@ -589,6 +596,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.learnAction(a.Learn)
 	case openflow.ActOutputReg:
 		c.outputReg(a)
+	case openflow.ActFinTimeout:
+		c.finTimeout(a) // xlate_fintimeout.go
 	case openflow.ActExit:
 		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
 	case openflow.ActConj:
@@ -733,7 +742,7 @@ func (c *xctx) resubmit(a *openflow.Action) {
 	}
 	c.depth++
 	c.resubmits++
-	saveIn, saveTable, saveCookie := c.flow.InPort, c.table, c.cookie
+	saveIn, saveTable, saveCookie, saveRule := c.flow.InPort, c.table, c.cookie, c.rule
 	if a.Port != openflow.PortInPort {
 		c.flow.InPort = a.Port
 	}
@@ -752,7 +761,7 @@ func (c *xctx) resubmit(a *openflow.Action) {
 		}
 		table = next
 	}
-	c.flow.InPort, c.table, c.cookie = saveIn, saveTable, saveCookie
+	c.flow.InPort, c.table, c.cookie, c.rule = saveIn, saveTable, saveCookie, saveRule
 	c.depth--
 	if forward {
 		c.fwd--

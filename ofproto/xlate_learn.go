@@ -107,7 +107,13 @@ func learnFlowMod(l *openflow.LearnAction, k *flow.Key) (FlowMod, bool) {
 	if l.Flags&openflow.LearnSendFlowRem != 0 {
 		fm.Flags |= FlagSendFlowRem
 	}
+	fm.finAnyMatch = true
 	var acts []openflow.Action
+	if l.FinIdleTimeout != 0 || l.FinHardTimeout != 0 {
+		// The learned flow starts with a fin_timeout, as OVS's
+		// learn_execute puts one first (xlate_fintimeout.go).
+		acts = append(acts, openflow.FinTimeout(l.FinIdleTimeout, l.FinHardTimeout))
+	}
 	for i := range l.Specs {
 		s := &l.Specs[i]
 		x := s.Imm
@@ -213,7 +219,7 @@ func applyLearns(out *Out, now time.Time) {
 // actions, timeouts, flags and cookie (OVS's
 // ofproto_flow_mod_init_for_learn test).
 func sameLearned(e *Entry, fm *FlowMod) bool {
-	if e.IdleTimeout != fm.IdleTimeout || e.HardTimeout != fm.HardTimeout || e.Flags != fm.Flags ||
+	if idle, hard := e.Timeouts(); idle != fm.IdleTimeout || hard != fm.HardTimeout || e.Flags != fm.Flags ||
 		e.Cookie != fm.NewCookie || e.Importance != 0 || !onlyApplyEqual(&e.Instructions, fm.Instructions.Apply) {
 		return false
 	}
@@ -237,13 +243,9 @@ func learnLimitLog(fm *FlowMod) {
 // carry out, as ovs-vswitchd's learn_check does: source fields whose
 // prerequisites m does not meet, destination fields whose prerequisites
 // the learned match (built spec by spec) does not, loads translation
-// cannot do; and what this switch does not implement (fin timeouts). A
-// nil m (a packet-out's or a group bucket's actions) skips the source
+// cannot do. A nil m (a packet-out's or a group bucket's actions) skips the source
 // check.
 func checkLearn(l *openflow.LearnAction, m *classifier.Match) error {
-	if l.FinIdleTimeout != 0 || l.FinHardTimeout != 0 {
-		return errorf(ErrUnsupportedNXAction, "learn with fin_idle_timeout or fin_hard_timeout: fin_timeout is not implemented")
-	}
 	if l.Flags&openflow.LearnWriteResult != 0 && !settable(l.ResultDst) {
 		return errorf(ErrUnsupportedSetField, "learn result_dst %s is not implemented", l.ResultDst)
 	}

@@ -178,7 +178,7 @@ func TestCheckLearn(t *testing.T) {
 	}{
 		{"source without prerequisites", openflow.LearnAction{Specs: []openflow.LearnSpec{ipSrc}}, false, ErrMatchInconsistent},
 		{"destination without prerequisites", openflow.LearnAction{Specs: []openflow.LearnSpec{ipSrc}}, true, ErrMatchInconsistent},
-		{"fin timeouts", openflow.LearnAction{FinIdleTimeout: 3}, true, ErrUnsupportedNXAction},
+		{"fin timeouts", openflow.LearnAction{FinIdleTimeout: 3}, true, 0}, // xlate_fintimeout.go
 		{"good", openflow.LearnAction{Specs: []openflow.LearnSpec{
 			{Dst: openflow.LearnMatch, NBits: 16, Field: openflow.FieldEthType, Imm: [16]byte{14: 8}}, ipSrc}}, true, 0},
 	} {

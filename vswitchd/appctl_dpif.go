@@ -181,11 +181,12 @@ func formatRule(r *ofproto.Rule, now time.Time) string {
 	}
 	packets, bytes := e.Stats()
 	fmt.Fprintf(&sb, "duration=%ds, n_packets=%d, n_bytes=%d, ", int(now.Sub(e.Created).Seconds()), packets, bytes)
-	if e.IdleTimeout != 0 {
-		fmt.Fprintf(&sb, "idle_timeout=%d, ", e.IdleTimeout)
+	idle, hard := e.Timeouts()
+	if idle != 0 {
+		fmt.Fprintf(&sb, "idle_timeout=%d, ", idle)
 	}
-	if e.HardTimeout != 0 {
-		fmt.Fprintf(&sb, "hard_timeout=%d, ", e.HardTimeout)
+	if hard != 0 {
+		fmt.Fprintf(&sb, "hard_timeout=%d, ", hard)
 	}
 	// OVS prints the priority of every rule here, the default included.
 	fmt.Fprintf(&sb, "priority=%d", r.Priority)

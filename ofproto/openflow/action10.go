@@ -174,6 +174,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeMultipath(v, act) // action_multipath.go
 	case NXASTBundle, NXASTBundleLoad:
 		return decodeBundle(v, sub, act) // action_bundle.go
+	case NXASTFinTimeout:
+		return decodeFinTimeout(v, act) // action_fintimeout.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -357,6 +359,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return appendBundle(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
+	case ActFinTimeout:
+		return appendFinTimeout(b, a), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, Version10)
 	case ActEncap, ActDecap:

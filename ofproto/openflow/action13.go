@@ -219,6 +219,8 @@ func appendAction13(b []byte, a *Action, v uint8) ([]byte, error) {
 		return appendBundle(b, a)
 	case ActExit:
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
+	case ActFinTimeout:
+		return appendFinTimeout(b, a), nil
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, v)
 	case ActEncap, ActDecap:
