@@ -98,6 +98,30 @@ type PortVLAN struct {
 	// flow.EthTypeQinQ (802.1ad, the default) or flow.EthTypeVLAN
 	// (other_config:qinq-ethtype=802.1q). Zero for the other modes.
 	QinQTPID uint16
+	// PriorityTags is Port other_config:priority-tags: whether frames
+	// leave with an 802.1Q header of VLAN 0 to carry their priority.
+	PriorityTags PriorityTagsMode
+}
+
+// PriorityTagsMode is a port's priority-tags setting, as ovs-vswitchd
+// reads it: "if-nonzero" (or "true") and "always"; anything else never.
+type PriorityTagsMode uint8
+
+const (
+	PriorityTagsNever PriorityTagsMode = iota
+	PriorityTagsIfNonzero
+	PriorityTagsAlways
+)
+
+// ParsePriorityTags is ovs-vswitchd's reading of other_config:priority-tags.
+func ParsePriorityTags(s string) PriorityTagsMode {
+	switch s {
+	case "if-nonzero", "true":
+		return PriorityTagsIfNonzero
+	case "always":
+		return PriorityTagsAlways
+	}
+	return PriorityTagsNever
 }
 
 // NewPortVLAN builds the VLAN configuration of a port from its database

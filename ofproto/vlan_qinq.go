@@ -41,11 +41,15 @@ func extractXVLAN(f *flow.Key) xvlan {
 // headers writes x as a frame's tags (xvlan_put without priority tags): a
 // tag with VID and PCP zero is no tag, and the tags left are packed
 // outermost first.
-func (x xvlan) headers() [2]flow.VLAN {
+func (x xvlan) headers() [2]flow.VLAN { return x.headersTagged(false) }
+
+// headersTagged is headers, keeping with always (priority-tags=always) a
+// tag of VID and PCP zero that has a TPID, as OVS's xvlan_put does.
+func (x xvlan) headersTagged(always bool) [2]flow.VLAN {
 	var vs [2]flow.VLAN
 	n := 0
 	for _, t := range x {
-		if t.vid == 0 && t.pcp == 0 {
+		if t.vid == 0 && t.pcp == 0 && !(always && t.tpid != 0) {
 			continue
 		}
 		tpid := t.tpid

@@ -197,3 +197,42 @@ func BenchmarkNormalVLAN(b *testing.B) {
 		x.Translate(&k, t0, true, &out)
 	}
 }
+
+// TestNormalPriorityTags: an access port with priority-tags=if-nonzero
+// gets a frame of nonzero priority with an 802.1Q header of VLAN 0 that
+// carries it, as ovs-vswitchd's output_normal gives it; with priority 0
+// it goes untagged, and "always" does not tag it either (an access port's
+// output has no TPID to keep, as in OVS's xvlan_put). Ports without the
+// setting are unchanged.
+func TestNormalPriorityTags(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		mode PriorityTagsMode
+		key  flow.Key
+		want string
+	}{
+		{"if-nonzero, priority 5", PriorityTagsIfNonzero, tagged(14, 10, 5), "0,15,16,pop_vlan,11,push_vlan(vid=0,pcp=5),12"},
+		{"if-nonzero, priority 0", PriorityTagsIfNonzero, tagged(14, 10, 0), "0,15,16,pop_vlan,11,12"},
+		{"always, priority 0", PriorityTagsAlways, tagged(14, 10, 0), "0,15,16,pop_vlan,11,12"},
+		{"never, priority 5", PriorityTagsNever, tagged(14, 10, 5), "0,15,16,pop_vlan,11,12"},
+		{"if-nonzero, untagged in on an access port", PriorityTagsIfNonzero, tagged(11, 0, 0), "12,push_vlan(vid=10,pcp=0),0,14,15,16"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := vlanBridge(t)
+			p2 := *x.Ports.Snapshot().ByOF(2)
+			p2.VLAN.PriorityTags = tt.mode
+			if err := x.Ports.Add(p2); err != nil {
+				t.Fatal(err)
+			}
+			var out Out
+			x.Translate(&tt.key, t0, true, &out)
+			if got := datapath.FormatActions(out.Actions); got != tt.want {
+				t.Errorf("actions %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if ParsePriorityTags("true") != PriorityTagsIfNonzero || ParsePriorityTags("if-nonzero") != PriorityTagsIfNonzero ||
+		ParsePriorityTags("always") != PriorityTagsAlways || ParsePriorityTags("false") != PriorityTagsNever || ParsePriorityTags("") != PriorityTagsNever {
+		t.Error("priority-tags values read unlike ovs-vswitchd")
+	}
+}

@@ -946,7 +946,7 @@ func (c *xctx) normalFlood(vlan uint16, ix *xvlan) {
 				pt.Bond != nil && (c.sameBundle(pt) || c.bondFloodSkip(pt)) || c.mirrorOut(pt) {
 				continue
 			}
-			h := normalHeader(pt, ix)
+			h := c.normalHeader(pt, ix)
 			switch {
 			case pass == 0 && h != start, pass > 0 && h == start:
 				continue
@@ -979,8 +979,16 @@ var trunkAll PortVLAN
 
 // normalHeader returns the VLAN headers a frame with internal tags ix
 // leaves port pt with (vlan_qinq.go).
-func normalHeader(pt *Port, ix *xvlan) [2]flow.VLAN {
-	return pt.VLAN.outputXVLAN(*ix).headers()
+func (c *xctx) normalHeader(pt *Port, ix *xvlan) [2]flow.VLAN {
+	out := pt.VLAN.outputXVLAN(*ix)
+	if pt.VLAN.PriorityTags == PriorityTagsNever {
+		return out.headers()
+	}
+	// Port other_config:priority-tags: the outer tag carries the frame's
+	// priority even where it carries no VLAN (an access port's), as
+	// ovs-vswitchd's output_normal gives it.
+	out[0].pcp = c.flow.VLANs[0].TCI & flow.VLANPCPMask
+	return out.headersTagged(pt.VLAN.PriorityTags == PriorityTagsAlways)
 }
 
 // normalOutput outputs the frame of VLAN vlan, internal tags ix, to pt
@@ -1004,7 +1012,7 @@ func (c *xctx) normalOutput(pt *Port, vlan uint16, ix *xvlan) {
 		return
 	}
 	saved := c.flow.VLANs
-	c.flow.VLANs = normalHeader(pt, ix)
+	c.flow.VLANs = c.normalHeader(pt, ix)
 	c.emitOutput(pt)
 	c.flow.VLANs = saved
 }

@@ -44,7 +44,7 @@ func (c *xctx) bondRecirc(pt *Port, ix *xvlan) bool {
 	}
 	saved := c.flow.VLANs
 	if c.ports.vlans {
-		c.flow.VLANs = normalHeader(pt, ix)
+		c.flow.VLANs = c.normalHeader(pt, ix)
 	}
 	c.commit()
 	c.out.Actions = datapath.AppendHash(c.out.Actions, datapath.HashAlgL4, st.bond.Config.HashBasis)

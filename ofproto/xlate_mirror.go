@@ -95,7 +95,7 @@ func (c *xctx) mirrorOutput(m *mirror) {
 				continue
 			}
 		}
-		c.flow.VLANs = normalHeader(pt, &x)
+		c.flow.VLANs = c.normalHeader(pt, &x)
 		c.emitOutput(out)
 		c.flow.VLANs = savedVLANs
 	}

@@ -131,11 +131,14 @@ type VLANConfig struct {
 	Trunks      []int
 	CVLANs      []int
 	QinQEthtype string
+	// PriorityTags is other_config:priority-tags as given (any mode).
+	PriorityTags string
 }
 
 // Equal reports whether v and w are the same columns.
 func (v *VLANConfig) Equal(w *VLANConfig) bool {
 	return v.Mode == w.Mode && v.HasTag == w.HasTag && v.Tag == w.Tag && v.QinQEthtype == w.QinQEthtype &&
+		v.PriorityTags == w.PriorityTags &&
 		slices.Equal(v.Trunks, w.Trunks) && slices.Equal(v.CVLANs, w.CVLANs)
 }
 
@@ -170,6 +173,9 @@ func (v VLANConfig) String() string {
 	if v.QinQEthtype != "" {
 		s += " qinq-ethtype=" + v.QinQEthtype
 	}
+	if v.PriorityTags != "" {
+		s += " priority-tags=" + v.PriorityTags
+	}
 	return s
 }
 
@@ -179,6 +185,7 @@ func parseVLAN(p *Port) (v VLANConfig, errMsg, warn string) {
 	if p.VLANMode != nil {
 		v.Mode = *p.VLANMode
 	}
+	v.PriorityTags = p.OtherConfig["priority-tags"]
 	switch v.Mode {
 	case "", "trunk", "access", "native-tagged", "native-untagged", "dot1q-tunnel":
 	default:

@@ -39,9 +39,7 @@ var unsupportedBridge = map[string]unsupportedKey{
 	"in-band-queue":         {"", "in-band control"},
 }
 
-var unsupportedPort = map[string]unsupportedKey{
-	"priority-tags": {"false", "priority-tagged output"},
-}
+var unsupportedPort = map[string]unsupportedKey{}
 
 // warnUnsupportedConfig adds a problem for each unsupported setting in
 // the rows, in a stable order.

@@ -371,6 +371,7 @@ func portVLAN(c *ovsdb.VLANConfig) (ofproto.PortVLAN, error) {
 	if err == nil {
 		err = v.SetTunnel(c.CVLANs, c.QinQEthtype) // dot1q-tunnel only
 	}
+	v.PriorityTags = ofproto.ParsePriorityTags(c.PriorityTags)
 	return v, err
 }
 
