@@ -24,10 +24,12 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/govswitch/govswitch/internal/nothp"
 	"github.com/govswitch/govswitch/vswitchd"
 )
 
 func main() {
+	nothp.Reexec() // as govswitchd
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "profswitchd: %v\n", err)
 		os.Exit(1)
