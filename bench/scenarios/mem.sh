@@ -8,7 +8,7 @@
 # For every switch (MEMSWITCHES, default "ovs gov mprof"; mprof is
 # profswitchd --memprofile under GODEBUG=memprofilerate=1, which samples
 # every allocation; gov-nothp is govswitchd under GODEBUG=disablethp=1,
-# gov-thp under GOVSWITCH_HUGEPAGES=1)
+# gov-thp under GOVSWITCH_HUGEPAGES=1, gov-gogcN under GOGC=N)
 # and configuration (MEMCONFIGS, default "normal acl") it
 # starts the switch as bed.sh does, offers bed.sh's load for SECS seconds
 # (MEMSECS, default 7: bed.sh's warm-up and timed run), and then records in
@@ -82,6 +82,8 @@ for cfg in $CONFIGS; do
 			GODEBUG=disablethp=1 start_switch gov "$cfg"
 		elif [[ $sw == gov-thp ]]; then
 			GOVSWITCH_HUGEPAGES=1 start_switch gov "$cfg"
+		elif [[ $sw == gov-gogc* ]]; then
+			GOGC=${sw#gov-gogc} start_switch gov "$cfg"
 		else
 			start_switch "$sw" "$cfg"
 		fi || { say "  $why"; stop_switch "$sw"; continue; }
