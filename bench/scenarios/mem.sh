@@ -12,7 +12,7 @@
 # and configuration (MEMCONFIGS, default "normal acl") it
 # starts the switch as bed.sh does, offers bed.sh's load for SECS seconds
 # (MEMSECS, default 7: bed.sh's warm-up and timed run), and then records in
-# OUT/mem.<switch>.<config>.txt: /proc/PID/status's Vm and Rss lines, the
+# OUT/mem.<switch>.<config>.txt (…<config>.r<N>.txt with MEMROUNDS=N > 1): /proc/PID/status's Vm and Rss lines, the
 # threads, smaps_rollup, every mapping of smaps with its Rss, Anonymous and
 # AnonHugePages, those summed by kind (the binary's text, rodata and data,
 # bss and heap, stacks, other anonymous, other files), and memory/show.
@@ -26,6 +26,7 @@ BED_LIB=1 PROFILE=0 ROUNDS=1 source "$here/bed.sh" "$out"
 SWITCHES=${MEMSWITCHES:-ovs gov mprof}
 CONFIGS=${MEMCONFIGS:-normal acl}
 SECS=${MEMSECS:-7}
+ROUNDS=${MEMROUNDS:-1}
 
 # kinds PID: the smaps mappings summed by kind, in kB.
 kinds() {
@@ -73,9 +74,10 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug 2>/de
 } >"$out/bed.txt"
 topology || { say "topology failed"; exit 1; }
 while awk '{exit !($1 < 11)}' /proc/uptime; do sleep 0.2; done
+for ((r = 1; r <= ROUNDS; r++)); do
 for cfg in $CONFIGS; do
 	for sw in $SWITCHES; do
-		say "mem: $sw $cfg"
+		say "mem: $sw $cfg${r/#/ round }"
 		# gov-nothp: govswitchd with GODEBUG=disablethp=1; gov-thp:
 		# govswitchd with GOVSWITCH_HUGEPAGES=1 (internal/nothp).
 		if [[ $sw == gov-nothp ]]; then
@@ -89,9 +91,10 @@ for cfg in $CONFIGS; do
 		fi || { say "  $why"; stop_switch "$sw"; continue; }
 		quiet ip netns exec h1 "$BIN/govbench" rate -r "$remote" -T "$SECS"
 		f="$out/mem.$sw.$cfg.txt"
+		((ROUNDS > 1)) && f="$out/mem.$sw.$cfg.r$r.txt"
 		{
 			echo "== status"
-			grep -E '^(Vm|Rss|Threads)' "/proc/$pid/status"
+			grep -E '^(Vm|Rss|Threads|THP)' "/proc/$pid/status"
 			echo "== smaps_rollup"
 			cat "/proc/$pid/smaps_rollup"
 			echo "== by kind (kB)"
@@ -111,4 +114,5 @@ for cfg in $CONFIGS; do
 		say "  $(grep -E '^VmHWM|^VmRSS' "$f" | tr -s ' \n' ' ')"
 		stop_switch "${sw%-*}"
 	done
+done
 done
