@@ -14,6 +14,7 @@ package nothp
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,10 +28,12 @@ const Env = "GOVSWITCH_HUGEPAGES"
 // environment, when the kernel's THP mode is "always" and THP is not yet
 // disabled. It returns when nothing needs doing, or when a step fails (the
 // program then runs with THP as the kernel has it); on success it does not
-// return. Call it first thing in main.
+// return. Call it first thing in main. The re-executed image takes back
+// the process name the first one had (restoreName).
 func Reexec() { reexec(alwaysMode) }
 
 func reexec(always func() bool) {
+	restoreName()
 	if os.Getenv(Env) == "1" || !always() {
 		return
 	}
@@ -48,4 +51,30 @@ func reexec(always func() bool) {
 func alwaysMode() bool {
 	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	return err == nil && bytes.Contains(b, []byte("[always]"))
+}
+
+// restoreName undoes what executing /proc/self/exe does to the process's
+// name: the kernel names a process (comm: ps, pidof, pkill, top) after the
+// file executed, so the re-executed image is "exe". Every thread named so
+// takes the name the first image had, the base name of argv[0] as the
+// kernel keeps it (15 bytes).
+func restoreName() {
+	if !isExe("/proc/self/comm") {
+		return
+	}
+	name := filepath.Base(os.Args[0])
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		if f := "/proc/self/task/" + t.Name() + "/comm"; isExe(f) {
+			_ = os.WriteFile(f, []byte(name), 0)
+		}
+	}
+}
+
+func isExe(commFile string) bool {
+	b, err := os.ReadFile(commFile)
+	return err == nil && string(bytes.TrimSpace(b)) == "exe"
 }

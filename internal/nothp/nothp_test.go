@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -21,7 +22,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		if on == 1 {
-			fmt.Println("re-executed with THP disabled, args", strings.Join(os.Args[1:], " "))
+			restoreName()
+			comm, _ := os.ReadFile("/proc/self/comm")
+			fmt.Println("re-executed with THP disabled, args", strings.Join(os.Args[1:], " "), "name", strings.TrimSpace(string(comm)))
 			os.Exit(0)
 		}
 		reexec(func() bool { return true })
@@ -32,10 +35,16 @@ func TestMain(m *testing.M) {
 }
 
 func TestReexec(t *testing.T) {
+	// The kernel names the child after the file executed, its first 15
+	// bytes; the re-executed image must get the same name back, not "exe".
+	name := filepath.Base(os.Args[0])
+	if len(name) > 15 {
+		name = name[:15]
+	}
 	for _, c := range []struct {
 		env, want string
 	}{
-		{"", "re-executed with THP disabled, args -test.run=none x y"},
+		{"", "re-executed with THP disabled, args -test.run=none x y name " + name},
 		{Env + "=1", "not re-executed"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=none", "x", "y")
