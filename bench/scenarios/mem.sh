@@ -94,7 +94,8 @@ for cfg in $CONFIGS; do
 		((ROUNDS > 1)) && f="$out/mem.$sw.$cfg.r$r.txt"
 		{
 			echo "== status"
-			grep -E '^(Vm|Rss|Threads|THP)' "/proc/$pid/status"
+			grep -E '^(Name|Vm|Rss|Threads|THP)' "/proc/$pid/status"
+			printf 'thread names: %s\n' "$(cat /proc/"$pid"/task/*/comm | sort | uniq -c | tr -s ' \n' ' ')"
 			echo "== smaps_rollup"
 			cat "/proc/$pid/smaps_rollup"
 			echo "== by kind (kB)"
