@@ -139,7 +139,7 @@ func (x *Xlator) TranslateResume(key *flow.Key, ofInPort uint32, cont *openflow.
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
-	c := out.xc()
+	c := &out.ctx
 	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	c.inPort = c.ports.ByOF(ofInPort)
 	c.flow.InPort = ofInPort

@@ -66,7 +66,7 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 		fmt.Fprintf(&sb, "    >>>> %s <<<<\n", out.Dropped)
 	}
 	sb.WriteString("\nFinal flow: ")
-	if final := out.xc().flow; final == of {
+	if final := out.ctx.flow; final == of {
 		sb.WriteString("unchanged")
 	} else {
 		sb.Write(appendFlowText(nil, &final))

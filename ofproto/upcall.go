@@ -381,10 +381,8 @@ func (u *Udpif) newHandler(h datapath.Handler) *handler {
 	}
 	hd.bufs, hd.unmap = mapUpcallBuffers(UpcallBatch)
 	hd.initSlow()
-	ctx := new(xctx) // the batch's translations run one after another
 	for i := range hd.outs {
 		hd.outs[i].Actions = make([]byte, 0, 1024)
-		hd.outs[i].ctx = ctx
 	}
 	if u.cfg.Governor != nil {
 		hd.policy = governor.NewPolicy(*u.cfg.Governor, u.cfg.GovernorThreshold, time.Now())

@@ -142,14 +142,10 @@ type Out struct {
 	// "" normally.
 	Dropped string
 
-	// ctx is the translation's working state (4.6 KB), in memory the
-	// caller owns and reuses, so a translation allocates nothing even
-	// where the compiler cannot keep it on the stack: allocated by the
-	// first translation into this Out (xc), or shared by Outs that are
-	// never translated into at the same time, as an upcall handler's
-	// batch (one xctx for its 64 Outs instead of 64; nothing reads the
-	// working state once a translation has returned).
-	ctx *xctx
+	// ctx is the translation's working state. It lives here, in memory
+	// the caller owns and reuses, so a translation allocates nothing even
+	// where the compiler cannot keep it on the stack.
+	ctx xctx
 	// ctrl holds the controller actions' userdata (xlate_controller.go).
 	ctrl ctrlOut
 	// netflow is set when the bridge runs NetFlow (netflow_bridge.go);
@@ -176,14 +172,6 @@ type Out struct {
 	Slow     uint32
 	slowActs []byte
 	slowOff  uint32 // the turned-off features that made it slow (backer_features.go)
-}
-
-// xc returns the Out's working state, allocating it on first use.
-func (o *Out) xc() *xctx {
-	if o.ctx == nil {
-		o.ctx = new(xctx)
-	}
-	return o.ctx
 }
 
 func (o *Out) reset() {
@@ -270,7 +258,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
 	out.MACVersion = x.macVersion()
-	c := out.xc()
+	c := &out.ctx
 	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: learn, flow: *key, base: *key}
 	// Some fields are always part of the megaflow, as in OVS: the input
 	// port (every decision below can depend on it), the ethertype (the
@@ -350,7 +338,7 @@ func (x *Xlator) Translate(key *flow.Key, now time.Time, learn bool, out *Out) {
 func (x *Xlator) TranslateActions(key *flow.Key, ofInPort uint32, acts []openflow.Action, now time.Time, out *Out) {
 	out.reset()
 	out.TablesVersion = x.Tables.Version()
-	c := out.xc()
+	c := &out.ctx
 	c.xstate = xstate{x: x, view: x.Tables.View(), ports: x.Ports.Snapshot(), out: out, now: now, learn: true, flow: *key, base: *key}
 	if limitVLANs(&c.flow) { // the VLAN limit, as flow_extract applies it (vlan_qinq.go)
 		c.base = c.flow
