@@ -12,7 +12,11 @@
 # build of govswitchd for before/after comparisons in one boot; "govn" is
 # govswitchd --scheduling normal, its threads under SCHED_OTHER; "ovsb"
 # is ovs-vswitchd under `chrt -b 0`, SCHED_BATCH like govswitchd's
-# default; "gov1" and "gov2" are govswitchd with --handlers 1 and 2), CONFIGS
+# default; "gov1" and "gov2" are govswitchd with --handlers 1 and 2; "mprof"
+# is profswitchd --memprofile OUTDIR/heap.CONFIG.pprof with every
+# allocation sampled, for bench/scenarios/mem.sh; "govthp" is govswitchd
+# with GOVSWITCH_HUGEPAGES=1, transparent huge pages as the kernel has
+# them, internal/nothp), CONFIGS
 # (default "exact acl normal"), EXTRAS (1: the ceiling runs and the
 # fixed-rate runs too; default 1).
 #
@@ -121,7 +125,7 @@ start_switch() {
 		exact) ovsenv ovs-appctl upcall/disable-megaflows >&3 2>&1 || { why="disable-megaflows failed"; return 1; } ;;
 		esac
 		;;
-	gov | govg | govn | gov1 | gov2 | prof | base)
+	gov | govg | govn | gov1 | gov2 | govthp | prof | mprof | base)
 		local extra=() cmd=("$BIN/govswitchd")
 		[[ $sw == govn ]] && extra+=(--scheduling normal)
 		[[ $sw == gov1 ]] && extra+=(--handlers 1)
@@ -129,6 +133,8 @@ start_switch() {
 		[[ $cfg == exact ]] && extra+=(--disable-megaflows)
 		[[ $sw == govg ]] && extra+=(--governor)
 		[[ $sw == prof ]] && cmd=("$BIN/profswitchd" --cpuprofile "$out/cpu.pprof")
+		[[ $sw == govthp ]] && cmd=(env GOVSWITCH_HUGEPAGES=1 "$BIN/govswitchd")
+		[[ $sw == mprof ]] && cmd=(env GODEBUG=memprofilerate=1 "$BIN/profswitchd" --memprofile "$out/heap.$cfg.pprof")
 		[[ $sw == base ]] && cmd=("${BASEBIN:?base needs BASEBIN}/govswitchd")
 		"${cmd[@]}" --datapath system --rundir "$dir" --bridge br0 --port v1 --port v2 \
 			"${extra[@]}" >"$dir/govswitchd.log" 2>&1 &
@@ -180,7 +186,7 @@ stop_switch() {
 		ovsenv ovs-appctl exit --cleanup >&3 2>&1
 		[[ -f $dir/ovsdb-server.pid ]] && kill "$(cat "$dir/ovsdb-server.pid")" 2>/dev/null
 		;;
-	gov | govg | govn | gov1 | gov2 | prof | base)
+	gov | govg | govn | gov1 | gov2 | govthp | prof | mprof | base)
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$pid" 2>/dev/null

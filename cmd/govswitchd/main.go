@@ -6,7 +6,11 @@ package main
 import (
 	"os"
 
+	"github.com/govswitch/govswitch/internal/nothp"
 	"github.com/govswitch/govswitch/vswitchd"
 )
 
-func main() { os.Exit(vswitchd.Main()) }
+func main() {
+	nothp.Reexec() // transparent huge pages off, from the first page on
+	os.Exit(vswitchd.Main())
+}

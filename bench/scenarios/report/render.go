@@ -44,13 +44,14 @@ func (m *Meta) Get(key string) string {
 }
 
 var switchNames = map[string]string{
-	"ovs":  "ovs-vswitchd 3.1",
-	"gov":  "govswitchd",
-	"govg": "govswitchd --governor",
-	"none": "no daemon",
-	"base": "govswitchd (base build)",
-	"govn": "govswitchd --scheduling normal",
-	"ovsb": "ovs-vswitchd 3.1 under chrt -b",
+	"ovs":    "ovs-vswitchd 3.1",
+	"gov":    "govswitchd",
+	"govg":   "govswitchd --governor",
+	"none":   "no daemon",
+	"base":   "govswitchd (base build)",
+	"govn":   "govswitchd --scheduling normal",
+	"govthp": "govswitchd, THP as the kernel has it",
+	"ovsb":   "ovs-vswitchd 3.1 under chrt -b",
 }
 
 var configNames = []struct{ key, title string }{
@@ -62,7 +63,7 @@ var configNames = []struct{ key, title string }{
 	{"listen", "generator ceiling: static flows, govbench listen in h2"},
 }
 
-var switchOrder = []string{"ovs", "ovsb", "base", "govn", "gov", "govg", "none"}
+var switchOrder = []string{"ovs", "ovsb", "base", "govn", "govthp", "gov", "govg", "none"}
 
 // f formats a number for a table: "–" for NaN, no decimals for whole
 // numbers (counts) and from 100 up.
