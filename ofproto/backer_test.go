@@ -10,6 +10,7 @@ import (
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // sharedBridges makes bridges br0 (with device p1) and br1 (with p2) on
@@ -268,5 +269,39 @@ func TestPatchPortTrace(t *testing.T) {
 		itoa(br1.Ports.byName("p2").DPPort) + "\n"
 	if !strings.Contains(tr, want) {
 		t.Errorf("trace lacks %q:\n%s", want, tr)
+	}
+}
+
+// TestPatchPortPacketIn: a packet-in sent by the rules of a bridge reached
+// through a patch port goes to that bridge's controllers, in the extended
+// form whose metadata names its OpenFlow in_port, the patch port (the
+// datapath's input port belongs to the other bridge), as ovs-vswitchd's
+// packet-in from br1 says in_port=pb.
+func TestPatchPortPacketIn(t *testing.T) {
+	bk, br0, br1, prov := sharedBridges(t, UpcallConfig{})
+	patchPair(t, br0, br1, "pa", "pb")
+	pa, pb := br0.Ports.byName("pa"), br1.Ports.byName("pb")
+	mustAdd(t, br0.X, 0, func(*flow.Key, *flow.Mask) {}, 1, apply(openflow.Output(pa.OFPort, 0)))
+	mustAdd(t, br1.X, 0, func(*flow.Key, *flow.Mask) {}, 1, apply(openflow.Output(openflow.PortController, 0xffff)))
+	got := make(chan PacketIn, 4)
+	br1.SetPacketIn(func(pi PacketIn) { got <- pi })
+	br0.SetPacketIn(func(pi PacketIn) { t.Errorf("br0 got a packet-in: %+v", pi) })
+	bk.Start()
+	defer bk.Stop()
+	prov.Netdev("p1").Send(synFrame(2))
+	select {
+	case pi := <-got:
+		if pi.Ext == nil {
+			t.Fatalf("packet-in %+v without metadata", pi)
+		}
+		var md openflow.Match
+		if err := openflow.DecodeNXM(openflow.Version13, pi.Ext.Metadata, &md); err != nil || md.Key.InPort != pb.OFPort {
+			t.Errorf("packet-in metadata in_port %d (%v), want pb's %d", md.Key.InPort, err, pb.OFPort)
+		}
+		if pi.Reason != ReasonAction || pi.Table != 0 {
+			t.Errorf("packet-in reason %d table %d", pi.Reason, pi.Table)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("br1 got no packet-in")
 	}
 }

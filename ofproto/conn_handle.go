@@ -875,7 +875,9 @@ func (m *ConnManager) encodeAsync(c *Conn, ev *asyncEvent, now time.Time, b []by
 		if p == nil {
 			p = m.b.tunnelPortOf(&pin.Key) // xlate_tunnel.go
 		}
-		if p == nil {
+		if p == nil && pin.Ext == nil {
+			// (An extended packet-in names its OpenFlow in_port in
+			// its metadata: from a bridge reached by a patch port.)
 			return b, fmt.Errorf("packet-in from unknown datapath port %d", pin.Key.InPort)
 		}
 		reason := pin.Reason

@@ -81,13 +81,14 @@ func (m *ConnManager) encodePacketInExt(c *Conn, pin *PacketIn, p *Port, reason 
 	} else {
 		md.Key.InPort, md.Mask.InPort = p.OFPort, ^uint32(0)
 	}
+	inPort := md.Key.InPort // p is nil for a packet-in from behind a patch port
 	if pin.Conntracked {
 		pinCtMetadata(&md, &pin.Key) // packetin_ct.go
 	}
 	if format != openflow.NXPacketIn2Format {
 		// Userdata and continuations travel in packet-in2 only.
 		msg := openflow.PacketIn{Envelope: env, NXM: format == openflow.NXPacketInNXM, BufferID: openflow.NoBuffer,
-			TotalLen: uint16(len(pin.Packet)), InPort: p.OFPort, Reason: reason, TableID: pin.Table,
+			TotalLen: uint16(len(pin.Packet)), InPort: inPort, Reason: reason, TableID: pin.Table,
 			Cookie: pin.Cookie, Match: md, Data: pin.Packet}
 		return msg.Append(b)
 	}

@@ -846,6 +846,16 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	if pid == 0 {
 		return
 	}
+	if c.inPort != nil && c.inPort.IsPatch() {
+		// Rules of a bridge reached through a patch port: the
+		// datapath's input port is another bridge's, so the packet-in
+		// carries its OpenFlow in_port (the patch port) in the
+		// metadata of the extended form (xlate_controller.go).
+		ca := openflow.DefaultController
+		ca.Reason, ca.MaxLen = reason, maxLen
+		c.controller2At(&ca, table, cookie)
+		return
+	}
 	c.commit()
 	var ud [UserdataLen]byte
 	ud[0], ud[1], ud[2], ud[3] = UserdataController, reason, table, c.ctrlFlags()

@@ -104,7 +104,10 @@ func (c *xctx) unsupported(a *openflow.Action) {
 }
 
 // controller2 carries out a controller action with its Nicira options.
-func (c *xctx) controller2(ca *openflow.ControllerAction) {
+func (c *xctx) controller2(ca *openflow.ControllerAction) { c.controller2At(ca, c.table, c.cookie) }
+
+// controller2At is controller2 reporting table and cookie.
+func (c *xctx) controller2At(ca *openflow.ControllerAction, table uint8, cookie uint64) {
 	pid := c.x.ControllerPID.Load()
 	if pid == 0 {
 		if ca.Pause {
@@ -119,7 +122,6 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	// fields: the megaflow must match them.
 	c.out.WC.Tunnel.ID, c.out.WC.Mark = ^uint64(0), ^uint32(0)
 	reason := ca.Reason
-	table := c.table
 	if ca.Pause {
 		// The packet-in of a frozen translation names table 0, as
 		// ovs-vswitchd's does; the continuation keeps the real one.
@@ -130,7 +132,7 @@ func (c *xctx) controller2(ca *openflow.ControllerAction) {
 	b = append(b, UserdataController2, reason, table, c.ctrlFlags())
 	b = binary.BigEndian.AppendUint16(b, ca.MaxLen)
 	b = binary.BigEndian.AppendUint16(b, ca.ID)
-	b = binary.BigEndian.AppendUint64(b, c.cookie)
+	b = binary.BigEndian.AppendUint64(b, cookie)
 	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0) // lengths, filled in below
 	b = binary.BigEndian.AppendUint16(b, c.x.ID)
 	b = append(b, 0, 0)
