@@ -512,6 +512,11 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		c.logRefusal("packet-out", err)
 		return c.sendError(raw, typ, code)
 	}
+	if err := checkResubmitCt(m.Actions, nil); err != nil {
+		typ, code := flowModError(v, err)
+		c.logRefusal("packet-out", err)
+		return c.sendError(raw, typ, code)
+	}
 	if err := c.m.b.Tables.checkActionRefs(m.Actions); err != nil {
 		c.logRefusal("packet-out", err)
 		return c.sendFlowModError(raw, err)

@@ -70,6 +70,31 @@ func checkCt(in *openflow.Instructions, m *classifier.Match) error {
 				return err
 			}
 		}
+		if err := checkResubmitCt(list, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkResubmitCt refuses a resubmit(,table,ct) in acts (or in a clone in
+// them) unless match m pins down a valid connection, one that has a
+// tuple to look up by (OFPBAC_MATCH_INCONSISTENT, as ovs-vswitchd's
+// check_RESUBMIT). A nil m is a packet-out's: its packet has no
+// connection, so every such resubmit is refused.
+func checkResubmitCt(acts []openflow.Action, m *classifier.Match) error {
+	for i := range acts {
+		a := &acts[i]
+		switch {
+		case a.Type == openflow.ActClone:
+			if err := checkResubmitCt(a.Nested, m); err != nil {
+				return err
+			}
+		case a.Type == openflow.ActResubmit && a.CtOrig:
+			if m == nil || !openflow.CtValid(&m.Key, &m.Mask) {
+				return errorf(ErrMatchInconsistent, "resubmit(,%d,ct): the match does not pin down a tracked, valid connection", a.Table)
+			}
+		}
 	}
 	return nil
 }

@@ -178,10 +178,17 @@ func ActionString(a *openflow.Action) string {
 		if a.Port != openflow.PortInPort {
 			in = fmt.Sprint(a.Port)
 		}
-		if a.Table == openflow.TableAll {
-			return fmt.Sprintf("resubmit:%s", in)
+		ct := ""
+		if a.CtOrig {
+			ct = ",ct"
 		}
-		return fmt.Sprintf("resubmit(%s,%d)", in, a.Table)
+		if a.Table == openflow.TableAll {
+			if ct == "" {
+				return fmt.Sprintf("resubmit:%s", in)
+			}
+			return fmt.Sprintf("resubmit(%s,%s)", in, ct)
+		}
+		return fmt.Sprintf("resubmit(%s,%d%s)", in, a.Table, ct)
 	case openflow.ActSetNwTTL:
 		return fmt.Sprintf("mod_nw_ttl:%d", a.TTL)
 	case openflow.ActFinTimeout:

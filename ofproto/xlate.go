@@ -749,8 +749,15 @@ func (c *xctx) resubmit(a *openflow.Action) {
 	// The rule found runs whole, goto_table and write-actions included,
 	// as ovs-vswitchd runs it; a miss (in the first table or one gone to)
 	// does nothing.
+	first := true
 	for !c.exit && int(table) < NumTables {
-		r := c.view.Lookup(table, &c.flow, &c.out.WC)
+		var r *Rule
+		if first && a.CtOrig {
+			r = c.lookupCtOrig(table) // xlate_ct.go
+		} else {
+			r = c.view.Lookup(table, &c.flow, &c.out.WC)
+		}
+		first = false
 		if r == nil {
 			break
 		}

@@ -221,3 +221,44 @@ func fieldBits16(v []byte, ofs uint16) uint16 {
 	}
 	return x
 }
+
+// lookupCtOrig is resubmit(,table,ct)'s lookup: table is searched as if
+// the packet's addresses, IP protocol and ports were those of its
+// connection's original-direction tuple (ct_nw_src ... ct_tp_dst), which
+// lets one ACL judge both directions of a connection by how it began.
+// The megaflow's bits move with the fields: a rule that reads nw_src
+// here reads the tuple's source, so the datapath flow matches
+// ct_nw_src. The packet itself is untouched: the swap is undone before
+// the rule found runs. A packet with no tuple (untracked, invalid, or not
+// IP) finds nothing, as in ovs-vswitchd, which reports "resubmit(ct) with
+// non-tracked or non-IP packet!" and goes on with the next action.
+func (c *xctx) lookupCtOrig(table uint8) *Rule {
+	et := c.flow.EthType
+	if c.flow.CtOrig.Proto == 0 || et != flow.EthTypeIPv4 && et != flow.EthTypeIPv6 {
+		return nil
+	}
+	v4 := et == flow.EthTypeIPv4
+	swapCtTuple(&c.flow, v4)
+	swapCtTuple((*flow.Key)(&c.out.WC), v4)
+	r := c.view.Lookup(table, &c.flow, &c.out.WC)
+	swapCtTuple(&c.flow, v4)
+	swapCtTuple((*flow.Key)(&c.out.WC), v4)
+	return r
+}
+
+// swapCtTuple exchanges k's IP protocol, ports and addresses of the
+// family (v4: IPv4, else IPv6) with those of its conntrack tuple; twice
+// is the identity. It serves a Key and, converted, a Mask alike.
+func swapCtTuple(k *flow.Key, v4 bool) {
+	t := &k.CtOrig
+	k.NwProto, t.Proto = t.Proto, k.NwProto
+	if v4 {
+		k.IPv4Src, t.IPv4Src = t.IPv4Src, k.IPv4Src
+		k.IPv4Dst, t.IPv4Dst = t.IPv4Dst, k.IPv4Dst
+	} else {
+		k.IPv6Src, t.IPv6Src = t.IPv6Src, k.IPv6Src
+		k.IPv6Dst, t.IPv6Dst = t.IPv6Dst, k.IPv6Dst
+	}
+	k.TpSrc, t.TpSrc = t.TpSrc, k.TpSrc
+	k.TpDst, t.TpDst = t.TpDst, k.TpDst
+}

@@ -31,7 +31,7 @@ const (
 	ActDecMPLSTTL            //
 	ActCopyTTLOut            //
 	ActCopyTTLIn             //
-	ActResubmit              // Port (PortInPort: keep in_port), Table (TableAll: the current table)
+	ActResubmit              // Port (PortInPort: keep in_port), Table (TableAll: the current table), CtOrig
 	ActRegLoad               // Field, Ofs, NBits, Load: NXAST_REG_LOAD
 	ActRegMove               // Src, SrcOfs → Field, Ofs; NBits: NXAST_REG_MOVE (move)
 	ActVendor                // Vendor, Data: a vendor/experimenter action this codec does not model
@@ -119,6 +119,12 @@ type Action struct {
 	// or ONF's 1.3 extension), which 1.3 writes back as ONF's copy_field
 	// (action_copyfield.go).
 	CopyField bool
+	// CtOrig says an ActResubmit looks up its table with the packet's
+	// conntrack original-direction tuple (ct_nw_src, ct_nw_dst or their
+	// IPv6 forms, ct_nw_proto, ct_tp_src, ct_tp_dst) in place of its
+	// addresses, IP protocol and ports: resubmit(,table,ct),
+	// NXAST_RESUBMIT_TABLE_CT.
+	CtOrig bool
 	// IDs are an ActDecNwTTL's controller ids when it came as
 	// dec_ttl(ids) (action_decttl.go); nil for plain dec_ttl.
 	IDs []uint16
@@ -236,7 +242,7 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
-		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField &&
+		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField && a.CtOrig == b.CtOrig &&
 		(a.IDs == nil) == (b.IDs == nil) && slices.Equal(a.IDs, b.IDs) &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
 		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)

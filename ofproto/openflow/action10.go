@@ -33,8 +33,12 @@ const (
 	NXASTRegLoad2      uint16 = 33
 	NXASTSetTunnel64   uint16 = 9
 	NXASTResubmitTable uint16 = 14
-	NXASTDecTTL        uint16 = 18
-	NXASTGroup         uint16 = 40 // group action in OpenFlow 1.0 (OVS)
+	// NXASTResubmitTableCT is resubmit(port,table,ct): the lookup sees the
+	// conntrack original-direction tuple in place of the packet's
+	// addresses, protocol and ports (OVS 2.8+).
+	NXASTResubmitTableCT uint16 = 44
+	NXASTDecTTL          uint16 = 18
+	NXASTGroup           uint16 = 40 // group action in OpenFlow 1.0 (OVS)
 )
 
 // splitAction returns the first action of b, its type, and the rest, after
@@ -192,13 +196,20 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		if err := checkNXController(v, sub, act[8:]); err != nil {
 			return Action{}, err
 		}
-	case NXASTResubmit, NXASTResubmitTable:
+	case NXASTResubmit, NXASTResubmitTable, NXASTResubmitTableCT:
 		if err := need(16); err != nil {
 			return Action{}, err
 		}
 		a := Action{Type: ActResubmit, Port: Port10To32(u16(act[10:])), Table: TableAll}
-		if sub == NXASTResubmitTable {
+		if sub != NXASTResubmit {
+			// The table forms carry a table and three bytes of
+			// padding that must be zero, as ovs-vswitchd requires;
+			// plain resubmit ignores both.
+			if act[13]|act[14]|act[15] != 0 {
+				return Action{}, errOf(v, kActBadArgument, "resubmit: nonzero padding")
+			}
 			a.Table = act[12]
+			a.CtOrig = sub == NXASTResubmitTableCT
 		}
 		return a, nil
 	case NXASTSetTunnel:
@@ -447,7 +458,10 @@ func appendNXAction(b []byte, a *Action) ([]byte, error) {
 			return b, fmt.Errorf("openflow: resubmit in_port %d: %w", a.Port, ErrUnsupported)
 		}
 		sub := NXASTResubmitTable
-		if a.Table == TableAll {
+		switch {
+		case a.CtOrig:
+			sub = NXASTResubmitTableCT
+		case a.Table == TableAll:
 			sub = NXASTResubmit
 		}
 		return append(be16(nxActionHeader(b, 16, sub), p), a.Table, 0, 0, 0), nil

@@ -41,6 +41,11 @@ func ctValid(k *flow.Key, m *flow.Mask) bool {
 	return st&implies != 0 || st&flow.CtTracked != 0 && m.CtState&flow.CtInvalid != 0 && st&flow.CtInvalid == 0
 }
 
+// CtValid reports whether the match k/m pins down a valid connection
+// (ctValid), the prerequisite of the tuple fields and of
+// resubmit(,table,ct).
+func CtValid(k *flow.Key, m *flow.Mask) bool { return ctValid(k, m) }
+
 // ctProtoValid is the prerequisite of ct_nw_proto, ct_tp_src and
 // ct_tp_dst: a valid connection and a nonzero protocol. ovs-vswitchd's is
 // the connection alone, but its encoder (nx_put_raw) writes the three only
