@@ -74,7 +74,7 @@ func TestExpFieldActionCaptureMeaning(t *testing.T) {
 		{"expfield-stack-of13", []Action{
 			{Type: ActStackPush, Field: FieldTunErspanVer, NBits: 4},
 			{Type: ActStackPop, Field: FieldTunErspanIdx, Ofs: 4, NBits: 8}}},
-		{"expfield-outputreg-of10", []Action{{Type: ActOutputReg, Src: FieldTunErspanIdx, NBits: 16, MaxLen: 0xffff}}},
+		{"expfield-outputreg-of10", []Action{{Type: ActOutputReg, Src: FieldTunErspanIdx, NBits: 16, MaxLen: 0xffff, OutputReg2: true}}},
 		{"expfield-load-of13", []Action{
 			{Type: ActSetField, Field: FieldTunErspanIdx, Value: [16]byte{0, 0, 0, 1}, Mask: [16]byte{0, 0, 0, 0x0f}, Masked: true},
 			{Type: ActSetField, Field: FieldTunErspanHwid, Value: [16]byte{5}, Mask: [16]byte{0x3f}, Masked: true}}},
@@ -144,5 +144,23 @@ func TestExpFieldActionDecodeErrors(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: %+v, %v", tc.name, a, err)
 		}
+	}
+}
+
+// TestOutputReg2RawForm: an NXAST_OUTPUT_REG2 of a field with a 4-byte
+// header is written back as it came, as ovs-vswitchd keeps the raw form;
+// the same action built without OutputReg2 is NXAST_OUTPUT_REG.
+func TestOutputReg2RawForm(t *testing.T) {
+	in, _ := hex.DecodeString("ffff001800002320" + "0020000fffff" + "00010004" + "000000000000")
+	a, err := decodeVendorAction(Version10, in)
+	if err != nil || !a.OutputReg2 || a.Src != FieldReg0 {
+		t.Fatalf("%+v, %v", a, err)
+	}
+	if out, err := appendOutputReg(nil, &a); err != nil || !bytes.Equal(out, in) {
+		t.Errorf("re-encoded % x, %v; want % x", out, err, in)
+	}
+	a.OutputReg2 = false
+	if out, err := appendOutputReg(nil, &a); err != nil || u16(out[8:]) != NXASTOutputReg {
+		t.Errorf("without OutputReg2: % x, %v", out, err)
 	}
 }

@@ -133,7 +133,7 @@ func FuzzDecodeActions(f *testing.F) {
 		{Type: ActRegMove, Src: FieldNSHC1, Field: FieldTunErspanHwid, SrcOfs: 2, NBits: 6},
 		{Type: ActStackPush, Field: FieldNSHSPI, NBits: 24},
 		{Type: ActStackPop, Field: FieldTunErspanVer, NBits: 4},
-		{Type: ActOutputReg, Src: FieldTunErspanIdx, NBits: 16, MaxLen: 0xffff},
+		{Type: ActOutputReg, Src: FieldTunErspanIdx, NBits: 16, MaxLen: 0xffff, OutputReg2: true},
 		{Type: ActSetField, Field: FieldTunErspanVer, Value: [16]byte{1}, Mask: [16]byte{0x0f}, Masked: true},
 	}
 	for _, v13 := range []bool{false, true} {

@@ -6,9 +6,9 @@ package openflow
 // NXAST_OUTPUT_REG2 is the same with a field header of 4 or 8 bytes;
 // ovs-ofctl writes it for an experimenter field (tun_erspan_*, nsh_*),
 // which NXAST_OUTPUT_REG's 4-byte word cannot name, and so does the
-// encoder here. One that came as NXAST_OUTPUT_REG2 with a 4-byte header
-// is written back as NXAST_OUTPUT_REG (ovs-vswitchd keeps its raw form;
-// ovs-ofctl never sends one).
+// encoder here; one that came as NXAST_OUTPUT_REG2 with a 4-byte header
+// has OutputReg2 set and is written back so, as ovs-vswitchd keeps an
+// action's raw form.
 
 // NXASTOutputReg and NXASTOutputReg2 are the output_reg actions' Nicira
 // subtypes.
@@ -61,7 +61,8 @@ func decodeOutputReg2(v uint8, act []byte) (Action, error) {
 			return Action{}, errOf(v, kActBadArgument, "output_reg2: nonzero padding")
 		}
 	}
-	a := Action{Type: ActOutputReg, Src: f, SrcOfs: ofsNBits >> 6, NBits: ofsNBits&0x3f + 1, MaxLen: u16(act[12:])}
+	a := Action{Type: ActOutputReg, Src: f, SrcOfs: ofsNBits >> 6, NBits: ofsNBits&0x3f + 1, MaxLen: u16(act[12:]),
+		OutputReg2: true}
 	if int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() {
 		return Action{}, errOf(v, kActBadArgument, "output_reg2: %s[%d..%d]", a.Src, a.SrcOfs, a.SrcOfs+a.NBits-1)
 	}
@@ -69,7 +70,7 @@ func decodeOutputReg2(v uint8, act []byte) (Action, error) {
 }
 
 func appendOutputReg(b []byte, a *Action) ([]byte, error) {
-	if a.Src.IsExperimenter() && a.NBits != 0 && a.NBits <= 64 && int(a.SrcOfs)+int(a.NBits) <= 8*a.Src.Size() {
+	if (a.OutputReg2 || a.Src.IsExperimenter()) && actionFieldLen(a.Src) != 0 && a.NBits != 0 && a.NBits <= 64 && int(a.SrcOfs)+int(a.NBits) <= 8*a.Src.Size() {
 		start := len(b)
 		b = be16(be16(nxActionHeader(b, 24, NXASTOutputReg2), a.SrcOfs<<6|(a.NBits-1)), a.MaxLen)
 		b, _ = appendActionField(b, a.Src, true)
