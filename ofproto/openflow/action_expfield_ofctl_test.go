@@ -34,6 +34,9 @@ var expFieldActionCaptures = []capture{
 	{"expfield-load-of10", []string{"add-flow", "SW", "actions=load:1->tun_erspan_ver[],load:0x55->tun_erspan_idx[]"}},
 	{"expfield-load-of13", []string{"-O", "OpenFlow13", "add-flow", "SW", "actions=load:1->tun_erspan_idx[0..3],load:5->tun_erspan_hwid[]"}},
 	{"expfield-load-of15", []string{"-O", "OpenFlow15", "add-flow", "SW", "actions=load:1->tun_erspan_dir[],load:0x7->tun_erspan_idx[4..6]"}},
+	{"expfield-nshload-of10", []string{"add-flow", "SW", "dl_type=0x894f,actions=load:1->nsh_c1[0..7],load:0x12->nsh_spi[]"}},
+	{"expfield-nshload-of13", []string{"-O", "OpenFlow13", "add-flow", "SW",
+		"ip,actions=encap(nsh),load:1->nsh_c1[0..7],load:0x12->nsh_spi[],encap(ethernet),output:2"}},
 }
 
 // TestOvsOfctlExpFieldActionCaptures records (OFCTL_RECORD=1) or checks
@@ -44,10 +47,11 @@ func TestOvsOfctlExpFieldActionCaptures(t *testing.T) {
 
 // TestExpFieldActionOvsOfctlDump serves the recorded flows back to the
 // real ovs-ofctl as flow stats: it prints the experimenter fields as it
-// parsed them (parse-flow of the same text).
+// parsed them (parse-flow of the same text); the loads print as masked
+// set_fields, as ovs-ofctl parsed them.
 func TestExpFieldActionOvsOfctlDump(t *testing.T) {
 	checkOvsOfctlDumpsCaptures(t, expFieldActionCaptures, func(got string) bool {
-		return strings.Contains(got, "NXOXM_") || strings.Contains(got, "tun_erspan_")
+		return strings.Contains(got, "NXOXM_") || strings.Contains(got, "tun_erspan_") || strings.Contains(got, "->nsh_")
 	})
 }
 
