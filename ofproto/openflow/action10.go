@@ -282,7 +282,7 @@ func decodeRegMove(v uint8, act []byte) (Action, error) {
 		}
 	}
 	a := Action{Type: ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: dstOfs, NBits: nBits}
-	if nBits == 0 || int(srcOfs)+int(nBits) > 8*src.Size() || int(dstOfs)+int(nBits) > 8*dst.Size() {
+	if nBits == 0 || int(srcOfs)+int(nBits) > src.Bits() || int(dstOfs)+int(nBits) > dst.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "move: %d bits from %s[%d] to %s[%d]", nBits, src, srcOfs, dst, dstOfs)
 	}
 	return a, nil

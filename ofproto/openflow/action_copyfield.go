@@ -37,7 +37,7 @@ func decodeCopyField(v uint8, act []byte, at int) (Action, error) {
 		}
 	}
 	a := Action{Type: ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: dstOfs, NBits: nBits, CopyField: true}
-	if nBits == 0 || int(srcOfs)+int(nBits) > 8*src.Size() || int(dstOfs)+int(nBits) > 8*dst.Size() {
+	if nBits == 0 || int(srcOfs)+int(nBits) > src.Bits() || int(dstOfs)+int(nBits) > dst.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "copy_field: %d bits from %s[%d] to %s[%d]", nBits, src, srcOfs, dst, dstOfs)
 	}
 	return a, nil

@@ -29,7 +29,7 @@ func decodeStack(v uint8, sub uint16, act []byte) (Action, error) {
 			return Action{}, errOf(v, kActBadArgument, "%s: nonzero padding", name)
 		}
 	}
-	if nBits == 0 || int(ofs)+int(nBits) > 8*f.Size() {
+	if nBits == 0 || int(ofs)+int(nBits) > f.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "%s: %d bits at %d of %s", name, nBits, ofs, f)
 	}
 	return Action{Type: typ, Field: f, Ofs: ofs, NBits: nBits}, nil

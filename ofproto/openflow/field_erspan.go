@@ -61,6 +61,9 @@ func defErspanFields() {
 	def(FieldTunErspanVer, "tun_erspan_ver", nxoxmErspanVer, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanVer }, 0xff)
 	def(FieldTunErspanDir, "tun_erspan_dir", nxoxmErspanDir, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanDir }, 0xff)
 	def(FieldTunErspanHwid, "tun_erspan_hwid", nxoxmErspanHwid, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanHwid }, 0xff)
+	// OVS's widths, what tun_erspan_idx[] names in a move (Bits).
+	fields[FieldTunErspanIdx].bits, fields[FieldTunErspanVer].bits = 20, 4
+	fields[FieldTunErspanDir].bits, fields[FieldTunErspanHwid].bits = 1, 6
 }
 
 // expHeader returns experimenter field f's 4-byte header (hasmask clear,

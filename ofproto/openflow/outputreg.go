@@ -63,7 +63,7 @@ func decodeOutputReg2(v uint8, act []byte) (Action, error) {
 	}
 	a := Action{Type: ActOutputReg, Src: f, SrcOfs: ofsNBits >> 6, NBits: ofsNBits&0x3f + 1, MaxLen: u16(act[12:]),
 		OutputReg2: true}
-	if int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() {
+	if int(a.SrcOfs)+int(a.NBits) > a.Src.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "output_reg2: %s[%d..%d]", a.Src, a.SrcOfs, a.SrcOfs+a.NBits-1)
 	}
 	return a, nil
