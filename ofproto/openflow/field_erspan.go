@@ -30,7 +30,11 @@ import "github.com/govswitch/govswitch/flow"
 // its width there (20, 8, 1 and 6 bits). OpenFlow gives them their whole
 // bytes (a 32-bit index, 8-bit version, direction and hardware ID), as
 // ovs-vswitchd does: a mask is exact only when all ones in that width, so
-// a match ovs-ofctl sends dumps back in its own bytes.
+// a match ovs-ofctl sends dumps back in its own bytes. An action's
+// subfield is held to OVS's widths instead (Field.Bits: 20, 4, 1 and 6
+// bits), as ovs-vswitchd's mf_check_src/dst hold it: tun_erspan_idx[] in
+// a move is bits 0 to 19, and load:1->tun_erspan_ver[] arrives as the
+// masked set_field 1/0xf.
 //
 // ovs-ofctl and ovs-vswitchd 3.1 (match_set_tun_erspan_{ver,dir,hwid}
 // _masked) store the value as the mask of those three: tun_erspan_ver=2
