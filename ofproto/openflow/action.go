@@ -119,10 +119,6 @@ type Action struct {
 	// or ONF's 1.3 extension), which 1.3 writes back as ONF's copy_field
 	// (action_copyfield.go).
 	CopyField bool
-	// OutputReg2 says an ActOutputReg came as NXAST_OUTPUT_REG2, which is
-	// written back so (outputreg.go); one of an experimenter field is
-	// written so anyway.
-	OutputReg2 bool
 	// IDs are an ActDecNwTTL's controller ids when it came as
 	// dec_ttl(ids) (action_decttl.go); nil for plain dec_ttl.
 	IDs []uint16
@@ -145,6 +141,10 @@ type Action struct {
 	// headers (class, type, length, value padded to 4 bytes), in their
 	// order (action_mpls.go).
 	NSHMDType uint8
+	// OutputReg2 says an ActOutputReg came as NXAST_OUTPUT_REG2, which is
+	// written back so (outputreg.go); one of an experimenter field is
+	// written so anyway.
+	OutputReg2 bool
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -240,10 +240,11 @@ func (a Action) Equal(b Action) bool {
 		a.MaxLen == b.MaxLen && a.EthType == b.EthType && a.VLANVID == b.VLANVID && a.Ofs == b.Ofs &&
 		a.NBits == b.NBits && a.Field == b.Field && a.Src == b.Src && a.SrcOfs == b.SrcOfs && a.Port == b.Port && a.Queue == b.Queue &&
 		a.Group == b.Group && a.Vendor == b.Vendor && a.Load == b.Load && a.Value == b.Value &&
-		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField && a.OutputReg2 == b.OutputReg2 &&
+		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField &&
 		(a.IDs == nil) == (b.IDs == nil) && slices.Equal(a.IDs, b.IDs) &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
-		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
+		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && a.OutputReg2 == b.OutputReg2 &&
+		actionsEqual(a.Nested, b.Nested)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue
