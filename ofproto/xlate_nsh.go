@@ -113,8 +113,9 @@ func (c *xctx) commitSetNSH(acts []byte) []byte {
 	return c.out.Actions
 }
 
-// nshSetCheck is the flow_mod check of set_field nsh_*: it is carried out
-// only inside a pending encap(nsh), whose push_nsh takes the values.
+// nshSetCheck is the flow_mod check of set_field, load, move and pop into
+// nsh_*: it is carried out only inside a pending encap(nsh), whose
+// push_nsh takes the values.
 type nshSetCheck struct{ pending bool }
 
 func (s *nshSetCheck) action(a *openflow.Action) error {
@@ -122,12 +123,14 @@ func (s *nshSetCheck) action(a *openflow.Action) error {
 	case openflow.ActEncap:
 		s.pending = uint32(a.Load) == openflow.PacketTypeNSH
 		return nil
-	case openflow.ActSetField, openflow.ActRegLoad, openflow.ActRegMove:
+	case openflow.ActSetField, openflow.ActRegLoad, openflow.ActRegMove, openflow.ActStackPop:
 		if a.Field >= openflow.FieldNSHFlags && a.Field <= openflow.FieldNSHC4 && !s.pending {
 			return errorf(ErrUnsupportedSetField, "%s into %s of an NSH packet is not implemented "+
 				"(the kernel datapath takes no set(nsh)); it works between encap(nsh) and the next encap", a.Type, a.Field)
 		}
 		return nil
+	case openflow.ActStackPush:
+		return nil // reads a field, commits nothing
 	}
 	s.pending = false
 	return nil

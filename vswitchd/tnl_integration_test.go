@@ -218,6 +218,11 @@ var erspanFlows = [][]string{
 	{"priority=10,in_port=1,actions=set_field:2->tun_erspan_ver,set_field:1->tun_erspan_dir,set_field:0x7->tun_erspan_hwid,output:2"},
 	{"-O", "OpenFlow13", "priority=20,in_port=1,tun_erspan_ver=2,tun_erspan_hwid=0x4/0x3c,actions=set_field:0x12->tun_erspan_idx,output:2"},
 	{"-O", "OpenFlow15", "priority=30,tun_erspan_idx=0x100/0xff00,tun_erspan_dir=1,actions=set_field:0x5->tun_erspan_hwid,output:2"},
+	// The fields in move, push/pop, load and output_reg: 8-byte
+	// experimenter headers in the actions.
+	{"priority=40,in_port=1,actions=move:reg0[0..5]->tun_erspan_hwid[],move:tun_erspan_idx[]->reg1[0..19],push:tun_erspan_idx[],pop:tun_erspan_hwid[0..5],load:1->tun_erspan_ver[],output:2"},
+	{"-O", "OpenFlow13", "priority=50,in_port=1,actions=load:0x7->reg0[],move:reg0[0..19]->tun_erspan_idx[],load:5->tun_erspan_hwid[],output:tun_erspan_idx[0..15]"},
+	{"-O", "OpenFlow15", "priority=60,in_port=1,actions=move:tun_erspan_ver[]->reg2[4..7],push:reg3[0..5],pop:tun_erspan_hwid[],output:2"},
 }
 
 // erspanFlowSteps adds erspanFlows to bridge br and returns dump-flows
@@ -279,6 +284,18 @@ func TestIntegrationErspanFlowFields(t *testing.T) {
 // match them on the way in; ovs-dpctl shows them in the datapath flow's
 // key and in its set(tunnel(erspan(...))) action.
 func TestIntegrationErspanFlowTraffic(t *testing.T) {
+	erspanFlowTraffic(t, "in_port=1,actions=set_field:1->tun_erspan_ver,set_field:0x7->tun_erspan_idx,output:2")
+}
+
+// TestIntegrationErspanFlowMoveTraffic: as TestIntegrationErspanFlowTraffic,
+// with the version set by load (a masked NXAST_REG_LOAD2, as ovs-ofctl
+// writes it) and the index moved in from a register (NXAST_REG_MOVE with
+// an 8-byte experimenter header), in OpenFlow 1.0.
+func TestIntegrationErspanFlowMoveTraffic(t *testing.T) {
+	erspanFlowTraffic(t, "in_port=1,actions=load:1->tun_erspan_ver[],load:0x7->reg5[],move:reg5[0..19]->tun_erspan_idx[],output:2")
+}
+
+func erspanFlowTraffic(t *testing.T, outFlow string) {
 	testbed.Require(t)
 	g := startTnlDaemon(t)
 	tc := tunnelCases[4]
@@ -296,7 +313,7 @@ func TestIntegrationErspanFlowTraffic(t *testing.T) {
 	}
 	mgmt := filepath.Join(g.rundir, br+".mgmt")
 	for _, f := range []string{
-		"in_port=1,actions=set_field:1->tun_erspan_ver,set_field:0x7->tun_erspan_idx,output:2",
+		outFlow,
 		"in_port=2,tun_erspan_ver=1,tun_erspan_idx=0x7,actions=output:1",
 	} {
 		if out, err := ofctlAt(mgmt, "add-flow", f); err != nil {

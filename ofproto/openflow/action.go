@@ -147,6 +147,10 @@ type Action struct {
 	// headers (class, type, length, value padded to 4 bytes), in their
 	// order (action_mpls.go).
 	NSHMDType uint8
+	// OutputReg2 says an ActOutputReg came as NXAST_OUTPUT_REG2, which is
+	// written back so (outputreg.go); one of an experimenter field is
+	// written so anyway.
+	OutputReg2 bool
 }
 
 // Output returns an output action to port. maxLen matters only for
@@ -245,7 +249,8 @@ func (a Action) Equal(b Action) bool {
 		a.Masked == b.Masked && a.Mask == b.Mask && a.CopyField == b.CopyField && a.CtOrig == b.CtOrig &&
 		(a.IDs == nil) == (b.IDs == nil) && slices.Equal(a.IDs, b.IDs) &&
 		bytes.Equal(a.Data, b.Data) && a.Ct.equal(b.Ct) && a.NAT.equal(b.NAT) &&
-		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && actionsEqual(a.Nested, b.Nested)
+		a.Learn.equal(b.Learn) && a.Hash.equal(b.Hash) && a.TruncLen == b.TruncLen && a.OutputReg2 == b.OutputReg2 &&
+		actionsEqual(a.Nested, b.Nested)
 }
 
 // OutputsTo reports whether a sends packets to port: an output or enqueue

@@ -170,6 +170,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeConjunction(v, act)
 	case NXASTOutputReg:
 		return decodeOutputReg(v, act)
+	case NXASTOutputReg2:
+		return decodeOutputReg2(v, act)
 	case NXASTRegLoad2:
 		return decodeRegLoad2(v, act) // field_tunmd.go
 	case NXASTSample, NXASTSample2, NXASTSample3:
@@ -248,8 +250,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 			// OpenFlow 1.5 has copy_field instead (action_copyfield.go).
 			return Action{}, errOf(v, kActBadVendorType, "NXAST_REG_MOVE in OpenFlow 1.5")
 		}
-		if err := need(24); err != nil {
-			return Action{}, err
+		if len(act) < 24 || len(act)%8 != 0 {
+			return Action{}, errOf(v, kActBadLen, "move: length %d", len(act))
 		}
 		return decodeRegMove(v, act)
 	case NXASTRegLoad:
@@ -274,24 +276,24 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 	return Action{Type: ActVendor, Vendor: vendor, Data: act[8:]}, nil
 }
 
-// decodeRegMove decodes a 24-byte NXAST_REG_MOVE: n_bits, src_ofs,
-// dst_ofs, then the source and destination field headers (4 bytes each,
-// unmasked, length the field's width).
+// decodeRegMove decodes an NXAST_REG_MOVE: n_bits, src_ofs, dst_ofs,
+// then the source and destination field headers (4 bytes each, 8 for an
+// experimenter field; unmasked, length the field's width), then zero
+// padding to a multiple of 8 (24 bytes with two 4-byte headers).
 func decodeRegMove(v uint8, act []byte) (Action, error) {
 	nBits, srcOfs, dstOfs := u16(act[10:]), u16(act[12:]), u16(act[14:])
-	field := func(h uint32) Field {
-		f := FieldByHeader(h)
-		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
-			return FieldNone
-		}
-		return f
+	src, sh, n := pullActionField(act[16:])
+	dst, dh, m := pullActionField(act[16+n:])
+	if n == 0 || m == 0 || src == FieldNone || dst == FieldNone {
+		return Action{}, errOf(v, kActBadSetType, "move: field %08x -> %08x", sh, dh)
 	}
-	src, dst := field(u32(act[16:])), field(u32(act[20:]))
-	if src == FieldNone || dst == FieldNone {
-		return Action{}, errOf(v, kActBadSetType, "move: field %08x -> %08x", u32(act[16:]), u32(act[20:]))
+	for _, c := range act[16+n+m:] {
+		if c != 0 {
+			return Action{}, errOf(v, kActBadArgument, "move: nonzero padding")
+		}
 	}
 	a := Action{Type: ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: dstOfs, NBits: nBits}
-	if nBits == 0 || int(srcOfs)+int(nBits) > 8*src.Size() || int(dstOfs)+int(nBits) > 8*dst.Size() {
+	if nBits == 0 || int(srcOfs)+int(nBits) > src.Bits() || int(dstOfs)+int(nBits) > dst.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "move: %d bits from %s[%d] to %s[%d]", nBits, src, srcOfs, dst, dstOfs)
 	}
 	return a, nil
@@ -473,14 +475,16 @@ func appendNXAction(b []byte, a *Action) ([]byte, error) {
 		b = be16(nxActionHeader(b, 24, NXASTRegLoad), a.Ofs<<6|(a.NBits-1))
 		return be64(be32(b, h), a.Load), nil
 	case ActRegMove:
-		sh, ok1 := a.Src.Header(true)
-		dh, ok2 := a.Field.Header(true)
-		if !ok1 || !ok2 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() ||
-			int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
+		if actionFieldLen(a.Src) == 0 || actionFieldLen(a.Field) == 0 || a.NBits == 0 ||
+			int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() || int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
 			return b, fmt.Errorf("openflow: move of %d bits from %s[%d] to %s[%d]: %w", a.NBits, a.Src, a.SrcOfs, a.Field, a.Ofs, ErrUnsupported)
 		}
-		b = be16(be16(be16(nxActionHeader(b, 24, NXASTRegMove), a.NBits), a.SrcOfs), a.Ofs)
-		return be32(be32(b, sh), dh), nil
+		start := len(b)
+		n := 16 + actionFieldLen(a.Src) + actionFieldLen(a.Field)
+		b = be16(be16(be16(nxActionHeader(b, uint16((n+7)&^7), NXASTRegMove), a.NBits), a.SrcOfs), a.Ofs)
+		b, _ = appendActionField(b, a.Src, true)
+		b, _ = appendActionField(b, a.Field, true)
+		return pad8(b, start), nil
 	case ActStackPush, ActStackPop:
 		return appendStack(b, a)
 	case ActCTClear:

@@ -23,27 +23,21 @@ func decodeCopyField(v uint8, act []byte, at int) (Action, error) {
 		return Action{}, errOf(v, kActBadLen, "copy_field: length %d", len(act))
 	}
 	nBits, srcOfs, dstOfs := u16(act[at:]), u16(act[at+2:]), u16(act[at+4:])
-	field := func(h uint32) Field {
-		f := FieldByHeader(h)
-		// As in NXAST_REG_MOVE: no mask bit, the field's width (for
-		// tun_metadata the mapped length, or the unmapped 124 OVS writes).
-		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
-			return FieldNone
-		}
-		return f
-	}
-	sh, dh := u32(act[at+8:]), u32(act[at+12:])
-	src, dst := field(sh), field(dh)
-	if src == FieldNone || dst == FieldNone {
+	// As in NXAST_REG_MOVE: no mask bit, the field's width (for
+	// tun_metadata the mapped length, or the unmapped 124 OVS writes), 4
+	// bytes or an experimenter field's 8.
+	src, sh, n := pullActionField(act[at+8:])
+	dst, dh, m := pullActionField(act[at+8+n:])
+	if n == 0 || m == 0 || src == FieldNone || dst == FieldNone {
 		return Action{}, errOf(v, kActBadSetType, "copy_field: field %08x -> %08x", sh, dh)
 	}
-	for _, c := range act[at+16:] {
+	for _, c := range act[at+8+n+m:] {
 		if c != 0 {
 			return Action{}, errOf(v, kActBadArgument, "copy_field: nonzero padding")
 		}
 	}
 	a := Action{Type: ActRegMove, Src: src, SrcOfs: srcOfs, Field: dst, Ofs: dstOfs, NBits: nBits, CopyField: true}
-	if nBits == 0 || int(srcOfs)+int(nBits) > 8*src.Size() || int(dstOfs)+int(nBits) > 8*dst.Size() {
+	if nBits == 0 || int(srcOfs)+int(nBits) > src.Bits() || int(dstOfs)+int(nBits) > dst.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "copy_field: %d bits from %s[%d] to %s[%d]", nBits, src, srcOfs, dst, dstOfs)
 	}
 	return a, nil
@@ -59,9 +53,7 @@ func isONFCopyField(v uint8, act []byte) bool {
 func appendRegMove(b []byte, a *Action, v uint8) ([]byte, error) {
 	switch {
 	case v >= Version15, v == Version13 && a.CopyField:
-		sh, ok1 := a.Src.Header(false)
-		dh, ok2 := a.Field.Header(false)
-		if !ok1 || !ok2 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() ||
+		if actionFieldLen(a.Src) == 0 || actionFieldLen(a.Field) == 0 || a.NBits == 0 || int(a.SrcOfs)+int(a.NBits) > 8*a.Src.Size() ||
 			int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
 			return b, fmt.Errorf("openflow: copy_field of %d bits from %s[%d] to %s[%d]: %w", a.NBits, a.Src, a.SrcOfs, a.Field, a.Ofs, ErrUnsupported)
 		}
@@ -72,7 +64,9 @@ func appendRegMove(b []byte, a *Action, v uint8) ([]byte, error) {
 			b = zeros(be16(be32(act13(b, ActVendorType, 0), ONFVendorID), onfCopyField), 2)
 		}
 		b = zeros(be16(be16(be16(b, a.NBits), a.SrcOfs), a.Ofs), 2)
-		b = pad8(be32(be32(b, sh), dh), start)
+		b, _ = appendActionField(b, a.Src, false)
+		b, _ = appendActionField(b, a.Field, false)
+		b = pad8(b, start)
 		if err := putLen16(b, start+2, start); err != nil {
 			return b[:start], err
 		}

@@ -11,33 +11,44 @@ const (
 )
 
 // decodeStack decodes a 24-byte nx_action_stack: the bit offset, the
-// field's NXM/OXM header (4 bytes; an 8-byte experimenter header is
-// refused), n_bits, zero padding.
+// field's header (4 bytes, or 8 for an experimenter field), n_bits, zero
+// padding.
 func decodeStack(v uint8, sub uint16, act []byte) (Action, error) {
-	ofs, h, nBits := u16(act[10:]), u32(act[12:]), u16(act[16:])
 	typ, name := ActStackPush, "push"
 	if sub == NXASTStackPop {
 		typ, name = ActStackPop, "pop"
 	}
-	f := FieldByHeader(h)
-	if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
+	ofs := u16(act[10:])
+	f, h, n := pullActionField(act[12:])
+	if n == 0 || f == FieldNone {
 		return Action{}, errOf(v, kActBadSetType, "%s: field %08x", name, h)
 	}
-	if nBits == 0 || int(ofs)+int(nBits) > 8*f.Size() {
+	nBits := u16(act[12+n:])
+	for _, c := range act[14+n:] {
+		if c != 0 {
+			return Action{}, errOf(v, kActBadArgument, "%s: nonzero padding", name)
+		}
+	}
+	if nBits == 0 || int(ofs)+int(nBits) > f.Bits() {
 		return Action{}, errOf(v, kActBadArgument, "%s: %d bits at %d of %s", name, nBits, ofs, f)
 	}
 	return Action{Type: typ, Field: f, Ofs: ofs, NBits: nBits}, nil
 }
 
 func appendStack(b []byte, a *Action) ([]byte, error) {
-	h, ok := a.Field.Header(true)
-	if !ok || a.NBits == 0 || int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
+	if actionFieldLen(a.Field) == 0 || a.NBits == 0 || int(a.Ofs)+int(a.NBits) > 8*a.Field.Size() {
 		return b, fmt.Errorf("openflow: %s of %d bits at %d of %s: %w", a.Type, a.NBits, a.Ofs, a.Field, ErrUnsupported)
 	}
 	sub := NXASTStackPush
 	if a.Type == ActStackPop {
 		sub = NXASTStackPop
 	}
+	start := len(b)
 	b = be16(nxActionHeader(b, 24, sub), a.Ofs)
-	return zeros(be16(be32(b, h), a.NBits), 6), nil
+	b, _ = appendActionField(b, a.Field, true)
+	b = be16(b, a.NBits)
+	for len(b)-start < 24 {
+		b = append(b, 0)
+	}
+	return b, nil
 }

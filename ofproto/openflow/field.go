@@ -215,7 +215,10 @@ type fieldDef struct {
 	// (field_erspan.go, and NXOXMExperimenter's for field_nsh.go's); 0 for
 	// the others. Such a field is found by
 	// fieldByExpHeader, not byHeader, and has no 4-byte Header.
-	exp   uint32
+	exp uint32
+	// bits is the width OVS's mf_field n_bits gives a field narrower than
+	// its wire bytes (field_erspan.go, field_nsh.go); 0 for 8*size.
+	bits  int
 	cover flow.Mask // the Key bits this field maps onto
 	// coverWords lists the nonzero words of cover, so an encoder can skip
 	// a field the mask does not touch with a load or two.
@@ -474,6 +477,17 @@ func (f Field) String() string {
 		return fmt.Sprintf("field(%d)", uint8(f))
 	}
 	return fields[f].name
+}
+
+// Bits returns the field's width in bits as ovs-vswitchd's mf_field
+// n_bits has it: the bits a move, push/pop or output_reg arriving on the
+// wire may name (mf_check_src/dst). It is 8*Size but for the ERSPAN
+// metadata (tun_erspan_idx 20, _ver 4, _dir 1, _hwid 6) and nsh_spi (24).
+func (f Field) Bits() int {
+	if f < numFields && fields[f].bits != 0 {
+		return fields[f].bits
+	}
+	return 8 * f.Size()
 }
 
 // Size returns the field's value length on the wire, 0 for FieldNone.

@@ -13,10 +13,16 @@ import "github.com/govswitch/govswitch/flow"
 // the value and mask.
 //
 // Matches (match.go) and set_field (setfield.go: OFPAT_SET_FIELD, and in
-// OpenFlow 1.0 and 1.1 NXAST_REG_LOAD2) carry them. The actions that
-// name a field by a 4-byte header (move, load, push/pop, learn,
-// output_reg) cannot: Header reports none, so their encoders refuse
-// them, and their decoders never find them (byHeader has no entry).
+// OpenFlow 1.0 and 1.1 NXAST_REG_LOAD2) carry them. Header reports no
+// 4-byte header for them; the actions whose field header may be 4 or 8
+// bytes (move as NXAST_REG_MOVE and copy_field, push/pop, output_reg as
+// NXAST_OUTPUT_REG2) read and write it with pullActionField and
+// appendActionField, as ovs-vswitchd 3.1's nx_pull_header and
+// nx_put_header do, the action growing to the next multiple of 8. The
+// rest cannot: NXAST_REG_LOAD, NXAST_OUTPUT_REG, learn specs, multipath,
+// bundle_load and ct's zone have a fixed 4-byte field word (ovs-ofctl
+// 3.1 writes load:...->tun_erspan_*[] as a masked set_field, and refuses
+// experimenter fields in learn).
 //
 // In a flow.Key they are Tunnel.ErspanIdx, ErspanVer, ErspanDir and
 // ErspanHwid, which the datapath keys, masks and set(tunnel()) carry as
@@ -24,7 +30,11 @@ import "github.com/govswitch/govswitch/flow"
 // its width there (20, 8, 1 and 6 bits). OpenFlow gives them their whole
 // bytes (a 32-bit index, 8-bit version, direction and hardware ID), as
 // ovs-vswitchd does: a mask is exact only when all ones in that width, so
-// a match ovs-ofctl sends dumps back in its own bytes.
+// a match ovs-ofctl sends dumps back in its own bytes. An action's
+// subfield is held to OVS's widths instead (Field.Bits: 20, 4, 1 and 6
+// bits), as ovs-vswitchd's mf_check_src/dst hold it: tun_erspan_idx[] in
+// a move is bits 0 to 19, and load:1->tun_erspan_ver[] arrives as the
+// masked set_field 1/0xf.
 //
 // ovs-ofctl and ovs-vswitchd 3.1 (match_set_tun_erspan_{ver,dir,hwid}
 // _masked) store the value as the mask of those three: tun_erspan_ver=2
@@ -55,6 +65,9 @@ func defErspanFields() {
 	def(FieldTunErspanVer, "tun_erspan_ver", nxoxmErspanVer, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanVer }, 0xff)
 	def(FieldTunErspanDir, "tun_erspan_dir", nxoxmErspanDir, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanDir }, 0xff)
 	def(FieldTunErspanHwid, "tun_erspan_hwid", nxoxmErspanHwid, 1, func(k *flow.Key) *uint8 { return &k.Tunnel.ErspanHwid }, 0xff)
+	// OVS's widths, what tun_erspan_idx[] names in a move (Bits).
+	fields[FieldTunErspanIdx].bits, fields[FieldTunErspanVer].bits = 20, 4
+	fields[FieldTunErspanDir].bits, fields[FieldTunErspanHwid].bits = 1, 6
 }
 
 // expHeader returns experimenter field f's 4-byte header (hasmask clear,
@@ -96,4 +109,57 @@ func entryField(h uint32, body []byte) (Field, []byte) {
 		return FieldNone, body
 	}
 	return fieldByExpHeader(h, u32(body)), body[4:]
+}
+
+// pullActionField reads the field header at the start of b, in an action
+// that names a field (move, push/pop, output_reg2): 4 bytes, or 8 for an
+// experimenter field (class 0xffff, then its experimenter ID). The header
+// must be unmasked with the field's length (experimenter: 4 + its
+// length). n is how many bytes the header took (0 when b is too short);
+// f is FieldNone for a header this codec does not take there.
+func pullActionField(b []byte) (f Field, h uint32, n int) {
+	if len(b) < 4 {
+		return FieldNone, 0, 0
+	}
+	h = u32(b)
+	if h>>16 != uint32(ClassExperimenter) {
+		f = FieldByHeader(h)
+		if f == FieldNone || fields[f].enc == 0 || !actionHeaderFits(f, h) {
+			return FieldNone, h, 4
+		}
+		return f, h, 4
+	}
+	if len(b) < 8 {
+		return FieldNone, h, 0
+	}
+	f = fieldByExpHeader(h, u32(b[4:]))
+	if f == FieldNone || h&0x100 != 0 || h&0xff != uint32(4+fields[f].size) {
+		return FieldNone, h, 8
+	}
+	return f, h, 8
+}
+
+// appendActionField appends f's unmasked header as an action names it:
+// an experimenter field's 8 bytes, else the 4-byte NXM (nxm) or OXM one.
+func appendActionField(b []byte, f Field, nxm bool) ([]byte, bool) {
+	if h, exp, ok := expHeader(f); ok {
+		return be32(be32(b, h), exp), true
+	}
+	h, ok := f.Header(nxm)
+	if !ok {
+		return b, false
+	}
+	return be32(b, h), true
+}
+
+// actionFieldLen is the bytes f's header takes in an action (4 or 8), 0
+// for a field without one.
+func actionFieldLen(f Field) int {
+	if f.IsExperimenter() {
+		return 8
+	}
+	if _, ok := f.Header(true); ok {
+		return 4
+	}
+	return 0
 }

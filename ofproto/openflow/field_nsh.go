@@ -24,6 +24,7 @@ func defNSHFields() {
 	defInt(FieldNSHSPI, "nsh_spi", noHeader, exp(4), 4, false, both, preNSH,
 		func(k *flow.Key) *uint32 { return &k.NSH.SPI }, 0, uint64(flow.NSHSPIMask))
 	fields[FieldNSHSPI].exp = NXOXMExperimenter
+	fields[FieldNSHSPI].bits = 24
 	n8(FieldNSHSI, "nsh_si", 5, false, func(k *flow.Key) *uint8 { return &k.NSH.SI })
 	for i := 0; i < 4; i++ {
 		i := i

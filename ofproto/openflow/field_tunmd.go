@@ -237,7 +237,7 @@ func decodeRegLoad2(v uint8, act []byte) (Action, error) {
 	f, body := entryField(h, act[14:14+plen]) // field_erspan.go
 	if f.IsExperimenter() {
 		// OpenFlow 1.0's set_field of a field NXM cannot name.
-		return decodeSetFieldValue(v, f, h, body, act[14+plen:])
+		return decodeSetFieldValue(v, f, h, body, act[14+plen:], true)
 	}
 	if !f.IsTunMetadata() {
 		return Action{}, errOf(v, kActBadSetType, "reg_load2 to %08x is not supported by govswitchd (tun_metadata and the tun_erspan fields are)", h)
@@ -251,17 +251,24 @@ func appendRegLoad2(b []byte, a *Action) ([]byte, error) {
 	if h, exp, ok := expHeader(a.Field); ok {
 		// An experimenter field (field_erspan.go), as ovs-vswitchd's
 		// set_field_to_nxast writes one: header, ID, value.
+		// A masked one (load:...->tun_erspan_ver[], which ovs-ofctl
+		// sends as a set_field of the field's n_bits) carries the mask
+		// after the value, hasmask set and the length counting both.
 		n := a.Field.Size()
-		if a.Masked {
-			return b, fmt.Errorf("openflow: masked set_field %s before OpenFlow 1.5: %w", a.Field, ErrUnsupported)
-		}
 		if _, ok := a.setFieldKey(); !ok {
 			return b, fmt.Errorf("openflow: set_field %s: bad value: %w", a.Field, ErrUnsupported)
 		}
+		plen := 4 + n
+		if a.Masked {
+			h, plen = h&^0xff|1<<8|uint32(4+2*n), 4+2*n
+		}
 		start := len(b)
-		b = nxActionHeader(b, uint16((10+8+n+7)&^7), NXASTRegLoad2)
+		b = nxActionHeader(b, uint16((14+plen+7)&^7), NXASTRegLoad2)
 		b = be32(be32(b, h), exp)
 		b = append(b, a.Value[:n]...)
+		if a.Masked {
+			b = append(b, a.Mask[:n]...)
+		}
 		return pad8(b, start), nil
 	}
 	n := a.Field.Size()

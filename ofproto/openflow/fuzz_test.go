@@ -127,6 +127,14 @@ func FuzzDecodeActions(f *testing.F) {
 		{Type: ActRegMove, Src: FieldEthSrc, Field: FieldEthDst, NBits: 48},
 		{Type: ActSetField, Field: FieldXXReg1, Value: xx},
 		{Type: ActRegLoad, Field: FieldXXReg1, Ofs: 64, NBits: 32, Load: 1},
+		// Experimenter fields' 8-byte headers in move, push/pop,
+		// output_reg2 and a masked NXAST_REG_LOAD2.
+		{Type: ActRegMove, Src: FieldTunErspanIdx, Field: FieldReg1, NBits: 20},
+		{Type: ActRegMove, Src: FieldNSHC1, Field: FieldTunErspanHwid, SrcOfs: 2, NBits: 6},
+		{Type: ActStackPush, Field: FieldNSHSPI, NBits: 24},
+		{Type: ActStackPop, Field: FieldTunErspanVer, NBits: 4},
+		{Type: ActOutputReg, Src: FieldTunErspanIdx, NBits: 16, MaxLen: 0xffff, OutputReg2: true},
+		{Type: ActSetField, Field: FieldTunErspanVer, Value: [16]byte{1}, Mask: [16]byte{0x0f}, Masked: true},
 	}
 	for _, v13 := range []bool{false, true} {
 		enc := AppendActions10

@@ -49,19 +49,21 @@ func decodeSetField(v uint8, act []byte) (Action, error) {
 	if fields[f].tunmd {
 		return decodeTunMDSetField(v, f, h, body) // field_tunmd.go
 	}
-	return decodeSetFieldValue(v, f, h, body, act[8+plen:])
+	return decodeSetFieldValue(v, f, h, body, act[8+plen:], v >= Version15)
 }
 
 // decodeSetFieldValue decodes the value (and mask, with h's hasmask) body
-// of a set_field of f, in an action whose padding after it is pad.
-func decodeSetFieldValue(v uint8, f Field, h uint32, body, pad []byte) (Action, error) {
+// of a set_field of f, in an action whose padding after it is pad. A mask
+// is refused unless mayMask (OpenFlow 1.5's set_field, NXAST_REG_LOAD2 in
+// any version: OVS's decode_ofpat_set_field).
+func decodeSetFieldValue(v uint8, f Field, h uint32, body, pad []byte, mayMask bool) (Action, error) {
 	plen := len(body)
 	n := fields[f].size
 	masked := h&(1<<8) != 0
 	if want := n * (1 + boolInt(masked)); plen != want {
 		return Action{}, errOf(v, kActBadSetLen, "set_field %s: length %d, want %d", f, plen, want)
 	}
-	if masked && v < Version15 {
+	if masked && !mayMask {
 		return Action{}, badSetMask(v, f)
 	}
 	for _, c := range pad {
@@ -194,6 +196,11 @@ func (a *Action) RegLoadSetField() (Action, error) {
 // nxast does for a field with an NXM or OXM header: an NXAST_REG_LOAD per
 // run of mask bits, from the least significant, each at most 64 bits.
 func appendLoadSegments(b []byte, a *Action) ([]byte, error) {
+	if a.Field.IsExperimenter() {
+		// No NXAST_REG_LOAD can name it: ovs-vswitchd's set_field_to_nxast
+		// writes a masked NXAST_REG_LOAD2 (field_tunmd.go).
+		return appendRegLoad2(b, a)
+	}
 	n := a.Field.Size()
 	if n == 0 || n > 16 {
 		return b, fmt.Errorf("openflow: masked set_field %s: %w", a.Field, ErrUnsupported)
