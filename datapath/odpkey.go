@@ -968,10 +968,13 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 		// which any tunnel mask attribute makes exact, and keeps no
 		// address bits for an untunnelled key (it dumps none). The TTL
 		// mask keeps the attribute there once the addresses are gone.
+		// Nor GBP bits: the key has no options, and its in_port,
+		// always exact, is no tunnel's.
 		if !isZero4(mt.IPv4Src) || !isZero4(mt.IPv4Dst) || !isZero16(mt.IPv6Src) || !isZero16(mt.IPv6Dst) {
 			mt.IPv4Src, mt.IPv4Dst, mt.IPv6Src, mt.IPv6Dst = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}
 			mt.TTL = 0xff
 		}
+		mt.GbpID, mt.GbpFlags = 0, 0
 		return
 	}
 	if maskTunnelIPv6(kt, mt) {
