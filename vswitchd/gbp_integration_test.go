@@ -30,32 +30,54 @@ import (
 // datapath flows must be the same.
 func TestIntegrationVXLANGBP(t *testing.T) {
 	testbed.Require(t)
-	var ovsDump, govDump string
+	var ovs, gov gbpResult
 	t.Run("ovs-vswitchd", func(t *testing.T) {
 		o := startOVS(t)
 		vsctl := func(args ...string) string { t.Helper(); return o.must(t, "ovs-vsctl", args...) }
 		br := fmt.Sprintf("gs%dg", bedSeq.Add(1))
-		ovsDump = gbpSteps(t, br, vsctl, func() string { return filepath.Join(o.dir, br+".mgmt") })
+		ovs = gbpSteps(t, br, vsctl, func() string { return filepath.Join(o.dir, br+".mgmt") }, o.ctl)
 		o.exitCleanup(t, br)
 	})
 	t.Run("govswitchd", func(t *testing.T) {
 		g := startTnlDaemon(t)
 		br := fmt.Sprintf("gs%dg", bedSeq.Add(1))
-		govDump = gbpSteps(t, br, g.vsctl, func() string { return filepath.Join(g.rundir, br+".mgmt") })
+		gov = gbpSteps(t, br, g.vsctl, func() string { return filepath.Join(g.rundir, br+".mgmt") }, g.ctl)
 	})
-	ovsGbp, govGbp := gbpParts(ovsDump), gbpParts(govDump)
-	t.Logf("GBP in ovs-vswitchd's flows: %v; in govswitchd's: %v", ovsGbp, govGbp)
-	if strings.Join(ovsGbp, " ") != strings.Join(govGbp, " ") {
-		t.Errorf("the datapath flows' GBP parts differ: ovs-vswitchd %v, govswitchd %v", ovsGbp, govGbp)
+	for _, c := range []struct{ what, ovs, gov string }{
+		{"ovs-dpctl dump-flows", ovs.dpctl, gov.dpctl},
+		{"the switch's dpctl/dump-flows", ovs.appctl, gov.appctl},
+	} {
+		o, g := gbpParts(c.ovs), gbpParts(c.gov)
+		t.Logf("GBP in %s, ovs-vswitchd: %v; govswitchd: %v", c.what, o, g)
+		if len(g) == 0 || strings.Join(o, " ") != strings.Join(g, " ") {
+			t.Errorf("the GBP parts of %s differ: ovs-vswitchd %v, govswitchd %v", c.what, o, g)
+		}
+	}
+	t.Logf("ovs-ofctl dump-flows, ovs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.ofctl, gov.ofctl)
+	if ovs.ofctl != gov.ofctl || !strings.Contains(gov.ofctl, "tun_gbp_id=16") || !strings.Contains(gov.ofctl, "load:0x20->NXM_NX_TUN_GBP_ID[]") {
+		t.Errorf("ovs-ofctl dump-flows differs")
 	}
 }
 
+// gbpResult is what one switch's run of gbpSteps dumped at its end.
+type gbpResult struct {
+	dpctl  string // ovs-dpctl dump-flows
+	appctl string // ovs-appctl dpctl/dump-flows, the switch's own text
+	ofctl  string // ovs-ofctl dump-flows --no-stats, sorted
+}
 
-// gbpParts is the sorted, deduplicated vxlan(gbp(...)) texts of dump.
+// gbpParts is the sorted, deduplicated vxlan(gbp(...)) texts of dump's
+// flows of the test's traffic (IPv4 and ARP: what the peer's kernel
+// sends over IPv6 on its own, with whatever mark, comes and goes).
 func gbpParts(dump string) []string {
 	seen := map[string]bool{}
-	for _, m := range regexp.MustCompile(`vxlan\(gbp\([^)]*\)\)`).FindAllString(dump, -1) {
-		seen[m] = true
+	for _, l := range strings.Split(dump, "\n") {
+		if !strings.Contains(l, "eth_type(0x0800)") && !strings.Contains(l, "eth_type(0x0806)") {
+			continue
+		}
+		for _, m := range regexp.MustCompile(`vxlan\(gbp\([^)]*\)\)`).FindAllString(l, -1) {
+			seen[m] = true
+		}
 	}
 	var out []string
 	for m := range seen {
@@ -65,9 +87,9 @@ func gbpParts(dump string) []string {
 	return out
 }
 
-// gbpSteps runs the scenario on the switch vsctl configures and returns
-// what ovs-dpctl dump-flows printed at its end.
-func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt func() string) string {
+// gbpSteps runs the scenario on the switch vsctl configures (unixctl
+// socket ctl) and returns what it dumped at its end.
+func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt func() string, ctl string) gbpResult {
 	tc := tunnelCase{kind: "vxlan", linkArg: []string{"type", "vxlan", "id", "100", "dstport", "4789", "gbp"}}
 	b := newTunnelBed(t, tc)
 	port := "vx" + b.v1
@@ -209,7 +231,22 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 			t.Errorf("the flow of policy ID 0x11 does not drop: %s", l)
 		}
 	}
-	return string(dump)
+	r := gbpResult{dpctl: string(dump)}
+	ar := appctlAt(t, ctl, "dpctl/dump-flows")
+	t.Logf("ovs-appctl dpctl/dump-flows:\n%s", ar.out)
+	r.appctl = ar.out
+	of, err := ofctlAt(mgmt(), "--no-stats", "dump-flows")
+	if err != nil {
+		t.Fatalf("ovs-ofctl dump-flows: %v\n%s", err, of)
+	}
+	var lines []string
+	for _, l := range sortedLines(of, 0) {
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(l, "_FLOW reply") {
+			lines = append(lines, l)
+		}
+	}
+	r.ofctl = strings.Join(lines, "\n")
+	return r
 }
 
 // capture is a packet socket on one interface.
