@@ -129,3 +129,38 @@ func FuzzDecodeVxlanOpts(f *testing.F) {
 		}
 	})
 }
+
+// TestGbpCodecAllocs: a key and mask with GBP encode and decode without
+// allocating (the miss path carries them for every packet of a GBP port).
+func TestGbpCodecAllocs(t *testing.T) {
+	var k flow.Key
+	k.InPort = 3
+	k.Tunnel = flow.Tunnel{ID: 0x64, IPv4Src: [4]byte{172, 31, 1, 1}, IPv4Dst: [4]byte{172, 31, 1, 100}, TTL: 64,
+		Flags: flow.TunnelKey, GbpID: 16, GbpFlags: 0x08}
+	k.EthType = flow.EthTypeARP
+	m := flow.ExactMask()
+	buf := make([]byte, 0, 2*MaxKeyLen)
+	enc := AppendKey(nil, &k)
+	encm := AppendMask(nil, &k, &m)
+	var dk flow.Key
+	var dm flow.Mask
+	for name, fn := range map[string]func(){
+		"AppendKey":  func() { buf = AppendKey(buf[:0], &k) },
+		"AppendMask": func() { buf = AppendMask(buf[:0], &k, &m) },
+		"AppendSet":  func() { buf = AppendSet(buf[:0], KeyAttrTunnel, &k) },
+		"DecodeKey": func() {
+			if err := DecodeKey(enc, &dk); err != nil || dk.Tunnel.GbpID != 16 {
+				t.Fatal(err)
+			}
+		},
+		"DecodeMask": func() {
+			if err := DecodeMask(encm, &k, &dm); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		if n := testing.AllocsPerRun(100, fn); n != 0 {
+			t.Errorf("%s: %v allocations, want 0", name, n)
+		}
+	}
+}

@@ -736,6 +736,9 @@ func TestTunnelXlateGbp(t *testing.T) {
 	if wc.Tunnel.GbpID != 0 || wc.Tunnel.GbpFlags != 0 {
 		t.Errorf("untunnelled megaflow matches GBP: %+v", wc.Tunnel)
 	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("GBP tunnel output allocates %v times", n)
+	}
 	rx := flow.Metadata{InPort: vx.DPPort, Tunnel: flow.Tunnel{ID: 100, IPv4Src: [4]byte{172, 31, 1, 100}, IPv4Dst: [4]byte{172, 31, 1, 1},
 		TTL: 64, TpDst: 4789, Flags: flow.TunnelKey, GbpID: 0x10}}
 	flow.ExtractInto(&key, synFrame(8), &rx)
@@ -745,6 +748,9 @@ func TestTunnelXlateGbp(t *testing.T) {
 	}
 	if out.WC.Tunnel.GbpID != 0xffff {
 		t.Errorf("megaflow GBP mask %+v", out.WC.Tunnel)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("GBP tunnel receive allocates %v times", n)
 	}
 	rx.Tunnel.GbpID = 0x11
 	flow.ExtractInto(&key, synFrame(8), &rx)
