@@ -23,9 +23,11 @@ import (
 // collect-metadata vxlan device with GBP. Receive: the Linux device turns
 // the sending socket's SO_MARK into the group policy ID; a rule matching
 // tun_gbp_id=0x10 takes the datagrams sent with mark 0x10 to the host and
-// not those sent with 0x11, and ovs-dpctl shows the IDs in the datapath
-// flows' keys. Send: set_field:0x20->tun_gbp_id on the way out puts
-// policy ID 0x20 with the G bit in the VXLAN header on the underlay
+// not those sent with 0x11, a rule on tun_gbp_flags=0x40/0x40 takes ID
+// 0x12 only with the don't-learn bit (mark bit 22), and ovs-dpctl shows
+// the IDs and flags in the datapath flows' keys. Send:
+// set_field:0x20->tun_gbp_id and 0x8->tun_gbp_flags on the way out put
+// policy ID 0x20 with the G and A bits in the VXLAN header on the underlay
 // (read from a packet socket there). The GBP parts of the two switches'
 // datapath flows must be the same.
 func TestIntegrationVXLANGBP(t *testing.T) {
@@ -54,7 +56,7 @@ func TestIntegrationVXLANGBP(t *testing.T) {
 		}
 	}
 	t.Logf("ovs-ofctl dump-flows, ovs-vswitchd:\n%s\ngovswitchd:\n%s", ovs.ofctl, gov.ofctl)
-	if ovs.ofctl != gov.ofctl || !strings.Contains(gov.ofctl, "tun_gbp_id=16") || !strings.Contains(gov.ofctl, "load:0x20->NXM_NX_TUN_GBP_ID[]") {
+	if ovs.ofctl != gov.ofctl || !strings.Contains(gov.ofctl, "tun_gbp_id=16") || !strings.Contains(gov.ofctl, "load:0x20->NXM_NX_TUN_GBP_ID[]") || !strings.Contains(gov.ofctl, "tun_gbp_id=18,tun_gbp_flags=0x40,") {
 		t.Errorf("ovs-ofctl dump-flows differs")
 	}
 }
@@ -111,9 +113,10 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 		t.Errorf("ovs-dpctl show lacks vxlan_sys_4789")
 	}
 	for _, f := range []string{
-		"in_port=1,actions=set_field:0x20->tun_gbp_id,output:2",
+		"in_port=1,actions=set_field:0x20->tun_gbp_id,set_field:0x8->tun_gbp_flags,output:2",
 		"priority=10,in_port=2,arp,actions=output:1",
 		"priority=20,in_port=2,tun_gbp_id=0x10,actions=output:1",
+		"priority=15,in_port=2,tun_gbp_id=0x12,tun_gbp_flags=0x40/0x40,actions=output:1",
 	} {
 		if out, err := ofctlAt(mgmt(), "add-flow", f); err != nil {
 			t.Fatalf("add-flow %s: %v\n%s", f, err, out)
@@ -190,6 +193,16 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 	if received("gbp17", time.Second) {
 		t.Errorf("a datagram with policy ID 0x11 reached h1: no rule takes it")
 	}
+	// The mark's bit 22 is the GBP header's don't-learn bit
+	// (tun_gbp_flags 0x40), which the 0x12 rule wants.
+	sendMarked(0x12, "gbp18")
+	if received("gbp18", time.Second) {
+		t.Errorf("a datagram with policy ID 0x12 and no flags reached h1: the rule wants flag 0x40")
+	}
+	sendMarked(0x400012, "gbp18D")
+	if !received("gbp18D", 2*time.Second) {
+		t.Errorf("a datagram with policy ID 0x12 and the D flag did not reach h1 through tun_gbp_flags=0x40/0x40")
+	}
 
 	// Send: from h1 to hr, with policy ID 0x20 on the underlay.
 	if err := b.h1.Do(func() error {
@@ -211,8 +224,8 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 		t.Errorf("no VXLAN packet to UDP port 7201 seen on the underlay")
 	} else {
 		t.Logf("VXLAN header on the underlay: % x", hdr)
-		if hdr[0]&0x80 == 0 || hdr[0]&0x08 == 0 || binary.BigEndian.Uint16(hdr[2:4]) != 0x20 {
-			t.Errorf("VXLAN header % x: want the G and I bits and group policy ID 0x0020", hdr)
+		if hdr[0]&0x80 == 0 || hdr[0]&0x08 == 0 || hdr[1] != 0x08 || binary.BigEndian.Uint16(hdr[2:4]) != 0x20 {
+			t.Errorf("VXLAN header % x: want the G and I bits, the A (policy applied) bit and group policy ID 0x0020", hdr)
 		}
 		if vni := binary.BigEndian.Uint32(hdr[4:8]) >> 8; vni != 100 {
 			t.Errorf("VNI %d, want 100", vni)
@@ -221,7 +234,7 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 
 	dump, _ := exec.Command("ovs-dpctl", "dump-flows").CombinedOutput()
 	t.Logf("ovs-dpctl dump-flows:\n%s", dump)
-	for _, want := range []string{"vxlan(gbp(id=16", "vxlan(gbp(id=17", "vxlan(gbp(id=32"} {
+	for _, want := range []string{"vxlan(gbp(id=16", "vxlan(gbp(id=17", "vxlan(gbp(id=18,flags=0x40/0x40)", "vxlan(gbp(id=32,flags=0x8)"} {
 		if !strings.Contains(string(dump), want) {
 			t.Errorf("ovs-dpctl dump-flows lacks %s", want)
 		}
