@@ -44,6 +44,30 @@ func TestIntegrationVXLANGBP(t *testing.T) {
 		g := startTnlDaemon(t)
 		br := fmt.Sprintf("gs%dg", bedSeq.Add(1))
 		gov = gbpSteps(t, br, g.vsctl, func() string { return filepath.Join(g.rundir, br+".mgmt") }, g.ctl)
+		// Taking exts=gbp off and putting it back remakes the shared
+		// vport in the other mode each time.
+		for _, step := range []struct {
+			args []string
+			gbp  bool
+		}{
+			{[]string{"remove", "Interface", gov.port, "options", "exts"}, false},
+			{[]string{"set", "Interface", gov.port, "options:exts=gbp"}, true},
+		} {
+			g.vsctl(step.args...)
+			var link []byte
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				link, _ = exec.Command("ip", "-d", "link", "show", "vxlan_sys_4789").CombinedOutput()
+				if strings.Contains(string(link), " gbp") == step.gbp {
+					break
+				}
+			}
+			if strings.Contains(string(link), " gbp") != step.gbp {
+				t.Errorf("after ovs-vsctl %v, vxlan_sys_4789 has gbp %v, want %v:\n%s", step.args, !step.gbp, step.gbp, link)
+			}
+			if e := strings.TrimSpace(g.vsctl("get", "Interface", gov.port, "error")); e != "[]" {
+				t.Errorf("after ovs-vsctl %v, Interface error: %s", step.args, e)
+			}
+		}
 	})
 	for _, c := range []struct{ what, ovs, gov string }{
 		{"ovs-dpctl dump-flows", ovs.dpctl, gov.dpctl},
@@ -66,6 +90,7 @@ type gbpResult struct {
 	dpctl  string // ovs-dpctl dump-flows
 	appctl string // ovs-appctl dpctl/dump-flows, the switch's own text
 	ofctl  string // ovs-ofctl dump-flows --no-stats, sorted
+	port   string // the gbp port's name
 }
 
 // gbpParts is the sorted, deduplicated vxlan(gbp(...)) texts of dump's
@@ -244,7 +269,7 @@ func gbpSteps(t *testing.T, br string, vsctl func(args ...string) string, mgmt f
 			t.Errorf("the flow of policy ID 0x11 does not drop: %s", l)
 		}
 	}
-	r := gbpResult{dpctl: string(dump)}
+	r := gbpResult{dpctl: string(dump), port: port}
 	ar := appctlAt(t, ctl, "dpctl/dump-flows")
 	t.Logf("ovs-appctl dpctl/dump-flows:\n%s", ar.out)
 	r.appctl = ar.out
