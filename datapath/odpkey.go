@@ -159,7 +159,7 @@ var keyAttrLen = [keyAttrMax + 1]int8{
 
 // MaxKeyLen bounds the bytes AppendKey or AppendMask appends for any Key:
 // a buffer with this much spare capacity never grows.
-const MaxKeyLen = 384 + 44 + 4 + flow.TunMetadataSpace + 4 + erspanOptsLen // + Geneve and ERSPAN options
+const MaxKeyLen = 384 + 44 + 4 + flow.TunMetadataSpace + 4 + erspanOptsLen + vxlanOptsLen // + Geneve, ERSPAN and VXLAN options
 
 // ErrKeyAttr is wrapped by every error DecodeKey and DecodeMask return for
 // malformed or contradictory attributes.
@@ -547,6 +547,7 @@ func appendTunnel(b []byte, typ uint16, kt, vt *flow.Tunnel, isMask bool) []byte
 	if vt.Flags&flow.TunnelOAM != 0 {
 		b = netlinkio.AppendFlag(b, tunAttrOAM)
 	}
+	b = appendGbp(b, vt) // odp_gbp.go
 	if opts := kt.GeneveOpts(); opts != nil {
 		// A mask's options are as long as the key's: the kernel
 		// refuses any other length.
@@ -939,6 +940,11 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 	}
 	mt.Flags &= flow.TunnelDontFragment | flow.TunnelCsum | flow.TunnelKey | flow.TunnelOAM
 	fitErspan(kt, mt) // odp_erspan.go
+	if kt.ErspanVer != 0 || len(kt.GeneveOpts()) > 0 {
+		// The kernel holds one block of options: a key with Geneve
+		// or ERSPAN ones has no VXLAN-GBP to match.
+		mt.GbpID, mt.GbpFlags = 0, 0
+	}
 	// Geneve options go to the kernel as the key's TLVs under a mask of
 	// the same length, which the kernel matches exactly.
 	if n := len(kt.GeneveOpts()); n > 0 {
@@ -962,10 +968,13 @@ func fitTunnel(kt, mt *flow.Tunnel) {
 		// which any tunnel mask attribute makes exact, and keeps no
 		// address bits for an untunnelled key (it dumps none). The TTL
 		// mask keeps the attribute there once the addresses are gone.
+		// Nor GBP bits: the key has no options, and its in_port,
+		// always exact, is no tunnel's.
 		if !isZero4(mt.IPv4Src) || !isZero4(mt.IPv4Dst) || !isZero16(mt.IPv6Src) || !isZero16(mt.IPv6Dst) {
 			mt.IPv4Src, mt.IPv4Dst, mt.IPv6Src, mt.IPv6Dst = [4]byte{}, [4]byte{}, [16]byte{}, [16]byte{}
 			mt.TTL = 0xff
 		}
+		mt.GbpID, mt.GbpFlags = 0, 0
 		return
 	}
 	if maskTunnelIPv6(kt, mt) {
@@ -1056,8 +1065,7 @@ func (a *attrSet) parse(b []byte, isMask bool) error {
 // Attributes of types newer than this package are skipped, and so are the
 // ones Key has no fields for: conntrack original-direction tuples, NSH
 // outside an NSH key,
-// tunnel options other than Geneve's and ERSPAN's (VXLAN-GBP), IPv6 extension
-// headers; Geneve options longer than flow.TunMetadataSpace are an error. An
+// IPv6 extension headers; Geneve options longer than flow.TunMetadataSpace are an error. An
 // error wrapping ErrKeyAttr reports a malformed attribute (wrong length,
 // duplicate, truncated), a fragment type above 2, a VLAN ethertype without
 // its tag, or an attribute that does not apply to the key's protocols (TCP
@@ -1254,6 +1262,10 @@ func decodeTunnelKey(b []byte, t *flow.Tunnel, isMask bool) error {
 			if err := decodeErspanOpts(d, t, isMask); err != nil {
 				return err
 			}
+		case tunAttrVXLANOpts:
+			if err := decodeVxlanOpts(d, t); err != nil { // odp_gbp.go
+				return err
+			}
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -1262,9 +1274,9 @@ func decodeTunnelKey(b []byte, t *flow.Tunnel, isMask bool) error {
 	if v4 && v6 {
 		return keyErr("tunnel has both IPv4 and IPv6 addresses")
 	}
-	if seen&(1<<tunAttrGeneveOpts) != 0 && seen&(1<<tunAttrERSPANOpts) != 0 {
+	if n := seen & (1<<tunAttrGeneveOpts | 1<<tunAttrERSPANOpts | 1<<tunAttrVXLANOpts); n&(n-1) != 0 {
 		// The kernel takes one block of options.
-		return keyErr("tunnel has both geneve and erspan options")
+		return keyErr("tunnel has more than one of geneve, erspan and vxlan options")
 	}
 	return nil
 }

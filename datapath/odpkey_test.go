@@ -85,6 +85,9 @@ func testKeys() []struct {
 	erspan2 := tcp4
 	erspan2.Tunnel = flow.Tunnel{ID: 121, IPv6Src: v6a, IPv6Dst: v6b, TTL: 64, Flags: flow.TunnelKey,
 		ErspanVer: 2, ErspanDir: 1, ErspanHwid: 0x3f}
+	gbp := tcp4
+	gbp.Tunnel = flow.Tunnel{ID: 0x64, IPv4Src: v4b, IPv4Dst: v4a, TpSrc: 40000, TpDst: 4789, TTL: 64,
+		Flags: flow.TunnelKey, GbpID: 0x10, GbpFlags: 0x48}
 	ct := tcp4
 	ct.CtState, ct.CtZone, ct.CtMark = flow.CtTracked|flow.CtEstablished|flow.CtReplyDir, 7, 0xdeadbeef
 	ct.CtLabels = [16]byte{0: 1, 15: 0x80}
@@ -140,6 +143,7 @@ func testKeys() []struct {
 		{"ipv6 tunnel", tunnel6},
 		{"erspan v1 tunnel", erspan1},
 		{"ip6erspan v2 tunnel", erspan2},
+		{"vxlan gbp tunnel", gbp},
 		{"nsh md1", flow.Key{EthSrc: mac1, EthDst: mac2, EthType: flow.EthTypeNSH,
 			NSH: flow.NSH{Flags: 1, TTL: 8, MDType: 1, NP: 3, SPI: 0x64, SI: 3, C: [4]uint32{1, 2, 3, 0xffffffff}}}},
 		{"nsh md2", flow.Key{EthSrc: mac1, EthDst: mac2, EthType: flow.EthTypeNSH,

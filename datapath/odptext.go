@@ -488,6 +488,9 @@ func formatTunnelSet(sb *strings.Builder, d []byte) {
 	if t.TpDst != 0 {
 		parts = append(parts, fmt.Sprintf("tp_dst=%d", t.TpDst))
 	}
+	if g := flow.AppendGbp(nil, &t); len(g) > 0 {
+		parts = append(parts, string(g))
+	}
 	if g := flow.AppendGeneve(nil, &t); len(g) > 0 {
 		parts = append(parts, string(g))
 	}
@@ -1386,6 +1389,12 @@ func parseTunnelSet(s string, t *flow.Tunnel) error {
 				}
 				continue
 			}
+			if ok && n == "vxlan" {
+				if err := parseGbpSet(flags, t); err != nil {
+					return fmt.Errorf("vxlan(%s): %w", flags, err)
+				}
+				continue
+			}
 			if !ok || n != "flags" {
 				return fmt.Errorf("unknown tunnel field %q", it)
 			}
@@ -1438,6 +1447,38 @@ func parseErspanSet(s string, t *flow.Tunnel) error {
 	}
 	if t.ErspanVer == 1 && (t.ErspanDir != 0 || t.ErspanHwid != 0) || t.ErspanVer == 2 && t.ErspanIdx != 0 {
 		return fmt.Errorf("fields of another version than %d", t.ErspanVer)
+	}
+	return nil
+}
+
+// parseGbpSet parses the inside of an action's vxlan(...) as
+// flow.AppendGbp writes it: gbp(id=N,flags=N), either field optional.
+func parseGbpSet(s string, t *flow.Tunnel) error {
+	n, args, ok := call(s)
+	if !ok || n != "gbp" {
+		return fmt.Errorf("want gbp(...)")
+	}
+	kvs, err := keyValues(args)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		switch kv[0] {
+		case "id":
+			x, err := parseUint(kv[1], 16)
+			if err != nil {
+				return err
+			}
+			t.GbpID = uint16(x)
+		case "flags":
+			x, err := parseUint(kv[1], 8)
+			if err != nil {
+				return err
+			}
+			t.GbpFlags = uint8(x)
+		default:
+			return fmt.Errorf("unknown field %q", kv[0])
+		}
 	}
 	return nil
 }

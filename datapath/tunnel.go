@@ -25,6 +25,12 @@ const (
 	// where TunnelVXLAN's carries Ethernet frames, so the two cannot
 	// share a UDP port.
 	TunnelVXLANGPE = "vxlan_gpe"
+	// TunnelVXLANGBP is vxlan with options:exts=gbp: VXLAN Group Based
+	// Policy, whose header carries a 16-bit group policy ID and flags
+	// (flow.Tunnel.GbpID, GbpFlags). Its vport is vxlan_sys_PORT too, a
+	// vxlan device with IFLA_VXLAN_GBP, so ports with and without GBP
+	// cannot share a UDP port, as in ovs-vswitchd.
+	TunnelVXLANGBP = "vxlan_gbp"
 	// TunnelBareUDP and TunnelGTPU are tunnel types govswitchd does not
 	// carry; KernelTunnelProber says what the kernel makes of them.
 	TunnelBareUDP = "bareudp"
@@ -67,8 +73,8 @@ type TunnelVporter interface {
 // TunnelDefaultPort is the IANA UDP port of a UDP tunnel kind, 0 for GRE.
 func TunnelDefaultPort(kind string) uint16 {
 	switch kind {
-	case TunnelVXLAN, TunnelVXLANGPE:
-		// ovs-vswitchd's default for VXLAN-GPE is VXLAN's too.
+	case TunnelVXLAN, TunnelVXLANGPE, TunnelVXLANGBP:
+		// ovs-vswitchd's default for VXLAN-GPE and -GBP is VXLAN's too.
 		return 4789
 	case TunnelGeneve:
 		return 6081
@@ -86,7 +92,7 @@ func TunnelVportName(kind string, dstPort uint16) string {
 		dstPort = TunnelDefaultPort(kind)
 	}
 	switch kind {
-	case TunnelVXLAN, TunnelVXLANGPE:
+	case TunnelVXLAN, TunnelVXLANGPE, TunnelVXLANGBP:
 		return fmt.Sprintf("vxlan_sys_%d", dstPort)
 	case TunnelGeneve:
 		return fmt.Sprintf("genev_sys_%d", dstPort)
@@ -102,7 +108,8 @@ func TunnelVportName(kind string, dstPort uint16) string {
 
 // TunnelLegacyType is the compat vport type of a tunnel kind, or 0 where
 // the kernel has none (ip6gre, erspan, ip6erspan, and vxlan_gpe: the
-// legacy vxlan vport knows no GPE).
+// legacy vxlan vport knows no GPE; vxlan_gbp: govswitchd does not give
+// the legacy vport its OVS_TUNNEL_ATTR_EXTENSION).
 func TunnelLegacyType(kind string) VportType {
 	switch kind {
 	case TunnelVXLAN:

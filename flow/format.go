@@ -421,6 +421,7 @@ func (f *formatter) tunnel(v, m *Tunnel) {
 	f.num("ttl", uint64(v.TTL), uint64(m.TTL), 0xff, false)
 	f.num("tp_src", uint64(v.TpSrc), uint64(m.TpSrc), 0xffff, false)
 	f.num("tp_dst", uint64(v.TpDst), uint64(m.TpDst), 0xffff, false)
+	f.gbp(v, m, true)    // gbp.go
 	f.geneve(v, m)       // tun_metadata.go
 	f.erspan(v, m, true) // erspan.go
 	if m.Flags&tunnelFlagsWidth != 0 {

@@ -35,6 +35,13 @@ type Tunnel struct {
 	ErspanHwid uint8
 	_          uint8
 	ErspanIdx  uint32
+	// VXLAN Group Based Policy (OVS_TUNNEL_KEY_ATTR_VXLAN_OPTS'
+	// OVS_VXLAN_EXT_GBP): the 16-bit group policy ID and the 8 flag bits
+	// of the GBP header (0x40 don't learn, 0x08 policy applied), as
+	// OpenFlow's tun_gbp_id and tun_gbp_flags. Both zero means none.
+	GbpID    uint16
+	GbpFlags uint8
+	_        [5]uint8
 	// Metadata is the packet's Geneve options (tun_metadata.go).
 	Metadata TunMetadata
 }

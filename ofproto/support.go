@@ -26,6 +26,7 @@ func settable(f openflow.Field) bool {
 		openflow.FieldPktMark, openflow.FieldMetadata, openflow.FieldTunnelID,
 		openflow.FieldTunIPv4Src, openflow.FieldTunIPv4Dst, openflow.FieldTunIPv6Src, openflow.FieldTunIPv6Dst, // tunnel ports: xlate_tunnel.go
 		openflow.FieldTunFlags,
+		openflow.FieldTunGbpID, openflow.FieldTunGbpFlags, // exts=gbp ports: xlate_tunnel.go
 		openflow.FieldTunErspanIdx, openflow.FieldTunErspanVer, openflow.FieldTunErspanDir, openflow.FieldTunErspanHwid, // erspan_ver=flow ports: xlate_tunnel.go
 		openflow.FieldInPort, openflow.FieldNXMInPort,
 		openflow.FieldMPLSLabel, openflow.FieldMPLSTC,

@@ -34,6 +34,7 @@ type TunnelConfig struct {
 	Csum, DontFragment          bool
 	L3                          bool // packet_type=legacy_l3 (gre, vxlan with GPE): no Ethernet header in the tunnel
 	GPE                         bool // exts=gpe (vxlan): VXLAN-GPE, legacy_l3 only in govswitchd
+	GBP                         bool // exts=gbp (vxlan): VXLAN Group Based Policy, tun_gbp_id and tun_gbp_flags on the wire
 
 	// EgressMark is egress_pkt_mark, the skb mark an encapsulated packet
 	// leaves with (OVS's IPsec setups mark tunnel traffic with it, for
@@ -197,7 +198,7 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 				case "gpe":
 					c.GPE = true
 				case "gbp":
-					return c, fmt.Errorf("%s: vxlan extension 'gbp' is not supported by govswitchd", name)
+					c.GBP = true
 				default:
 					return c, fmt.Errorf("%s: unknown extension '%s'", name, ext)
 				}
@@ -240,6 +241,9 @@ func ParseTunnelConfig(name, typ string, opts map[string]string) (TunnelConfig, 
 			return c, fmt.Errorf("%s: legacy_l3 configured on VXLAN (without GPE) tunnel that cannot carry L3 traffic", name)
 		case c.GPE && !c.L3:
 			return c, fmt.Errorf("%s: VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd (packet_type=legacy_l3 is)", name)
+		case c.GPE && c.GBP:
+			// The kernel refuses a vxlan device with both.
+			return c, fmt.Errorf("%s: vxlan extensions gpe and gbp together are not supported by govswitchd", name)
 		}
 	}
 	if c.L3 && (c.Remote.Is6() || c.Local.Is6()) {
@@ -398,6 +402,8 @@ func (c *TunnelConfig) vportKind() string {
 		return datapath.TunnelGREL3
 	case c.GPE:
 		return datapath.TunnelVXLANGPE
+	case c.GBP:
+		return datapath.TunnelVXLANGBP
 	}
 	return c.Type
 }
@@ -418,7 +424,7 @@ func (bk *Backer) tunnelVport(kind string, dstPort uint16) (datapath.Vport, erro
 		// The in-memory datapath's GRE and VXLAN vports carry what
 		// the actions give them, with an Ethernet header or without.
 		lt = datapath.VportGRE
-	case datapath.TunnelVXLANGPE:
+	case datapath.TunnelVXLANGPE, datapath.TunnelVXLANGBP:
 		lt = datapath.VportVXLAN
 	}
 	if lt == 0 {
@@ -470,6 +476,11 @@ func (bk *Backer) tunnelClash(name string, cfg *TunnelConfig) error {
 				// One vxlan_sys_PORT vport: a vxlan device in
 				// GPE mode or not.
 				return fmt.Errorf("%s: vxlan ports with and without exts=gpe (port '%s') cannot share UDP port %d in govswitchd", name, e.p.Name, cfg.DstPort)
+			}
+			if o.Type == cfg.Type && o.GBP != cfg.GBP && o.DstPort == cfg.DstPort {
+				// One vxlan_sys_PORT vport, with IFLA_VXLAN_GBP or
+				// without: ovs-vswitchd's words.
+				return fmt.Errorf("%s: VXLAN-GBP, and non-VXLAN-GBP tunnels can't be configured on the same dst_port", name)
 			}
 			if o.Type == cfg.Type && o.DstPort == cfg.DstPort && o.Remote == cfg.Remote && o.RemoteFlow == cfg.RemoteFlow &&
 				o.Local == cfg.Local && o.LocalFlow == cfg.LocalFlow && o.InKey == cfg.InKey && o.InKeyFlow == cfg.InKeyFlow {

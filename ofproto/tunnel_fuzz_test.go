@@ -15,6 +15,8 @@ func FuzzParseTunnelConfig(f *testing.F) {
 	f.Add("vxlan", "remote_ip=1.2.3.4,key=0xffffffffffffffffff,tos=0x100")
 	f.Add("erspan", "remote_ip=1.2.3.4")
 	f.Add("vxlan", "remote_ip=1.2.3.4,exts=gpe,packet_type=legacy_l3,dst_port=4790")
+	f.Add("vxlan", "remote_ip=1.2.3.4,key=100,exts=gbp")
+	f.Add("vxlan", "remote_ip=1.2.3.4,exts=gbp,gpe,packet_type=legacy_l3")
 	f.Add("erspan", "remote_ip=1.2.3.4,key=1,erspan_ver=1,erspan_idx=0x7")
 	f.Add("ip6erspan", "remote_ip=fc00::1,key=121,erspan_ver=2,erspan_dir=0,erspan_hwid=0x7")
 	f.Add("ip6erspan", "remote_ip=fc00::1,erspan_ver=flow,erspan_hwid=3f")

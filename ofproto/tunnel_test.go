@@ -88,8 +88,14 @@ func TestParseTunnelConfig(t *testing.T) {
 			err: "VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd"},
 		{name: "vxlan-gpe legacy_l2 asked", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe", "packet_type": "legacy_l2"},
 			err: "VXLAN-GPE packet_type=legacy_l2 is not supported by govswitchd"},
-		{name: "vxlan gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"}, err: "extension 'gbp' is not supported by govswitchd"},
-		{name: "vxlan gpe,gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe,gbp", "packet_type": "legacy_l3"}, err: "extension 'gbp' is not supported"},
+		{name: "vxlan gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"},
+			check: func(t *testing.T, c TunnelConfig) {
+				if !c.GBP || c.GPE || c.L3 || c.vportKind() != datapath.TunnelVXLANGBP {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{name: "vxlan gpe,gbp", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe,gbp", "packet_type": "legacy_l3"}, err: "gpe and gbp together are not supported"},
+		{name: "gbp on geneve", typ: "geneve", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gbp"}, err: "geneve argument 'exts' is not supported"},
 		{name: "vxlan unknown ext", typ: "vxlan", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "nsh"}, err: "t0: unknown extension 'nsh'"},
 		{name: "exts on geneve", typ: "geneve", opts: map[string]string{"remote_ip": "10.0.0.1", "exts": "gpe"}, err: "geneve argument 'exts' is not supported"},
 		{name: "vxlan-gpe over IPv6", typ: "vxlan", opts: map[string]string{"remote_ip": "fc00::1", "exts": "gpe", "packet_type": "legacy_l3"}, err: "legacy_l3 over IPv6 is not supported"},
@@ -676,5 +682,80 @@ func TestTunnelXlateErspanFields(t *testing.T) {
 	// than the idx 7 rule's one port.
 	if got := datapath.FormatActions(out.Actions); got == u32s(p1.DPPort) || !strings.Contains(got, ",") {
 		t.Errorf("from ef with idx 8: %s, want the table miss's flood", got)
+	}
+}
+
+// TestTunnelXlateGbp: a vxlan port with exts=gbp sends the packet's
+// tun_gbp_id and tun_gbp_flags as set_field left them
+// (set(tunnel(vxlan(gbp(...))))), a rule matching tun_gbp_id takes the
+// packets from it that carry that policy ID, with the ID in the
+// megaflow, and not the others; a port without gbp sends none, and the
+// two cannot share a UDP port.
+func TestTunnelXlateGbp(t *testing.T) {
+	bk, br0, _, prov := sharedBridges(t, UpcallConfig{})
+	if _, err := prov.AddNetdev("vxlan_sys_4789"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseTunnelConfig("vx", "vxlan", map[string]string{"remote_ip": "172.31.1.100", "key": "100", "exts": "gbp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vx, err := br0.AddTunnelPort("vx", c, 0, PortVLAN{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := ParseTunnelConfig("vy", "vxlan", map[string]string{"remote_ip": "172.31.1.101"})
+	if _, err := br0.AddTunnelPort("vy", plain, 0, PortVLAN{}); err == nil || !strings.Contains(err.Error(), "VXLAN-GBP, and non-VXLAN-GBP tunnels can't be configured on the same dst_port") {
+		t.Errorf("plain vxlan beside gbp on 4789: %v", err)
+	}
+	p1 := br0.Ports.byName("p1")
+	var set flow.Key
+	set.Tunnel.GbpID, set.Tunnel.GbpFlags = 0x20, 0x08
+	addRule(t, br0, p1.OFPort, 0, openflow.SetField(openflow.FieldTunGbpID, &set), openflow.SetField(openflow.FieldTunGbpFlags, &set),
+		openflow.Output(vx.OFPort, 0))
+	var m classifier.Match
+	m.Key.InPort, m.Mask.InPort = vx.OFPort, ^uint32(0)
+	m.Key.Tunnel.GbpID, m.Mask.Tunnel.GbpID = 0x10, 0xffff
+	fm := FlowMod{Command: CmdAdd, Match: m, Priority: 100, OutPort: openflow.PortAny,
+		Instructions: openflow.Instructions{Apply: []openflow.Action{openflow.Output(p1.OFPort, 0)}}}
+	if err := br0.Tables.Apply(&fm, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	out := Out{Actions: make([]byte, 0, 1024)}
+	var key flow.Key
+	flow.ExtractInto(&key, synFrame(6), &flow.Metadata{InPort: p1.DPPort})
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), "set(tunnel(tun_id=0x64,dst=172.31.1.100,ttl=64,tp_dst=4789,vxlan(gbp(id=32,flags=0x8)),flags(df|key))),"+u32s(vx.DPPort); got != want {
+		t.Errorf("output to vx: %s, want %s", got, want)
+	}
+	// set_field makes the field exact, as in OVS; the kernel gets no
+	// GBP mask for an untunnelled key.
+	wc := out.WC
+	datapath.FitMask(&key, &wc)
+	if wc.Tunnel.GbpID != 0 || wc.Tunnel.GbpFlags != 0 {
+		t.Errorf("untunnelled megaflow matches GBP: %+v", wc.Tunnel)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("GBP tunnel output allocates %v times", n)
+	}
+	rx := flow.Metadata{InPort: vx.DPPort, Tunnel: flow.Tunnel{ID: 100, IPv4Src: [4]byte{172, 31, 1, 100}, IPv4Dst: [4]byte{172, 31, 1, 1},
+		TTL: 64, TpDst: 4789, Flags: flow.TunnelKey, GbpID: 0x10}}
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got, want := datapath.FormatActions(out.Actions), u32s(p1.DPPort); got != want {
+		t.Errorf("from vx with id 16: %s, want %s (%s)", got, want, out.Dropped)
+	}
+	if out.WC.Tunnel.GbpID != 0xffff {
+		t.Errorf("megaflow GBP mask %+v", out.WC.Tunnel)
+	}
+	if n := testing.AllocsPerRun(500, func() { bk.Translate(&key, now, true, &out) }); n != 0 {
+		t.Errorf("GBP tunnel receive allocates %v times", n)
+	}
+	rx.Tunnel.GbpID = 0x11
+	flow.ExtractInto(&key, synFrame(8), &rx)
+	bk.Translate(&key, now, true, &out)
+	if got := datapath.FormatActions(out.Actions); got == u32s(p1.DPPort) {
+		t.Errorf("from vx with id 17: %s, the id 16 rule took it", got)
 	}
 }

@@ -176,6 +176,14 @@ func (c *xctx) tunnelHeader(pt *Port) (t flow.Tunnel, ok bool) {
 	if isERSPANType(cfg.Type) {
 		erspanOutput(cfg, &t, &f.Tunnel, wc)
 	}
+	if cfg.GBP {
+		// As tnl_port_send leaves them: the packet's group policy ID
+		// and flags, as it arrived with them or as set_field made
+		// them, go into the GBP header; the megaflow matches what
+		// arrived (an untunnelled packet has none: fitTunnel).
+		t.GbpID, t.GbpFlags = f.Tunnel.GbpID, f.Tunnel.GbpFlags
+		wc.Tunnel.GbpID, wc.Tunnel.GbpFlags = 0xffff, 0xff
+	}
 	return t, true
 }
 

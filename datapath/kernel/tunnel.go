@@ -21,7 +21,8 @@ const tunnelMTU = 65000
 // as ovs-vswitchd 3.1 makes it on Linux (lib/dpif-netlink-rtnl.c): a
 // network device of the kind's lightweight-tunnel type in collect-metadata
 // mode (vxlan and geneve "external" on dstPort, gretap, ip6gretap, erspan,
-// ip6erspan, gre for TunnelGREL3, vxlan in GPE mode for TunnelVXLANGPE), made
+// ip6erspan, gre for TunnelGREL3, vxlan in GPE mode for TunnelVXLANGPE, vxlan
+// with IFLA_VXLAN_GBP for TunnelVXLANGBP), made
 // over rtnetlink and attached as a netdev vport. Where the kernel refuses
 // the device (a module missing, a kernel without metadata mode), the legacy
 // tunnel vport type (OVS_VPORT_TYPE_VXLAN, GENEVE, GRE, with the UDP port
@@ -42,14 +43,10 @@ func (d *Datapath) AddTunnelVport(kind string, dstPort uint16) (datapath.Vport, 
 			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a %s device", name, l.Type())
 		}
 		// So is vxlan_sys_PORT a vxlan device in GPE mode (without
-		// Ethernet: ARPHRD_NONE) for TunnelVXLANGPE only.
-		if l, lerr := netlink.LinkByName(name); lerr == nil && (kind == datapath.TunnelVXLAN || kind == datapath.TunnelVXLANGPE) &&
-			(kind == datapath.TunnelVXLANGPE) != isVxlanGPE(l) {
-			mode := "without GPE"
-			if isVxlanGPE(l) {
-				mode = "in GPE mode"
-			}
-			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a vxlan device %s", name, mode)
+		// Ethernet: ARPHRD_NONE) for TunnelVXLANGPE only, and one
+		// with GBP for TunnelVXLANGBP only.
+		if l, lerr := netlink.LinkByName(name); lerr == nil && l.Type() == "vxlan" && isVxlanKind(kind) && vxlanMode(l) != kind {
+			return datapath.Vport{}, fmt.Errorf("add tunnel vport %s: the datapath has it as a vxlan device %s", name, vxlanModeText(vxlanMode(l)))
 		}
 		return vp, nil
 	}
@@ -85,6 +82,10 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 	switch kind {
 	case datapath.TunnelVXLAN:
 		link = &netlink.Vxlan{LinkAttrs: attrs, FlowBased: true, Port: int(dstPort), UDP6ZeroCSumRx: true}
+	case datapath.TunnelVXLANGBP:
+		// As dpif_netlink_rtnl_create for exts=gbp: the vxlan device
+		// of TunnelVXLAN with IFLA_VXLAN_GBP.
+		link = &netlink.Vxlan{LinkAttrs: attrs, FlowBased: true, Port: int(dstPort), UDP6ZeroCSumRx: true, GBP: true}
 	case datapath.TunnelGeneve:
 		link = &netlink.Geneve{LinkAttrs: attrs, FlowBased: true, Dport: dstPort}
 	case datapath.TunnelGRE:
@@ -107,8 +108,8 @@ func (d *Datapath) makeTunnelDevice(kind, name string, dstPort uint16) error {
 		if old.Type() != link.Type() {
 			return fmt.Errorf("device %s exists and is a %s, not a %s", name, old.Type(), link.Type())
 		}
-		if kind == datapath.TunnelVXLAN && isVxlanGPE(old) {
-			return fmt.Errorf("device %s exists and is a vxlan device in GPE mode", name)
+		if isVxlanKind(kind) && vxlanMode(old) != kind {
+			return fmt.Errorf("device %s exists and is a vxlan device %s", name, vxlanModeText(vxlanMode(old)))
 		}
 		link = old
 	} else if err := netlink.LinkAdd(link); err != nil {
@@ -265,6 +266,41 @@ func makeVxlanGPEDevice(name string, dstPort uint16) error {
 // IFLA_VXLAN_GPE).
 func isVxlanGPE(l netlink.Link) bool {
 	return l.Type() == "vxlan" && l.Attrs().EncapType == "none"
+}
+
+// isVxlanKind reports whether tunnel kind's device is a vxlan one.
+func isVxlanKind(kind string) bool {
+	return kind == datapath.TunnelVXLAN || kind == datapath.TunnelVXLANGPE || kind == datapath.TunnelVXLANGBP
+}
+
+// vxlanMode is the tunnel kind whose device vxlan device l is: in GPE
+// mode, with GBP, or plain.
+func vxlanMode(l netlink.Link) string {
+	switch {
+	case isVxlanGPE(l):
+		return datapath.TunnelVXLANGPE
+	case isVxlanGBP(l):
+		return datapath.TunnelVXLANGBP
+	}
+	return datapath.TunnelVXLAN
+}
+
+// vxlanModeText words vxlanMode's answer for an error.
+func vxlanModeText(kind string) string {
+	switch kind {
+	case datapath.TunnelVXLANGPE:
+		return "in GPE mode"
+	case datapath.TunnelVXLANGBP:
+		return "with GBP"
+	}
+	return "without GPE or GBP"
+}
+
+// isVxlanGBP reports whether vxlan device l has the Group Based Policy
+// extension (IFLA_VXLAN_GBP).
+func isVxlanGBP(l netlink.Link) bool {
+	v, ok := l.(*netlink.Vxlan)
+	return ok && v.GBP
 }
 
 // createRawLink creates network device name of rtnetlink kind, up, with

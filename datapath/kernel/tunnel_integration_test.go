@@ -71,3 +71,66 @@ func TestIntegrationTunnelVXLANGPE(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIntegrationTunnelVXLANGBP: the vport of vxlan ports with exts=gbp
+// is vxlan_sys_PORT, an Ethernet vxlan device in metadata mode with gbp,
+// learning off, as ovs-vswitchd makes it; asking again finds it; a vxlan
+// vport without GBP, or one in GPE mode, on that UDP port is refused while
+// it is there, and a GBP one on a plain vxlan device's port too.
+func TestIntegrationTunnelVXLANGBP(t *testing.T) {
+	testbed.Require(t)
+	name := uniqueName("gb")
+	p, err := Provider{}.Create(name, datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := p.(*Datapath)
+	const dev = "vxlan_sys_4792"
+	t.Cleanup(func() {
+		dp.Close()
+		Provider{}.Delete(name)
+		exec.Command("ip", "link", "del", dev).Run()
+	})
+	vp, err := dp.AddTunnelVport(datapath.TunnelVXLANGBP, 4792)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vp.Name != dev || vp.Type != datapath.VportNetdev {
+		t.Fatalf("vport %+v: want netdev %s", vp, dev)
+	}
+	out, err := exec.Command("ip", "-d", "link", "show", dev).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -d link show %s: %v\n%s", dev, err, out)
+	}
+	t.Logf("%s", out)
+	for _, w := range []string{"link/ether", "vxlan", "external", "nolearning", "dstport 4792", " gbp"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("device %s lacks %q", dev, w)
+		}
+	}
+	again, err := dp.AddTunnelVport(datapath.TunnelVXLANGBP, 4792)
+	if err != nil || again.PortNo != vp.PortNo {
+		t.Errorf("again: %+v %v, want port %d", again, err, vp.PortNo)
+	}
+	for _, kind := range []string{datapath.TunnelVXLAN, datapath.TunnelVXLANGPE} {
+		if _, err := dp.AddTunnelVport(kind, 4792); err == nil || !strings.Contains(err.Error(), "with GBP") {
+			t.Errorf("a %s vport on the GBP device's port: %v, want a refusal", kind, err)
+		}
+	}
+	if err := dp.DeleteTunnelVport(vp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName(dev); err == nil {
+		t.Errorf("device %s outlived its vport", dev)
+	}
+	l2, err := dp.AddTunnelVport(datapath.TunnelVXLAN, 4792)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.AddTunnelVport(datapath.TunnelVXLANGBP, 4792); err == nil || !strings.Contains(err.Error(), "without GPE or GBP") {
+		t.Errorf("a GBP vport on a plain vxlan device's port: %v, want a refusal", err)
+	}
+	if err := dp.DeleteTunnelVport(l2); err != nil {
+		t.Fatal(err)
+	}
+}

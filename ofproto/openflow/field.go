@@ -61,12 +61,14 @@ const (
 	FieldARPTPA
 	FieldARPSHA
 	FieldARPTHA
-	FieldTunnelID   // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
-	FieldTunFlags   // NXM_NX_TUN_FLAGS (field_tun.go); in OVS's order of TLVs
-	FieldTunIPv4Src // NXM_NX_TUN_IPV4_SRC
-	FieldTunIPv4Dst // NXM_NX_TUN_IPV4_DST
-	FieldTunIPv6Src // NXM_NX_TUN_IPV6_SRC (field_tun.go)
-	FieldTunIPv6Dst // NXM_NX_TUN_IPV6_DST
+	FieldTunnelID    // NXM_NX_TUN_ID / OXM tunnel_id ↔ Key.Tunnel.ID
+	FieldTunFlags    // NXM_NX_TUN_FLAGS (field_tun.go); in OVS's order of TLVs
+	FieldTunIPv4Src  // NXM_NX_TUN_IPV4_SRC
+	FieldTunIPv4Dst  // NXM_NX_TUN_IPV4_DST
+	FieldTunIPv6Src  // NXM_NX_TUN_IPV6_SRC (field_tun.go)
+	FieldTunIPv6Dst  // NXM_NX_TUN_IPV6_DST
+	FieldTunGbpID    // NXM_NX_TUN_GBP_ID (field_tun.go)
+	FieldTunGbpFlags // NXM_NX_TUN_GBP_FLAGS
 	// FieldTunMetadata0…FieldTunMetadata63 are NXM_NX_TUN_METADATA0-63,
 	// the Geneve options a TLV table maps (field_tunmd.go).
 	FieldTunMetadata0

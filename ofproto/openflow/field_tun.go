@@ -15,7 +15,8 @@ const TunFlagOAM = 1 << 0
 const tunFlagsShift = 3
 
 // defTunnelFields defines the tunnel fields beyond tun_id, tun_src and
-// tun_dst: the outer IPv6 addresses and the public tunnel flags, Nicira
+// tun_dst: the outer IPv6 addresses, the public tunnel flags and the
+// VXLAN-GBP fields, Nicira
 // extensions (NXM class 1) that OpenFlow 1.2+ carries as OXM too, matchable
 // and set_field targets as in ovs-vswitchd 3.1 (meta-flow.xml: fields 109,
 // 110 and 104).
@@ -26,4 +27,13 @@ func defTunnelFields(nx1 func(uint8) uint32) {
 		func(k *flow.Key) []byte { return k.Tunnel.IPv6Dst[:] })
 	defInt(FieldTunFlags, "tun_flags", nx1(104), noHeader, 2, true, both, preNone,
 		func(k *flow.Key) *uint16 { return &k.Tunnel.Flags }, tunFlagsShift, TunFlagOAM)
+	// VXLAN Group Based Policy (meta-flow.xml: fields 38 and 39, NXM
+	// only, which OpenFlow 1.2+ carries as it carries the other NXM
+	// tunnel fields): the policy ID (16 bits) and the GBP header's
+	// flag byte, each maskable, matches and set_field/load/move
+	// targets. In a flow.Key they are Tunnel.GbpID and GbpFlags.
+	defInt(FieldTunGbpID, "tun_gbp_id", nx1(38), noHeader, 2, true, both, preNone,
+		func(k *flow.Key) *uint16 { return &k.Tunnel.GbpID }, 0, 0xffff)
+	defInt(FieldTunGbpFlags, "tun_gbp_flags", nx1(39), noHeader, 1, true, both, preNone,
+		func(k *flow.Key) *uint8 { return &k.Tunnel.GbpFlags }, 0, 0xff)
 }

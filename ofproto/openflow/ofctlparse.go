@@ -206,6 +206,10 @@ func setFlowField(k *flow.Key, name, val string, port func(string) (uint32, bool
 		k.Tunnel.IPv4Src, err = parseIPv4(val)
 	case "tun_dst":
 		k.Tunnel.IPv4Dst, err = parseIPv4(val)
+	case "tun_gbp_id":
+		k.Tunnel.GbpID = uint16(num(16))
+	case "tun_gbp_flags":
+		k.Tunnel.GbpFlags = uint8(num(8))
 	case "ct_zone":
 		k.CtZone = uint16(num(16))
 	case "ct_mark":

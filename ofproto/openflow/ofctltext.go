@@ -119,6 +119,23 @@ func AppendMatchText(b []byte, k *flow.Key, m *flow.Mask, o MatchText) []byte {
 	}
 	t.ipv4("tun_src", &k.Tunnel.IPv4Src, &m.Tunnel.IPv4Src)
 	t.ipv4("tun_dst", &k.Tunnel.IPv4Dst, &m.Tunnel.IPv4Dst)
+	// As OVS's format_flow_tunnel: the policy ID in decimal when exact,
+	// 0x-hex value/mask otherwise; the flags' value only, in %#x.
+	if gm := m.Tunnel.GbpID; gm != 0 {
+		t.field("tun_gbp_id")
+		if gm == 0xffff {
+			t.b = strconv.AppendUint(t.b, uint64(k.Tunnel.GbpID), 10)
+		} else {
+			t.b = append(t.b, "0x"...)
+			t.b = strconv.AppendUint(t.b, uint64(k.Tunnel.GbpID&gm), 16)
+			t.b = append(t.b, "/0x"...)
+			t.b = strconv.AppendUint(t.b, uint64(gm), 16)
+		}
+	}
+	if m.Tunnel.GbpFlags != 0 {
+		t.field("tun_gbp_flags")
+		t.b = append(t.b, hexC(uint64(k.Tunnel.GbpFlags&m.Tunnel.GbpFlags))...)
+	}
 	t.hex64("metadata", k.OFMetadata, m.OFMetadata)
 	if m.InPort != 0 {
 		t.field("in_port")
@@ -307,6 +324,12 @@ func FlowMask(k *flow.Key) flow.Mask {
 	}
 	if k.Tunnel.ID != 0 {
 		m.Tunnel.ID = ^uint64(0)
+	}
+	if k.Tunnel.GbpID != 0 {
+		m.Tunnel.GbpID = 0xffff
+	}
+	if k.Tunnel.GbpFlags != 0 {
+		m.Tunnel.GbpFlags = 0xff
 	}
 	if k.Tunnel.IPv4Src != ([4]byte{}) {
 		m.Tunnel.IPv4Src = [4]byte{0xff, 0xff, 0xff, 0xff}

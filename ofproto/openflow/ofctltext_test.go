@@ -56,6 +56,31 @@ func TestFlowTextMatchesOVS(t *testing.T) {
 	}
 }
 
+// TestGbpMatchText: tun_gbp_id and tun_gbp_flags print as OVS's
+// format_flow_tunnel prints them (the ID decimal when exact, hex
+// value/mask when not; the flags' value in %#x) and parse back in a flow
+// to trace. (govswitchd's trace Flow line for a tunnelled packet prints
+// fewer tunnel fields than ovs-vswitchd's; this is not it.)
+func TestGbpMatchText(t *testing.T) {
+	k, err := ParseFlowText("in_port=2,tun_id=0x64,tun_gbp_id=16,tun_gbp_flags=0x8", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := FlowMask(&k)
+	got := string(AppendMatchText(nil, &k, &m, MatchText{Priority: DefaultPriority}))
+	if want := "tun_id=0x64,tun_gbp_id=16,tun_gbp_flags=0x8,in_port=2,"; !strings.HasPrefix(got, want) {
+		t.Errorf("got %s, want it to start %s", got, want)
+	}
+	if k2, err := ParseFlowText(got, nil); err != nil || k2 != k {
+		t.Errorf("reparse of %s: %v", got, err)
+	}
+	m.Tunnel.GbpID, m.Tunnel.GbpFlags = 0xff00, 0x08
+	got = string(AppendMatchText(nil, &k, &m, MatchText{Priority: DefaultPriority}))
+	if want := "tun_id=0x64,tun_gbp_id=0x0/0xff00,tun_gbp_flags=0x8,"; !strings.HasPrefix(got, want) {
+		t.Errorf("masked: got %s, want it to start %s", got, want)
+	}
+}
+
 // Matches as ovs-vswitchd printed them: rules in bridge/dump-flows and
 // traces, megaflows in traces.
 func TestMatchTextMatchesOVS(t *testing.T) {
