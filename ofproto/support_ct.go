@@ -128,7 +128,7 @@ func ctFlowModError(v uint8, k ErrorKind) (typ, code uint16, ok bool) {
 			return openflow.Err13TypeExperimenter, nxbmcCtDatapathSupport12, true
 		}
 		return openflow.ErrTypeBadRequest, nxbmcCtDatapathSupport10, true
-	case ErrBadSetArgument:
+	case ErrBadSetArgument, ErrNDExtDatapathSet:
 		if v >= openflow.Version13 {
 			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetArgment, true
 		}
