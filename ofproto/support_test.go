@@ -106,6 +106,10 @@ func TestNDExtSetRefused(t *testing.T) {
 			if typ13, code, ok := ctFlowModError(openflow.Version13, ErrKind(err)); !ok || typ13 != openflow.ErrTypeBadAction || code != openflow.BadAction13BadSetArgment {
 				t.Errorf("%s %s: 1.3 error %d/%d", typ, f, typ13, code)
 			}
+			// OVS's NX1.0-1.1(1,525).
+			if typ10, code, ok := ctFlowModError(openflow.Version10, ErrKind(err)); !ok || typ10 != openflow.ErrTypeBadRequest || code != 525 {
+				t.Errorf("%s %s: 1.0 error %d/%d", typ, f, typ10, code)
+			}
 		}
 	}
 	var buf bytes.Buffer
