@@ -43,3 +43,30 @@ func TestExtractNDExt(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExtractNDExt: ExtractNDExt never panics, leaves every other field
+// of the datapath's Key alone, and sets the fields only for ND messages.
+// Seeds: the TestExtractNDExt packets.
+func FuzzExtractNDExt(f *testing.F) {
+	const l2l3 = "02000000000102000000000286dd6b91234500003afffe800000000000000000000000000001fe800000000000000000000000000002"
+	for _, icmp := range []string{
+		"880000006000000020010db8000000000000000000000009" + "02011a1b1c1d1e1f",
+		"8700000000000001" + "20010db8000000000000000000000009" + "01010a0b0c0d0e0f01010a0b0c0d0e0f",
+		"88000000a0000000", "8800",
+	} {
+		pkt, _ := hex.DecodeString(l2l3 + icmp)
+		f.Add(pkt)
+	}
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		k := Extract(pkt, Metadata{})
+		e := k
+		ExtractNDExt(&e, pkt, nil)
+		if !IsND(&k) && (e.NDReserved != 0 || e.NDOptionsType != 0) {
+			t.Fatalf("%x: ND extensions on a non-ND packet", pkt)
+		}
+		e.NDReserved, e.NDOptionsType = 0, 0
+		if e != k {
+			t.Fatalf("%x: ExtractNDExt changed other fields", pkt)
+		}
+	})
+}
