@@ -129,6 +129,14 @@ const (
 // uninitialised stack key; OVS userspace ignores it there, and ND fields
 // stay zero (so a decoder of upcall keys must ignore it too).
 //
+// The ND extensions (OVS's nd_reserved and nd_options_type, which the
+// Linux datapath does not key): for types 135 and 136 with code 0,
+// NDReserved is ICMPv6 bytes 4..7 (the R/S/O flags and reserved bits of
+// an advertisement) even when the target is cut short, and NDOptionsType
+// the type of the first 8-byte link-layer address option (1 or 2), kept
+// when a second one makes the message invalid. Extract leaves them zero,
+// as a datapath key has them; ExtractNDExt fills them from the packet.
+//
 // NSH (ethertype 0x894f): the header as ExtractNSH reads it.
 //
 // Not extracted (no Key fields for them): IPv6 extension-header
@@ -145,6 +153,11 @@ func Extract(pkt []byte, md Metadata) Key {
 // Key. A nil md means the zero Metadata. It keeps no reference to pkt or md
 // and does not allocate.
 func ExtractInto(k *Key, pkt []byte, md *Metadata) {
+	extractInto(k, pkt, md)
+	k.NDReserved, k.NDOptionsType = 0, 0 // not in a datapath key: ExtractNDExt
+}
+
+func extractInto(k *Key, pkt []byte, md *Metadata) {
 	*k = Key{}
 	if md != nil {
 		k.Tunnel = md.Tunnel
@@ -415,6 +428,7 @@ func extractL4(k *Key, th []byte, icmp uint8) {
 
 // extractND reads a Neighbor Solicitation or Advertisement.
 func extractND(k *Key, icmp []byte) {
+	k.NDReserved = be32(icmp[4:]) // icmpLen bytes are there
 	if len(icmp) < ndMsgLen {
 		return
 	}
@@ -434,6 +448,9 @@ func extractND(k *Key, icmp []byte) {
 				ll = &k.NDTLL
 			}
 			if ll != nil {
+				if k.NDOptionsType == 0 {
+					k.NDOptionsType = opts[0]
+				}
 				if *ll != [6]byte{} {
 					k.NDTarget, k.NDSLL, k.NDTLL = [16]byte{}, [6]byte{}, [6]byte{}
 					return
@@ -443,6 +460,29 @@ func extractND(k *Key, icmp []byte) {
 		}
 		opts = opts[n:]
 	}
+}
+
+// ExtractNDExt sets k's NDReserved and NDOptionsType from the packet pkt
+// that k (a Key from a datapath key) describes, as Extract would: zero
+// unless k is an ICMPv6 neighbour solicitation or advertisement with code
+// 0. It does not allocate.
+func ExtractNDExt(k *Key, pkt []byte, md *Metadata) {
+	k.NDReserved, k.NDOptionsType = 0, 0
+	if !IsND(k) {
+		return
+	}
+	var s Key
+	extractInto(&s, pkt, md)
+	if IsND(&s) {
+		k.NDReserved, k.NDOptionsType = s.NDReserved, s.NDOptionsType
+	}
+}
+
+// IsND reports whether k is an ICMPv6 neighbour solicitation or
+// advertisement with code 0, the packets that have ND extension fields.
+func IsND(k *Key) bool {
+	return k.EthType == EthTypeIPv6 && k.NwProto == IPProtoICMPv6 && k.TpDst == 0 &&
+		(k.TpSrc == ndSolicit || k.TpSrc == ndAdvert) && k.NwFrag&FragLater == 0
 }
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }

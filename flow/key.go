@@ -198,11 +198,19 @@ type Key struct {
 	TpSrc    uint16 // TCP/UDP/SCTP source port; ICMP type
 	TpDst    uint16 // TCP/UDP/SCTP destination port; ICMP code
 	TCPFlags uint16 // the 12 flag bits of the TCP header
-	_        [2]byte
-	NDTarget [16]byte
-	NDSLL    [6]byte
-	NDTLL    [6]byte
-	_        [4]byte
+	// NDOptionsType and NDReserved are OpenFlow's nd_options_type and
+	// nd_reserved (OVS's IPv6 ND extensions): the type of the first ND
+	// option and the 32-bit word after the ICMPv6 checksum of a
+	// neighbour solicitation or advertisement. The Linux datapath has no
+	// key for them, so they are filled from the packet's bytes
+	// (ExtractNDExt), never from a datapath key, and a megaflow that
+	// needs them is never installed.
+	NDOptionsType uint8
+	_             [1]byte
+	NDTarget      [16]byte
+	NDSLL         [6]byte
+	NDTLL         [6]byte
+	NDReserved    uint32
 }
 
 // NSH is a Network Service Header (RFC 8300) as the datapath keys it

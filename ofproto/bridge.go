@@ -450,6 +450,7 @@ func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action)
 	}
 	key := flow.Extract(packet, md)
 	var out Out
+	flow.ExtractNDExt(&key, packet, nil) // for rules on nd_reserved, nd_options_type
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
 	applyLearns(&out, now)
 	out.applyFinTimeouts(key.TCPFlags) // a resubmit's rules' (xlate_fintimeout.go)

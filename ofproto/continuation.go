@@ -104,6 +104,7 @@ func (b *Bridge) Resume(packet []byte, inPort uint32, md *openflow.Match, cont *
 	meta.Tunnel.ID = md.Key.Tunnel.ID & md.Mask.Tunnel.ID
 	meta.Mark = md.Key.Mark & md.Mask.Mark
 	key := flow.Extract(packet, meta)
+	flow.ExtractNDExt(&key, packet, nil) // for rules on nd_reserved, nd_options_type
 	key.OFMetadata = md.Key.OFMetadata & md.Mask.OFMetadata
 	for i := range key.Regs {
 		key.Regs[i] = md.Key.Regs[i] & md.Mask.Regs[i]

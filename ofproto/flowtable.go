@@ -126,6 +126,10 @@ const (
 	ErrBadSetArgument   // OFPBAC_BAD_SET_ARGUMENT: nat, ct_mark or ct_label outside ct
 	ErrBadMask          // OFPBMC_BAD_MASK
 	ErrBadConjunction   // NXBAC_BAD_CONJUNCTION (flowtable_conj.go)
+	// ErrNDExtDatapathSet is OFPBAC_BAD_SET_ARGUMENT for a write to
+	// nd_reserved or nd_options_type, which the Linux datapath cannot set
+	// (support.go); logged at WARN, as ovs-vswitchd does.
+	ErrNDExtDatapathSet
 )
 
 // Error is a flow_mod failure with the kind the controller is told.

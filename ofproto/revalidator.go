@@ -351,12 +351,16 @@ const (
 
 // translateFlow translates a flow's key as the handler would, returning
 // the fitted megaflow mask in out.WC.
-func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out) {
+// userspace says the translation depends on fields the datapath cannot
+// key (needsNDExt): no datapath flow may stand for it.
+func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out) (userspace bool) {
 	u.x.Translate(key, now, false, out)
+	userspace = needsNDExt(key, &out.WC, exact)
 	if exact {
 		out.WC = flow.ExactMask()
 	}
 	datapath.FitMask(key, &out.WC)
+	return userspace
 }
 
 // retranslate re-translates a ukey after its tables or MAC entries
@@ -368,7 +372,7 @@ func (u *Udpif) translateFlow(key *flow.Key, now time.Time, exact bool, out *Out
 // and let the next packet upcall.
 func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retransResult {
 	key := k.Key()
-	u.translateFlow(&key, now, exact, out)
+	userspace := u.translateFlow(&key, now, exact, out)
 	k.tablesVersion, k.macVersion = out.TablesVersion, out.MACVersion
 	k.setRules(&out.Rules, out.NRules)
 	k.learns = out.HasLearn
@@ -376,7 +380,7 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 	out.applyFinTimeouts(0)                             // the translation's fin_timeouts are k.fin's business now
 	k.bondID, k.bucket = out.acct.id(), out.acct.bucket // bond_rebalance.go
 	k.nfFlood = out.nfFlood
-	if out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
+	if userspace || out.WC != *k.Mask() && !k.Mask().Covers(&out.WC) {
 		return retransDelete
 	}
 	acts, ok := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
@@ -396,8 +400,8 @@ func (u *Udpif) retranslate(k *ukey, now time.Time, exact bool, out *Out) retran
 // in the kernel throughout the restart.
 func (u *Udpif) adopt(f *datapath.Flow, now time.Time, exact bool, out *Out) bool {
 	key := f.Key.Apply(&f.Mask)
-	u.translateFlow(&key, now, exact, out)
-	if acts, ok := out.InstallActions(); !ok || out.WC != f.Mask || !bytes.Equal(acts, f.Actions) {
+	userspace := u.translateFlow(&key, now, exact, out)
+	if acts, ok := out.InstallActions(); !ok || userspace || out.WC != f.Mask || !bytes.Equal(acts, f.Actions) {
 		return false
 	}
 	if f.UFID.IsZero() {

@@ -42,6 +42,22 @@ func settable(f openflow.Field) bool {
 		f.IsTunMetadata() // Geneve output: tun_metadata.go
 }
 
+// isNDExt reports whether f is one of OVS's IPv6 ND extension fields,
+// nd_reserved and nd_options_type. The Linux datapath has no key or set
+// action for them (OVS_KEY_ATTR_ND_EXTENSIONS is userspace-only), so
+// matches on them are handled in userspace (xlate.go) and writes to
+// them are refused.
+func isNDExt(f openflow.Field) bool {
+	return f == openflow.FieldNDReserved || f == openflow.FieldNDOptionsType
+}
+
+// ndExtSetError refuses a write into an ND extension field as
+// ovs-vswitchd 3.1 refuses it on a datapath without ND extensions:
+// OFPBAC_BAD_SET_ARGUMENT, with a WARN.
+func ndExtSetError(verb string, f openflow.Field) error {
+	return errorf(ErrNDExtDatapathSet, "%s into %s refused: the datapath does not support setting IPv6 ND Extensions fields", verb, f)
+}
+
 // checkSupported returns an *Error (ErrUnsupportedAction,
 // ErrUnsupportedVendor, ErrUnsupportedNXAction or ErrUnsupportedSetField)
 // for the first action in acts that translation cannot carry out, or nil.
@@ -58,6 +74,9 @@ func checkSupported(acts []openflow.Action) error {
 			// Tables.checkRefs (OFPBAC_BAD_OUT_GROUP,
 			// OFPMMFC_INVALID_METER), as ovs-vswitchd refuses it.
 		case openflow.ActSetField:
+			if isNDExt(a.Field) {
+				return ndExtSetError("set_field", a.Field)
+			}
 			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
 				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
 			}
@@ -65,6 +84,9 @@ func checkSupported(acts []openflow.Action) error {
 				return errorf(ErrUnsupportedSetField, "set_field %s is not implemented", a.Field)
 			}
 		case openflow.ActRegLoad:
+			if isNDExt(a.Field) {
+				return ndExtSetError("load", a.Field)
+			}
 			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
 				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
 			}
@@ -72,6 +94,9 @@ func checkSupported(acts []openflow.Action) error {
 				return errorf(ErrUnsupportedSetField, "load into %s is not implemented", a.Field)
 			}
 		case openflow.ActRegMove:
+			if isNDExt(a.Field) {
+				return ndExtSetError("move", a.Field)
+			}
 			if a.Field == openflow.FieldCtMark || a.Field == openflow.FieldCtLabel {
 				return errorf(ErrBadSetArgument, "cannot set %s outside of a ct action", a.Field)
 			}
@@ -169,7 +194,7 @@ var warnedUnsupported sync.Map
 func isUnsupported(err error) bool {
 	switch ErrKind(err) {
 	case ErrUnsupportedAction, ErrUnsupportedVendor, ErrUnsupportedNXAction, ErrUnsupportedSetField,
-		ErrCtDatapathAction, ErrCtDatapathMatch:
+		ErrCtDatapathAction, ErrCtDatapathMatch, ErrNDExtDatapathSet:
 		return true
 	}
 	return false

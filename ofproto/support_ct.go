@@ -39,6 +39,9 @@ const (
 	nxbmcCtDatapathSupport10 uint16 = 264
 	nxbacCtDatapathSupport12 uint16 = 42
 	nxbmcCtDatapathSupport12 uint16 = 43
+	// nxBadSetArgument10 is OFPBAC_BAD_SET_ARGUMENT in OpenFlow 1.0 and
+	// 1.1 (NX1.0-1.1(1,525)), which have no standard code for it.
+	nxBadSetArgument10 uint16 = 525
 )
 
 // ctStateKnown are the ct_state bits the kernel defines; a mask with any
@@ -153,6 +156,13 @@ func ctFlowModError(v uint8, k ErrorKind) (typ, code uint16, ok bool) {
 			return openflow.Err13TypeExperimenter, nxbmcCtDatapathSupport12, true
 		}
 		return openflow.ErrTypeBadRequest, nxbmcCtDatapathSupport10, true
+	case ErrNDExtDatapathSet:
+		// OFPBAC_BAD_SET_ARGUMENT: OVS gives OpenFlow 1.0 and 1.1 its
+		// Nicira code, bad request 525.
+		if v >= openflow.Version12 {
+			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetArgment, true
+		}
+		return openflow.ErrTypeBadRequest, nxBadSetArgument10, true
 	case ErrBadSetArgument:
 		if v >= openflow.Version13 {
 			return openflow.ErrTypeBadAction, openflow.BadAction13BadSetArgment, true

@@ -87,3 +87,37 @@ func TestLogRefusalOnce(t *testing.T) {
 		t.Errorf("want one WARN naming clone, got:\n%s", buf.String())
 	}
 }
+
+// TestNDExtSetRefused: set_field, load and move into nd_reserved or
+// nd_options_type are refused with OFPBAC_BAD_SET_ARGUMENT (in 1.3; 1.0's
+// bad argument) and a WARN, as ovs-vswitchd 3.1 refuses them on the Linux
+// datapath, which cannot set them.
+func TestNDExtSetRefused(t *testing.T) {
+	for _, f := range []openflow.Field{openflow.FieldNDReserved, openflow.FieldNDOptionsType} {
+		for _, typ := range []openflow.ActionType{openflow.ActSetField, openflow.ActRegLoad, openflow.ActRegMove} {
+			err := checkSupported([]openflow.Action{{Type: typ, Field: f, NBits: 1}})
+			if ErrKind(err) != ErrNDExtDatapathSet {
+				t.Errorf("%s %s: %v, want ErrNDExtDatapathSet", typ, f, err)
+				continue
+			}
+			if !isUnsupported(err) {
+				t.Errorf("%s %s: not logged at WARN", typ, f)
+			}
+			if typ13, code, ok := ctFlowModError(openflow.Version13, ErrKind(err)); !ok || typ13 != openflow.ErrTypeBadAction || code != openflow.BadAction13BadSetArgment {
+				t.Errorf("%s %s: 1.3 error %d/%d", typ, f, typ13, code)
+			}
+			// OVS's NX1.0-1.1(1,525).
+			if typ10, code, ok := ctFlowModError(openflow.Version10, ErrKind(err)); !ok || typ10 != openflow.ErrTypeBadRequest || code != 525 {
+				t.Errorf("%s %s: 1.0 error %d/%d", typ, f, typ10, code)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	c := &Conn{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	err := checkSupported([]openflow.Action{{Type: openflow.ActSetField, Field: openflow.FieldNDReserved}})
+	warnedUnsupported.Delete(err.Error())
+	c.logRefusal("flow mod", err)
+	if !strings.Contains(buf.String(), "level=WARN") || !strings.Contains(buf.String(), "IPv6 ND Extensions") {
+		t.Errorf("want a WARN naming IPv6 ND Extensions, got:\n%s", buf.String())
+	}
+}

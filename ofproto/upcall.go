@@ -81,6 +81,7 @@ type UpcallStats struct {
 	LimitHits        uint64 // misses not installed because of the flow limit (upcall_flow_limit_hit)
 	UkeyFull         uint64 // misses not installed because the ukey table was full
 	GovernorExecutes uint64 // misses the governor chose not to install
+	NDExtExecutes    uint64 // misses executed, not installed: their megaflow needs nd_reserved or nd_options_type
 	GovernorInstalls uint64 // misses the governor chose to install (counted + shortcut)
 	Batches          uint64 // handler wake-ups with at least one upcall
 	Lost             uint64 // upcalls the handlers' sockets lost
@@ -108,7 +109,7 @@ type counters struct {
 	upcalls, misses, actions, installed, putFailed, executes, execFailed     atomic.Uint64
 	duplicates, limitHits, ukeyFull, govExec, govInstall, batches, packetIns atomic.Uint64
 	packetInsDropped, dumps, deleted, modified, idleDeleted, killed, stale   atomic.Uint64
-	adopted                                                                  atomic.Uint64
+	adopted, ndExtExec                                                       atomic.Uint64
 	dumpNanos                                                                atomic.Int64
 }
 
@@ -306,7 +307,8 @@ func (u *Udpif) Stats() UpcallStats {
 		FlowsInstalled: c.installed.Load(), PutFailed: c.putFailed.Load(), Executes: c.executes.Load(),
 		ExecuteFailed: c.execFailed.Load(), Duplicates: c.duplicates.Load(), LimitHits: c.limitHits.Load(),
 		UkeyFull: c.ukeyFull.Load(), GovernorExecutes: c.govExec.Load(), GovernorInstalls: c.govInstall.Load(),
-		Batches: c.batches.Load(), PacketIns: c.packetIns.Load(), PacketInsDropped: c.packetInsDropped.Load(),
+		NDExtExecutes: c.ndExtExec.Load(),
+		Batches:       c.batches.Load(), PacketIns: c.packetIns.Load(), PacketInsDropped: c.packetInsDropped.Load(),
 		Dumps: c.dumps.Load(), DumpDuration: time.Duration(c.dumpNanos.Load()), FlowsDeleted: c.deleted.Load(),
 		FlowsModified: c.modified.Load(), IdleDeleted: c.idleDeleted.Load(), LimitKilled: c.killed.Load(),
 		StaleDeleted: c.stale.Load(), Adopted: c.adopted.Load(), FlowLimit: int(u.flowLimit.Load()),
@@ -511,6 +513,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		}
 		u.c.misses.Add(1)
 		out := &hd.outs[i]
+		// The datapath keys no ND extensions: read them from the packet,
+		// for rules that match nd_reserved or nd_options_type.
+		flow.ExtractNDExt(&up.Key, up.Packet, nil)
 		u.x.TranslatePacket(&up.Key, up.Packet, now, true, out)
 
 		// Every packet the switch handles credits its rules, installed or
@@ -527,6 +532,7 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 
 		// Translation always puts in_port in the mask, so it is never
 		// empty; only the exact-match regime replaces it.
+		userspace := needsNDExt(&up.Key, &out.WC, exact)
 		if exact {
 			out.WC = exactMask
 		}
@@ -537,6 +543,9 @@ func (hd *handler) handleBatch(ups []datapath.Upcall, now time.Time) {
 		acts, install := out.InstallActions() // a slow-pathed flow's: xlate_slow.go
 		switch {
 		case !install:
+		case userspace:
+			u.c.ndExtExec.Add(1)
+			install = false
 		case nflows >= limit:
 			u.c.limitHits.Add(1)
 			install = false
@@ -690,4 +699,16 @@ func (hd *handler) packetIn(up *datapath.Upcall) {
 	}
 	u.x.packetIn(PacketIn{Packet: append([]byte(nil), up.Packet...), Key: up.Key, Reason: cu.Reason,
 		Bridge: cu.Bridge, Table: cu.Table, Cookie: cu.Cookie, MaxLen: cu.MaxLen, Conntracked: cu.Conntracked, Ext: ext})
+}
+
+// needsNDExt reports whether a translation of key whose megaflow mask
+// (before FitMask) is wc depends on the ND extension fields, which the
+// Linux datapath cannot key: such a packet is executed and no flow is
+// installed for it, as ovs-vswitchd does on a datapath without ND
+// extensions. In the exact-match regime every ND packet's would.
+func needsNDExt(key *flow.Key, wc *flow.Mask, exact bool) bool {
+	if wc.NDReserved != 0 || wc.NDOptionsType != 0 {
+		return true
+	}
+	return exact && flow.IsND(key)
 }

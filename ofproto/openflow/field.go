@@ -53,7 +53,9 @@ const (
 	FieldICMPv4Code
 	FieldICMPv6Type
 	FieldICMPv6Code
+	FieldNDReserved // ERICOXM_OF_ICMPV6_ND_RESERVED (OVS emits it before nd_target)
 	FieldNDTarget
+	FieldNDOptionsType // ERICOXM_OF_ICMPV6_ND_OPTIONS_TYPE (after nd_target)
 	FieldNDSLL
 	FieldNDTLL
 	FieldARPOp
@@ -152,6 +154,7 @@ const (
 	ClassNXM1         uint16 = 0x0001 // NXM_NX_*
 	ClassOpenFlow     uint16 = 0x8000 // OXM_OF_*
 	ClassPacketRegs   uint16 = 0x8001 // OXM_OF_PKT_REG* (xreg)
+	ClassEricsson     uint16 = 0x1000 // ERICOXM_OF_* (nd_reserved, nd_options_type)
 	ClassExperimenter uint16 = 0xffff
 )
 
@@ -421,6 +424,14 @@ func init() {
 	defInt(FieldICMPv4Code, "icmp_code", nx0(14), oxm(20), 1, false, both, preICMPv4, tpDst, 0, 0xffff)
 	defInt(FieldICMPv6Type, "icmpv6_type", nx1(21), oxm(29), 1, false, both, preICMPv6, tpSrc, 0, 0xffff)
 	defInt(FieldICMPv6Code, "icmpv6_code", nx1(22), oxm(30), 1, false, both, preICMPv6, tpDst, 0, 0xffff)
+	// nd_reserved and nd_options_type (OVS's IPv6 ND extensions) have
+	// only an OXM header, in the Ericsson class 0x1000 (a plain 4-byte
+	// header, no experimenter ID); an NXM match carries that header too.
+	// Neither is maskable.
+	defInt(FieldNDReserved, "nd_reserved", noHeader, hdr(ClassEricsson, 1), 4, false, both, preND,
+		func(k *flow.Key) *uint32 { return &k.NDReserved }, 0, 0xffffffff)
+	defInt(FieldNDOptionsType, "nd_options_type", noHeader, hdr(ClassEricsson, 2), 1, false, both, preND,
+		func(k *flow.Key) *uint8 { return &k.NDOptionsType }, 0, 0xff)
 	defBytes(FieldNDTarget, "nd_target", nx1(23), oxm(31), 16, true, both, preND,
 		func(k *flow.Key) []byte { return k.NDTarget[:] })
 	defBytes(FieldNDSLL, "nd_sll", nx1(24), oxm(32), 6, true, both, preNDSLL,

@@ -181,6 +181,10 @@ func setFlowField(k *flow.Key, name, val string, port func(string) (uint32, bool
 		} else {
 			k.ArpTHA, err = parseMACText(val)
 		}
+	case "nd_reserved":
+		k.NDReserved = uint32(num(32))
+	case "nd_options_type":
+		k.NDOptionsType = uint8(num(8))
 	case "ipv6_src":
 		k.IPv6Src, err = parseIPv6(val)
 	case "ipv6_dst":
@@ -255,7 +259,7 @@ func textPrereq(k *flow.Key, name string) error {
 		ok = (ip4 || ip6) && k.NwProto == flow.IPProtoSCTP
 	case "icmp_type", "icmp_code":
 		ok = ip4 && k.NwProto == flow.IPProtoICMP || ip6 && k.NwProto == flow.IPProtoICMPv6
-	case "icmpv6_type", "icmpv6_code", "nd_target", "nd_sll", "nd_tll":
+	case "icmpv6_type", "icmpv6_code", "nd_target", "nd_sll", "nd_tll", "nd_reserved", "nd_options_type":
 		ok = ip6 && k.NwProto == flow.IPProtoICMPv6
 	}
 	if !ok {

@@ -270,6 +270,15 @@ func AppendMatchText(b []byte, k *flow.Key, m *flow.Mask, o MatchText) []byte {
 		t.ipv6("nd_target", &k.NDTarget, &m.NDTarget)
 		t.mac("nd_sll", &k.NDSLL, &m.NDSLL)
 		t.mac("nd_tll", &k.NDTLL, &m.NDTLL)
+		// Neither is maskable: ovs-ofctl prints both in decimal.
+		if m.NDReserved != 0 {
+			t.field("nd_reserved")
+			t.b = strconv.AppendUint(t.b, uint64(k.NDReserved), 10)
+		}
+		if m.NDOptionsType != 0 {
+			t.field("nd_options_type")
+			t.b = strconv.AppendUint(t.b, uint64(k.NDOptionsType), 10)
+		}
 	default:
 		t.u16masked("tp_src", k.TpSrc, m.TpSrc, false)
 		t.u16masked("tp_dst", k.TpDst, m.TpDst, false)
