@@ -126,21 +126,32 @@ func TestMetricsExposition(t *testing.T) {
 	b := s.d.Bridge("br0")
 	waitFor(t, func() bool { return b.Udpif.Stats().FlowsInstalled >= 3 })
 
-	resp, err := http.Get("http://" + s.d.MetricsAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
+	// The revalidator keeps running: a scrape is compared with the
+	// counters read on both sides of it, once they agree (no pass ran
+	// between).
+	var body []byte
+	var resp *http.Response
+	var st ofproto.UpcallStats
+	for try := 0; ; try++ {
+		before := b.Udpif.Stats()
+		var err error
+		resp, err = http.Get("http://" + s.d.MetricsAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = b.Udpif.Stats()
+		if st == before || try == 50 {
+			break
+		}
 	}
 	if ct := resp.Header.Get("Content-Type"); ct != textContentType {
 		t.Errorf("Content-Type %q, want %q", ct, textContentType)
 	}
-	// The handlers are idle now: the counters the scrape read are the
-	// ones read here.
-	st := b.Udpif.Stats()
 	dps, err := b.DP.Stats()
 	if err != nil {
 		t.Fatal(err)
