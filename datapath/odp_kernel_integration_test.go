@@ -77,6 +77,14 @@ func TestIntegrationKernelFlowKeys(t *testing.T) {
 				}
 				want := m
 				datapath.FitMask(&k, &want)
+				if k.Tunnel.GbpID == 0 && k.Tunnel.GbpFlags == 0 {
+					// A key without VXLAN-GBP has no VXLAN options.
+					// The kernel keeps the mask's (tun_opts_len is
+					// matched, so a packet with GBP misses the flow)
+					// but dumps a mask's options only as long as the
+					// key's: none.
+					want.Tunnel.GbpID, want.Tunnel.GbpFlags = 0, 0
+				}
 				if got.Mask != want {
 					t.Errorf("mask %d: kernel holds mask\n%+v\nwant FitMask\n%+v", j, got.Mask, want)
 				}
