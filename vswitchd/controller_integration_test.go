@@ -175,8 +175,16 @@ type ofctlWatch struct {
 
 func startWatch(t *testing.T, mgmt string, opts ...string) *ofctlWatch {
 	t.Helper()
+	return startMonitor(t, mgmt, opts, "watch:")
+}
+
+// startMonitor runs ovs-ofctl with opts, then monitor on mgmt with args
+// (watch:, or a miss-len that asks for packet-ins on this service
+// connection), and collects its output.
+func startMonitor(t *testing.T, mgmt string, opts []string, args ...string) *ofctlWatch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", append(opts, "monitor", "unix:"+mgmt, "watch:")...)
+	cmd := exec.CommandContext(ctx, "ovs-ofctl", append(append(append([]string(nil), opts...), "monitor", "unix:"+mgmt), args...)...)
 	cmd.Env = append(cmd.Environ(), "OVS_RUNDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -2,11 +2,8 @@ package vswitchd
 
 import (
 	"fmt"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // groupPhases spread the UDP flows by select groups, which both switches
@@ -32,58 +29,7 @@ var groupPhases = []spreadPhase{
 func TestIntegrationSelectGroupDPHash(t *testing.T) {
 	b := newSpreadBed(t)
 
-	o := startOVS(t)
-	args := []string{"add-br", b.name, "--", "set-fail-mode", b.name, "secure",
-		"--", "set", "Bridge", b.name, "protocols=OpenFlow10,OpenFlow13,OpenFlow15"}
-	for i, p := range b.ports {
-		args = append(args, "--", "add-port", b.name, p, "--", "set", "Interface", p, "ofport_request="+strconv.Itoa(i+1))
-	}
-	o.must(t, "ovs-vsctl", args...)
-	ovs := b.run(t, groupPhases, func(a ...string) string {
-		return o.must(t, "ovs-ofctl", append([]string{a[0], b.name}, a[1:]...)...)
-	}, func(up bool) {
-		b.waitPort3(t, up, func() string { return o.must(t, "ovs-ofctl", "show", b.name) })
-		time.Sleep(200 * time.Millisecond)
-	})
-	if rr := appctlAt(t, o.ctl, "exit", "--cleanup"); rr.code != 0 {
-		t.Fatalf("ovs-vswitchd exit --cleanup: %d %s", rr.code, rr.err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); linkExists("ovs-system"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("ovs-vswitchd's exit --cleanup left ovs-system for 5 s")
-		}
-	}
-
-	rundir := t.TempDir()
-	cargs := []string{"--datapath", "system", "--rundir", rundir, "--pidfile", "-", "--handlers", "1",
-		"--bridge", b.name, "--fail-mode", "secure"}
-	for _, p := range b.ports {
-		cargs = append(cargs, "--port", p)
-	}
-	cfg, _, _, err := ParseArgs(cargs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := New(cfg, nil, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Stop)
-	mgmt := "unix:" + rundir + "/" + b.name + ".mgmt"
-	ofctl := func(a ...string) string {
-		out, err := exec.Command("ovs-ofctl", append([]string{a[0], mgmt}, a[1:]...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ovs-ofctl %v: %v\n%s", a, err, out)
-		}
-		return string(out)
-	}
-	gov := b.run(t, groupPhases, ofctl, func(up bool) {
-		b.waitPort3(t, up, func() string { return ofctl("show") })
-		time.Sleep(200 * time.Millisecond)
-	})
+	ovs, gov := b.runBoth(t, groupPhases, "--", "set", "Bridge", b.name, "protocols=OpenFlow10,OpenFlow13,OpenFlow15")
 
 	for i, ph := range groupPhases {
 		if fmt.Sprint(gov.arrivals[i]) != fmt.Sprint(ovs.arrivals[i]) {

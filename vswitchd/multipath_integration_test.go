@@ -252,13 +252,54 @@ func dpMatches(dp string, sport uint16) []string {
 func TestIntegrationMultipathBundle(t *testing.T) {
 	b := newSpreadBed(t)
 
+	ovs, gov := b.runBoth(t, spreadPhases)
+
+	for i, ph := range spreadPhases {
+		if fmt.Sprint(gov.arrivals[i]) != fmt.Sprint(ovs.arrivals[i]) {
+			t.Errorf("%s: receivers per flow\n govswitchd   %v\n ovs-vswitchd %v", ph.name, gov.arrivals[i], ovs.arrivals[i])
+		}
+		hosts := map[int]bool{}
+		for _, h := range gov.arrivals[i] {
+			if h <= 0 {
+				t.Errorf("%s: a flow was lost or duplicated: %v", ph.name, gov.arrivals[i])
+				break
+			}
+			hosts[h] = true
+		}
+		if want := map[bool]int{true: 2, false: 3}[ph.p3Off]; !strings.Contains(ph.name, "active_backup") && len(hosts) != want {
+			t.Errorf("%s: flows reached receivers %v, want %d of them", ph.name, hosts, want)
+		}
+		if gov.dumps[i] != ovs.dumps[i] {
+			t.Errorf("%s: dump-flows\n govswitchd:\n%s\n ovs-vswitchd:\n%s", ph.name, gov.dumps[i], ovs.dumps[i])
+		}
+		for _, f := range ph.flows {
+			act := f[strings.Index(f, "actions=")+len("actions="):]
+			if !strings.Contains(gov.dumps[i], act) {
+				t.Errorf("%s: dump-flows does not print %q back:\n%s", ph.name, act, gov.dumps[i])
+			}
+		}
+		if len(gov.dpKeys[i]) == 0 {
+			t.Errorf("%s: no datapath flow for the phase's frames", ph.name)
+		}
+		if fmt.Sprint(gov.dpKeys[i]) != fmt.Sprint(ovs.dpKeys[i]) {
+			t.Errorf("%s: datapath flow keys\n govswitchd:\n %s\n ovs-vswitchd:\n %s", ph.name,
+				strings.Join(gov.dpKeys[i], "\n "), strings.Join(ovs.dpKeys[i], "\n "))
+		}
+	}
+}
+
+// runBoth runs phases on ovs-vswitchd 3.1 (its bridge made with
+// ovs-vsctl, extra appended to the add-br command), then, after its exit
+// --cleanup, on govswitchd (flag-configured) in the same bed.
+func (b *spreadBed) runBoth(t *testing.T, phases []spreadPhase, extra ...string) (ovs, gov spreadRun) {
+	t.Helper()
 	o := startOVS(t)
-	args := []string{"add-br", b.name, "--", "set-fail-mode", b.name, "secure"}
+	args := append([]string{"add-br", b.name, "--", "set-fail-mode", b.name, "secure"}, extra...)
 	for i, p := range b.ports {
 		args = append(args, "--", "add-port", b.name, p, "--", "set", "Interface", p, "ofport_request="+strconv.Itoa(i+1))
 	}
 	o.must(t, "ovs-vsctl", args...)
-	ovs := b.run(t, spreadPhases, func(a ...string) string {
+	ovs = b.run(t, phases, func(a ...string) string {
 		return o.must(t, "ovs-ofctl", append([]string{a[0], b.name}, a[1:]...)...)
 	}, func(up bool) {
 		b.waitPort3(t, up, func() string { return o.must(t, "ovs-ofctl", "show", b.name) })
@@ -299,41 +340,9 @@ func TestIntegrationMultipathBundle(t *testing.T) {
 		}
 		return string(out)
 	}
-	gov := b.run(t, spreadPhases, ofctl, func(up bool) {
+	gov = b.run(t, phases, ofctl, func(up bool) {
 		b.waitPort3(t, up, func() string { return ofctl("show") })
 		time.Sleep(200 * time.Millisecond)
 	})
-
-	for i, ph := range spreadPhases {
-		if fmt.Sprint(gov.arrivals[i]) != fmt.Sprint(ovs.arrivals[i]) {
-			t.Errorf("%s: receivers per flow\n govswitchd   %v\n ovs-vswitchd %v", ph.name, gov.arrivals[i], ovs.arrivals[i])
-		}
-		hosts := map[int]bool{}
-		for _, h := range gov.arrivals[i] {
-			if h <= 0 {
-				t.Errorf("%s: a flow was lost or duplicated: %v", ph.name, gov.arrivals[i])
-				break
-			}
-			hosts[h] = true
-		}
-		if want := map[bool]int{true: 2, false: 3}[ph.p3Off]; !strings.Contains(ph.name, "active_backup") && len(hosts) != want {
-			t.Errorf("%s: flows reached receivers %v, want %d of them", ph.name, hosts, want)
-		}
-		if gov.dumps[i] != ovs.dumps[i] {
-			t.Errorf("%s: dump-flows\n govswitchd:\n%s\n ovs-vswitchd:\n%s", ph.name, gov.dumps[i], ovs.dumps[i])
-		}
-		for _, f := range ph.flows {
-			act := f[strings.Index(f, "actions=")+len("actions="):]
-			if !strings.Contains(gov.dumps[i], act) {
-				t.Errorf("%s: dump-flows does not print %q back:\n%s", ph.name, act, gov.dumps[i])
-			}
-		}
-		if len(gov.dpKeys[i]) == 0 {
-			t.Errorf("%s: no datapath flow for the phase's frames", ph.name)
-		}
-		if fmt.Sprint(gov.dpKeys[i]) != fmt.Sprint(ovs.dpKeys[i]) {
-			t.Errorf("%s: datapath flow keys\n govswitchd:\n %s\n ovs-vswitchd:\n %s", ph.name,
-				strings.Join(gov.dpKeys[i], "\n "), strings.Join(ovs.dpKeys[i], "\n "))
-		}
-	}
+	return ovs, gov
 }

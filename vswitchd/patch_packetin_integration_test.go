@@ -1,11 +1,8 @@
 package vswitchd
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -34,7 +31,7 @@ func patchPinRun(t *testing.T, h *testbed.Netns, mac net.HardwareAddr, port, suf
 			t.Fatalf("add-flow %s: %v\n%s", c.flow, err, out)
 		}
 	}
-	w := startMonitor(t, mb, "65534")
+	w := startMonitor(t, mb, nil, "65534")
 	time.Sleep(time.Second)
 	tx := testbed.OpenRaw(t, h, "eth0")
 	defer tx.Close()
@@ -78,35 +75,4 @@ func TestIntegrationPatchPortPacketIn(t *testing.T) {
 	if gov != ovs {
 		t.Errorf("packet-in on brb\n govswitchd:   %q\n ovs-vswitchd: %q", gov, ovs)
 	}
-}
-
-// startMonitor runs ovs-ofctl monitor with args after the switch (a
-// miss-len asks for packet-ins on this service connection) and collects
-// its output.
-func startMonitor(t *testing.T, mgmt string, args ...string) *ofctlWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"monitor", "unix:" + mgmt}, args...)...)
-	cmd.Env = append(cmd.Environ(), "OVS_RUNDIR="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w := &ofctlWatch{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			w.mu.Lock()
-			w.lines = append(w.lines, sc.Text())
-			w.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { cancel(); cmd.Wait(); <-done })
-	return w
 }
