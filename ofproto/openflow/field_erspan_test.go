@@ -2,8 +2,6 @@ package openflow
 
 import (
 	"bytes"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/govswitch/govswitch/flow"
@@ -27,28 +25,7 @@ var erspanCaptures = []capture{
 // ovs-ofctl to a fake switch; with OFCTL_RECORD=1 it rewrites the
 // checked-in captures.
 func TestOvsOfctlErspanFields(t *testing.T) {
-	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
-		t.Skip("ovs-ofctl not installed")
-	}
-	s := newFakeSwitch(t)
-	for _, c := range erspanCaptures {
-		s.ofctl(t, c.args...)
-		raw, _ := s.take(t)
-		if os.Getenv("OFCTL_RECORD") == "1" {
-			writeCapture(t, c, raw)
-			continue
-		}
-		want := readCapture(t, c.name)
-		if len(raw) != len(want) {
-			t.Errorf("%s: ovs-ofctl sent %d messages, the capture has %d", c.name, len(raw), len(want))
-			continue
-		}
-		for i := range raw {
-			if !bytes.Equal(raw[i], want[i]) {
-				t.Errorf("%s: message %d differs from the capture:\n got % x\nwant % x", c.name, i, raw[i], want[i])
-			}
-		}
-	}
+	liveOrRecordCaptures(t, erspanCaptures)
 }
 
 // TestErspanFieldCaptures decodes the recorded ERSPAN flow mods, checks

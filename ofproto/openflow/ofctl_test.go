@@ -444,6 +444,36 @@ func TestOvsOfctl(t *testing.T) {
 	}
 }
 
+// liveOrRecordCaptures sends each capture's command with the real
+// ovs-ofctl to a fake switch and checks what it sent against the
+// checked-in capture; with OFCTL_RECORD=1 it rewrites the captures.
+func liveOrRecordCaptures(t *testing.T, cs []capture) {
+	t.Helper()
+	if _, err := exec.LookPath("ovs-ofctl"); err != nil {
+		t.Skip("ovs-ofctl not installed")
+	}
+	s := newFakeSwitch(t)
+	for _, c := range cs {
+		out := s.ofctl(t, c.args...)
+		raw, _ := s.take(t)
+		t.Logf("%s: %s", c.name, out)
+		if os.Getenv("OFCTL_RECORD") == "1" {
+			writeCapture(t, c, raw)
+			continue
+		}
+		want := readCapture(t, c.name)
+		if len(raw) != len(want) {
+			t.Errorf("%s: ovs-ofctl sent %d messages, the capture has %d", c.name, len(raw), len(want))
+			continue
+		}
+		for i := range raw {
+			if !bytes.Equal(raw[i], want[i]) {
+				t.Errorf("%s: message %d differs from the capture:\n got % x\nwant % x", c.name, i, raw[i], want[i])
+			}
+		}
+	}
+}
+
 // recordOrCheckCaptures records the captures from the real ovs-ofctl when
 // OFCTL_RECORD=1, then checks each: every message decodes and re-encodes
 // to ovs-ofctl's bytes.
