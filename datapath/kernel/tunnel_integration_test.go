@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,36 +18,8 @@ import (
 // while it is there (and the other way round), and deleting it deletes
 // the device.
 func TestIntegrationTunnelVXLANGPE(t *testing.T) {
-	testbed.Require(t)
-	name := uniqueName("gx")
-	p, err := Provider{}.Create(name, datapath.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dp := p.(*Datapath)
 	const dev = "vxlan_sys_4791"
-	t.Cleanup(func() {
-		dp.Close()
-		Provider{}.Delete(name)
-		exec.Command("ip", "link", "del", dev).Run()
-	})
-	vp, err := dp.AddTunnelVport(datapath.TunnelVXLANGPE, 4791)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vp.Name != dev || vp.Type != datapath.VportNetdev {
-		t.Fatalf("vport %+v: want netdev %s", vp, dev)
-	}
-	out, err := exec.Command("ip", "-d", "link", "show", dev).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip -d link show %s: %v\n%s", dev, err, out)
-	}
-	t.Logf("%s", out)
-	for _, w := range []string{"link/none", "vxlan", "external", "nolearning", "dstport 4791", "gpe"} {
-		if !strings.Contains(string(out), w) {
-			t.Errorf("device %s lacks %q", dev, w)
-		}
-	}
+	dp, vp := newTunnelVport(t, "gx", datapath.TunnelVXLANGPE, 4791, "link/none", "vxlan", "external", "nolearning", "dstport 4791", "gpe")
 	again, err := dp.AddTunnelVport(datapath.TunnelVXLANGPE, 4791)
 	if err != nil || again.PortNo != vp.PortNo {
 		t.Errorf("again: %+v %v, want port %d", again, err, vp.PortNo)
@@ -78,36 +51,8 @@ func TestIntegrationTunnelVXLANGPE(t *testing.T) {
 // vport without GBP, or one in GPE mode, on that UDP port is refused while
 // it is there, and a GBP one on a plain vxlan device's port too.
 func TestIntegrationTunnelVXLANGBP(t *testing.T) {
-	testbed.Require(t)
-	name := uniqueName("gb")
-	p, err := Provider{}.Create(name, datapath.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dp := p.(*Datapath)
 	const dev = "vxlan_sys_4792"
-	t.Cleanup(func() {
-		dp.Close()
-		Provider{}.Delete(name)
-		exec.Command("ip", "link", "del", dev).Run()
-	})
-	vp, err := dp.AddTunnelVport(datapath.TunnelVXLANGBP, 4792)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vp.Name != dev || vp.Type != datapath.VportNetdev {
-		t.Fatalf("vport %+v: want netdev %s", vp, dev)
-	}
-	out, err := exec.Command("ip", "-d", "link", "show", dev).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip -d link show %s: %v\n%s", dev, err, out)
-	}
-	t.Logf("%s", out)
-	for _, w := range []string{"link/ether", "vxlan", "external", "nolearning", "dstport 4792", " gbp"} {
-		if !strings.Contains(string(out), w) {
-			t.Errorf("device %s lacks %q", dev, w)
-		}
-	}
+	dp, vp := newTunnelVport(t, "gb", datapath.TunnelVXLANGBP, 4792, "link/ether", "vxlan", "external", "nolearning", "dstport 4792", " gbp")
 	again, err := dp.AddTunnelVport(datapath.TunnelVXLANGBP, 4792)
 	if err != nil || again.PortNo != vp.PortNo {
 		t.Errorf("again: %+v %v, want port %d", again, err, vp.PortNo)
@@ -133,4 +78,42 @@ func TestIntegrationTunnelVXLANGBP(t *testing.T) {
 	if err := dp.DeleteTunnelVport(l2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newTunnelVport makes a datapath named after prefix and a tunnel vport of
+// kind on UDP port, checks it is the netdev vxlan_sys_PORT and that
+// ip -d link shows each of words on it; both go at the test's end.
+func newTunnelVport(t *testing.T, prefix, kind string, port uint16, words ...string) (*Datapath, datapath.Vport) {
+	t.Helper()
+	testbed.Require(t)
+	name := uniqueName(prefix)
+	p, err := Provider{}.Create(name, datapath.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := p.(*Datapath)
+	dev := fmt.Sprintf("vxlan_sys_%d", port)
+	t.Cleanup(func() {
+		dp.Close()
+		Provider{}.Delete(name)
+		exec.Command("ip", "link", "del", dev).Run()
+	})
+	vp, err := dp.AddTunnelVport(kind, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vp.Name != dev || vp.Type != datapath.VportNetdev {
+		t.Fatalf("vport %+v: want netdev %s", vp, dev)
+	}
+	out, err := exec.Command("ip", "-d", "link", "show", dev).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -d link show %s: %v\n%s", dev, err, out)
+	}
+	t.Logf("%s", out)
+	for _, w := range words {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("device %s lacks %q", dev, w)
+		}
+	}
+	return dp, vp
 }
