@@ -408,6 +408,13 @@ func (b *Bridge) DeletePort(name string) error {
 		}
 	}
 	b.MAC.FlushPort(p.OFPort)
+	if b.Ports.mirrorSelects(name) {
+		// As ofproto-dpif, when a port a mirror selected by name
+		// (select_src_port/select_dst_port, not its output) leaves,
+		// the whole MAC table and the snooping table are forgotten.
+		b.MAC.Flush()
+		b.flushMcast()
+	}
 	b.Tables.Invalidate() // flows that flooded or output to it must change
 	if b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 1, Port: *p})

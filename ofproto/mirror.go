@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,6 +153,19 @@ func (b *Bridge) Mirrors() []MirrorConfig {
 	b.Ports.mu.Lock()
 	defer b.Ports.mu.Unlock()
 	return append([]MirrorConfig(nil), b.Ports.mirrorCfg...)
+}
+
+// mirrorSelects reports whether a mirror names port as a source or a
+// destination, and not as its output.
+func (p *Ports) mirrorSelects(port string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.mirrorCfg {
+		if c.OutputPort != port && (slices.Contains(c.SrcPorts, port) || slices.Contains(c.DstPorts, port)) {
+			return true
+		}
+	}
+	return false
 }
 
 // String describes a mirror for logs.
