@@ -43,6 +43,10 @@ type MirrorConfig struct {
 type mirror struct {
 	name string
 	bit  uint32
+	// dup is the bits of every mirror with the same output (port, or
+	// VLAN) as this one, its own included: a packet sent to one of them
+	// is not sent to the others (OVS's dup_mirrors).
+	dup uint32
 	// stats counts what the mirror was sent, as OVS's mirror
 	// packet_count and byte_count: a counter noted among a translation's
 	// rules whenever the translation mirrors to it, so each upcalled
@@ -109,6 +113,13 @@ func compileMirrors(cfgs []MirrorConfig, stats map[string]*Rule, list []*Port) *
 			ms.outPorts[m.out.OFPort] = true
 		}
 		ms.list = append(ms.list, m)
+	}
+	for i := range ms.list {
+		for j := range ms.list {
+			if a, b := &ms.list[i], &ms.list[j]; a.out == b.out && (a.out != nil || a.outVLAN == b.outVLAN) {
+				a.dup |= b.bit
+			}
+		}
 	}
 	return ms
 }

@@ -63,7 +63,9 @@ func (c *xctx) mirrorOutput(m *mirror) {
 	if !ok || m.vlans != nil && !m.vlans.Has(vlan) {
 		return
 	}
-	c.mirrored |= m.bit
+	// The mirrors with the same output are served too: one copy, counted
+	// in this mirror's statistics only (as OVS's used_mirrors).
+	c.mirrored |= m.dup
 	if m.stats != nil {
 		c.note(m.stats) // counted as OVS's mirror_update_stats: xlate.go
 	}
