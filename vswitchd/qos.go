@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/ovsdb"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,14 +83,38 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 	if s.qos == nil {
 		s.qos = map[string]ovsdb.QoSConfig{}
 	}
-	defer func() { s.d.qos.set(s.qos) }() // for qos/show
-	return applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
+	errs := applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
 		what:  "QoS",
 		equal: ovsdb.QoSConfig.Equal,
-		set:   setupQoS, // linux-htb or linux-hfsc (qos_hfsc.go)
-		del:   delRootQdisc,
+		set:   setupQoS,
+		// linux-noop made nothing, and ovs-vswitchd removes nothing
+		// when it goes.
+		del: func(dev string) error {
+			if s.qos[dev].Type == "linux-noop" {
+				return nil
+			}
+			return delRootQdisc(dev)
+		},
 		attrs: func(c ovsdb.QoSConfig) []any { return []any{"type", c.Type, "queues", len(c.Queues)} },
 	})
+	s.d.qos.set(s.qos, errs) // for qos/show
+	return errs
+}
+
+// setupQoS sets up the QoS of cfg's type on dev: htb here, hfsc in
+// qos_hfsc.go, the classless types in qos_classless.go. linux-noop
+// leaves the device's qdisc as it is, whatever it is, as ovs-vswitchd's
+// does.
+func setupQoS(dev string, cfg ovsdb.QoSConfig) error {
+	switch cfg.Type {
+	case "linux-htb":
+		return setupHTB(dev, cfg)
+	case "linux-hfsc":
+		return setupHFSC(dev, cfg)
+	case "linux-noop":
+		return nil
+	}
+	return setupClassless(dev, cfg)
 }
 
 // delRootQdisc deletes the device's root qdisc, giving it the default
@@ -160,7 +186,7 @@ func setupHTB(dev string, cfg ovsdb.QoSConfig) error {
 	if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
 		return fmt.Errorf("%s: %w", dev, err)
 	}
-	for _, id := range slices.Sorted(maps.Keys(queues)) {
+	for _, id := range queueSetupOrder(cfg) {
 		if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
 			return fmt.Errorf("%s: queue %d: %w", dev, id, err)
 		}
@@ -168,20 +194,73 @@ func setupHTB(dev string, cfg ovsdb.QoSConfig) error {
 	return nil
 }
 
+// htbClassReplace creates or changes an htb class as ovs-vswitchd's
+// htb_setup_class__ does, so that the kernel holds the same class: rate
+// specs with its cell size and a 60-byte minimum packet, rate tables
+// it computes, and buffers in scheduler ticks from tc_calc_buffer: the
+// burst, but at least what the rate sends in a timer tick plus an MTU.
+// The request is built here as netlink.HtbClass sizes its rate tables
+// and buffers for an MTU of 1600, and sends 64-bit rates OVS does not.
 func htbClassReplace(idx, mtu int, handle, parent uint32, c htbClass) error {
-	attrs := netlink.HtbClassAttrs{Rate: c.minRate * 8, Ceil: c.maxRate * 8, Prio: c.prio}
-	if c.burst > 0 {
-		attrs.Buffer, attrs.Cbuffer = uint32(c.burst), uint32(c.burst)
+	ticksPerSec, hz := pschedClock()
+	rate := func(bps uint64) nl.TcRateSpec {
+		return nl.TcRateSpec{CellLog: tcCellLog(mtu), Mpu: 60, Rate: uint32(bps)}
 	}
+	buffer := func(bps uint64) uint32 {
+		return tcBytesToTicks(ticksPerSec, uint32(bps), uint32(max(c.burst, bps/hz+uint64(mtu))))
+	}
+	opt := nl.TcHtbCopt{Rate: rate(c.minRate), Ceil: rate(c.maxRate), Buffer: buffer(c.minRate), Cbuffer: buffer(c.maxRate),
+		Prio: c.prio}
 	if c.minRate/htbRate2Quantum < uint64(mtu) {
-		attrs.Quantum = uint32(mtu)
+		opt.Quantum = uint32(mtu)
 	}
-	cl := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Handle: handle, Parent: parent}, attrs)
-	if err := netlink.ClassReplace(cl); err != nil {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWTCLASS, unix.NLM_F_CREATE|unix.NLM_F_ACK)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(idx), Handle: handle, Parent: parent})
+	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("htb")))
+	opts := nl.NewRtAttr(nl.TCA_OPTIONS, nil)
+	opts.AddRtAttr(nl.TCA_HTB_PARMS, opt.Serialize())
+	opts.AddRtAttr(nl.TCA_HTB_RTAB, tcRateTable(ticksPerSec, opt.Rate))
+	opts.AddRtAttr(nl.TCA_HTB_CTAB, tcRateTable(ticksPerSec, opt.Ceil))
+	req.AddData(opts)
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
 		return fmt.Errorf("failed to replace class %x:%x, parent %x:%x, min_rate=%d max_rate=%d burst=%d prio=%d (%w)",
 			handle>>16, handle&0xffff, parent>>16, parent&0xffff, c.minRate, c.maxRate, c.burst, c.prio, err)
 	}
 	return nil
+}
+
+// tcCellLog is the shift that fits a frame of the MTU (with an Ethernet
+// and a VLAN header; 1500 if none) into a 256-entry rate table.
+func tcCellLog(mtu int) uint8 {
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	n := mtu + 14 + 4
+	var l uint8
+	for ; n >= 256; n >>= 1 {
+		l++
+	}
+	return l
+}
+
+// tcBytesToTicks is the scheduler ticks size bytes take at rate bytes/s
+// (0 at rate 0), in ovs-vswitchd's integer arithmetic.
+func tcBytesToTicks(ticksPerSec float64, rate, size uint32) uint32 {
+	if rate == 0 {
+		return 0
+	}
+	return uint32(uint64(ticksPerSec) * uint64(size) / uint64(rate))
+}
+
+// tcRateTable is the 256-entry table of the ticks each size of packet
+// takes at the spec's rate, in host order.
+func tcRateTable(ticksPerSec float64, r nl.TcRateSpec) []byte {
+	b := make([]byte, 0, 1024)
+	for i := range 256 {
+		size := max(uint32(i+1)<<r.CellLog, uint32(r.Mpu))
+		b = binary.NativeEndian.AppendUint32(b, tcBytesToTicks(ticksPerSec, r.Rate, size))
+	}
+	return b
 }
 
 // Ingress policing, as ovs-vswitchd's netdev_linux_set_policing: an
