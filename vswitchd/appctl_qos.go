@@ -21,6 +21,10 @@ import (
 // (which runs on the unixctl goroutine, not the monitor's).
 type qosState struct {
 	applied atomic.Pointer[qosApplied]
+	// queues is ovs-vswitchd's table of each classful QoS's queues,
+	// which decides the order qos/show lists them in; only SetQoS's
+	// goroutine uses it.
+	queues map[string]*queueTable
 }
 
 // qosApplied is the QoS that holds on each interface, and the interfaces
@@ -29,10 +33,14 @@ type qosState struct {
 type qosApplied struct {
 	qos    map[string]ovsdb.QoSConfig
 	failed map[string]bool
+	queues map[string][]uint32 // in qos/show's order
 }
 
 func (q *qosState) set(m map[string]ovsdb.QoSConfig, errs map[string]error) {
-	a := &qosApplied{qos: maps.Clone(m), failed: map[string]bool{}}
+	a := &qosApplied{qos: maps.Clone(m), failed: map[string]bool{}, queues: map[string][]uint32{}}
+	for dev, t := range q.queues {
+		a.queues[dev] = t.ids()
+	}
 	for name := range errs {
 		a.failed[name] = true
 	}
@@ -88,10 +96,12 @@ func (d *Daemon) qosShow(iface string) (string, error) {
 		return "", errors.New("no such interface")
 	}
 	var cfg ovsdb.QoSConfig
+	var queueIDs []uint32
 	ok, failed := false, false
 	if a := d.qos.applied.Load(); a != nil {
 		cfg, ok = a.qos[iface]
 		failed = a.failed[iface]
+		queueIDs = a.queues[iface]
 	}
 	mtu := 0
 	l, err := netlink.LinkByName(iface)
@@ -166,7 +176,7 @@ func (d *Daemon) qosShow(iface string) (string, error) {
 			}
 		}
 	}
-	for _, id := range queueOrder(queueSetupOrder(cfg)) {
+	for _, id := range queueIDs {
 		if id == 0 {
 			sb.WriteString("\nDefault:\n")
 		} else {

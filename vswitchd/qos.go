@@ -83,13 +83,18 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 	if s.qos == nil {
 		s.qos = map[string]ovsdb.QoSConfig{}
 	}
+	q := &s.d.qos
 	errs := applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
 		what:  "QoS",
 		equal: ovsdb.QoSConfig.Equal,
-		set:   setupQoS,
+		set: func(dev string, c ovsdb.QoSConfig) error {
+			old, had := s.qos[dev] // applyDevSettings updates it after
+			return q.setUp(dev, old, had, c)
+		},
 		// linux-noop made nothing, and ovs-vswitchd removes nothing
 		// when it goes.
 		del: func(dev string) error {
+			delete(q.queues, dev)
 			if s.qos[dev].Type == "linux-noop" {
 				return nil
 			}
@@ -97,24 +102,87 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 		},
 		attrs: func(c ovsdb.QoSConfig) []any { return []any{"type", c.Type, "queues", len(c.Queues)} },
 	})
-	s.d.qos.set(s.qos, errs) // for qos/show
+	q.set(s.qos, errs) // for qos/show
 	return errs
 }
 
-// setupQoS sets up the QoS of cfg's type on dev: htb here, hfsc in
-// qos_hfsc.go, the classless types in qos_classless.go. linux-noop
-// leaves the device's qdisc as it is, whatever it is, as ovs-vswitchd's
-// does.
-func setupQoS(dev string, cfg ovsdb.QoSConfig) error {
+// setUp gives dev the QoS cfg in place of old (if had), as ovs-vswitchd
+// does: a classful QoS of the type dev has already keeps its qdisc, gets
+// its root class set anew, loses the classes of the queues the row no
+// longer has and gets each of the row's set; anything else replaces the
+// root qdisc (classless.go, for those types). linux-noop leaves the
+// device's qdisc as it is, whatever it is. It runs on the goroutine that
+// calls SetQoS.
+func (q *qosState) setUp(dev string, old ovsdb.QoSConfig, had bool, cfg ovsdb.QoSConfig) error {
+	table := q.queues[dev]
+	delete(q.queues, dev) // until it is known again
+	var c classfulQoS
+	var err error
 	switch cfg.Type {
-	case "linux-htb":
-		return setupHTB(dev, cfg)
-	case "linux-hfsc":
-		return setupHFSC(dev, cfg)
 	case "linux-noop":
 		return nil
+	case "linux-htb":
+		c, err = htbQoS(dev, cfg)
+	case "linux-hfsc":
+		c, err = hfscQoS(dev, cfg)
+	default:
+		return setupClassless(dev, cfg)
 	}
-	return setupClassless(dev, cfg)
+	if err != nil {
+		return err
+	}
+	if !had || old.Type != cfg.Type || table == nil {
+		table = &queueTable{}
+		if err := delRootQdisc(dev); err != nil {
+			return err
+		}
+		if err := c.addQdisc(); err != nil {
+			return err
+		}
+	}
+	if err := c.setRoot(); err != nil {
+		return err
+	}
+	for _, id := range table.ids() {
+		if _, kept := cfg.Queues[id]; kept && (id != 0 || !cfg.Queue0Implicit) {
+			continue
+		}
+		if err := c.delQueue(id); err != nil {
+			return err
+		}
+		table.remove(id)
+	}
+	for _, id := range queueSetupOrder(cfg) {
+		if err := c.setQueue(id); err != nil {
+			return err
+		}
+		table.add(id)
+	}
+	if q.queues == nil {
+		q.queues = map[string]*queueTable{}
+	}
+	q.queues[dev] = table
+	return nil
+}
+
+// classfulQoS is a linux-htb or linux-hfsc QoS on one device as
+// ovs-vswitchd makes it: its root qdisc 1:, its root class 1:fffe, and
+// the class of each queue N, 1:(N+1) under 1:fffe.
+type classfulQoS struct {
+	idx      int // the device's ifindex
+	addQdisc func() error
+	setRoot  func() error
+	setQueue func(id uint32) error
+}
+
+// delQueue deletes queue id's class, as ovs-vswitchd's tc_delete_class.
+func (c classfulQoS) delQueue(id uint32) error {
+	req := nl.NewNetlinkRequest(unix.RTM_DELTCLASS, unix.NLM_F_ACK)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(c.idx), Handle: netlink.MakeHandle(1, uint16(id+1))})
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("delete class 1:%x of queue %d failed (%w)", id+1, id, err)
+	}
+	return nil
 }
 
 // delRootQdisc deletes the device's root qdisc, giving it the default
@@ -164,34 +232,41 @@ func htbClasses(cfg ovsdb.QoSConfig, mtu int) (htbClass, map[uint32]htbClass) {
 	return htbClass{minRate: root, maxRate: root}, qs
 }
 
-func setupHTB(dev string, cfg ovsdb.QoSConfig) error {
+// htbQoS is cfg's htb on dev, as classfulQoS.
+func htbQoS(dev string, cfg ovsdb.QoSConfig) (classfulQoS, error) {
 	l, err := netlink.LinkByName(dev)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	idx, mtu := l.Attrs().Index, l.Attrs().MTU
 	if mtu <= 0 {
-		return fmt.Errorf("cannot set up HTB on device %s that lacks MTU", dev)
-	}
-	if err := delRootQdisc(dev); err != nil {
-		return err
-	}
-	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
-	q.Defcls = 1
-	q.Rate2Quantum = htbRate2Quantum
-	if err := netlink.QdiscAdd(q); err != nil {
-		return fmt.Errorf("adding htb qdisc 1: to %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("cannot set up HTB on device %s that lacks MTU", dev)
 	}
 	root, queues := htbClasses(cfg, mtu)
-	if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
-		return fmt.Errorf("%s: %w", dev, err)
-	}
-	for _, id := range queueSetupOrder(cfg) {
-		if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
-			return fmt.Errorf("%s: queue %d: %w", dev, id, err)
-		}
-	}
-	return nil
+	return classfulQoS{
+		idx: idx,
+		addQdisc: func() error {
+			q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+			q.Defcls = 1
+			q.Rate2Quantum = htbRate2Quantum
+			if err := netlink.QdiscAdd(q); err != nil {
+				return fmt.Errorf("adding htb qdisc 1: to %s: %w", dev, err)
+			}
+			return nil
+		},
+		setRoot: func() error {
+			if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
+				return fmt.Errorf("%s: %w", dev, err)
+			}
+			return nil
+		},
+		setQueue: func(id uint32) error {
+			if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
+				return fmt.Errorf("%s: queue %d: %w", dev, id, err)
+			}
+			return nil
+		},
+	}, nil
 }
 
 // htbClassReplace creates or changes an htb class as ovs-vswitchd's

@@ -119,16 +119,22 @@ var pschedClock = sync.OnceValues(func() (ticksPerSec float64, bufferHz uint64) 
 	if err != nil {
 		return 1, 100
 	}
-	var a, bb, c, d uint32
-	if n, _ := fmt.Sscanf(string(b), "%x %x %x %x", &a, &bb, &c, &d); n != 4 || a == 0 || bb == 0 || c == 0 {
+	return parsePsched(string(b))
+})
+
+// parsePsched reads the contents of /proc/net/psched as pschedClock
+// says.
+func parsePsched(s string) (ticksPerSec float64, bufferHz uint64) {
+	var a, b, c, d uint32
+	if n, _ := fmt.Sscanf(s, "%x %x %x %x", &a, &b, &c, &d); n != 4 || a == 0 || b == 0 || c == 0 {
 		return 1, 100
 	}
 	bufferHz = 100
 	if c == 1000000 && d != 0 {
 		bufferHz = uint64(d)
 	}
-	return float64(a) * float64(c) / float64(bb), bufferHz
-})
+	return float64(a) * float64(c) / float64(b), bufferHz
+}
 
 func psched() float64 { t, _ := pschedClock(); return t }
 

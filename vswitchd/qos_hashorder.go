@@ -58,34 +58,105 @@ func ovsHashInt(x uint32) uint32 {
 	return ovsHashFinish(ovsHashAdd(ovsHashAdd(x, 0), 0), 8)
 }
 
+// hmapModel is an OVS hmap of values by hash, kept to know the order in
+// which it iterates them after insertions and removals (which never
+// shrink it).
+type hmapModel struct {
+	mask    uint32
+	n       uint32
+	buckets [][]hmapNode // each head first
+}
+
+type hmapNode struct {
+	hash uint32
+	v    int
+}
+
+func (m *hmapModel) insert(hash uint32, v int) {
+	if m.buckets == nil {
+		m.buckets = make([][]hmapNode, 1)
+	}
+	b := hash & m.mask
+	m.buckets[b] = append([]hmapNode{{hash, v}}, m.buckets[b]...)
+	m.n++
+	if m.n/2 <= m.mask {
+		return
+	}
+	newMask := hmapMask(m.n)
+	if newMask <= m.mask {
+		return
+	}
+	nb := make([][]hmapNode, newMask+1)
+	for _, bucket := range m.buckets {
+		for _, node := range bucket {
+			k := node.hash & newMask
+			nb[k] = append([]hmapNode{node}, nb[k]...)
+		}
+	}
+	m.buckets, m.mask = nb, newMask
+}
+
+func (m *hmapModel) remove(v int) {
+	for i, bucket := range m.buckets {
+		for j, node := range bucket {
+			if node.v == v {
+				m.buckets[i] = append(bucket[:j:j], bucket[j+1:]...)
+				m.n--
+				return
+			}
+		}
+	}
+}
+
+func (m *hmapModel) has(v int) bool {
+	for _, bucket := range m.buckets {
+		for _, node := range bucket {
+			if node.v == v {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// order is the values in the order the hmap iterates them.
+func (m *hmapModel) order() []int {
+	var out []int
+	for _, bucket := range m.buckets {
+		for _, node := range bucket {
+			out = append(out, node.v)
+		}
+	}
+	return out
+}
+
 // hmapOrder returns the indices of hashes, inserted into an OVS hmap in
 // their order, in the order the hmap iterates them.
 func hmapOrder(hashes []uint32) []int {
-	buckets := [][]int{nil} // each bucket head first
-	mask := uint32(0)
+	var m hmapModel
 	for i, h := range hashes {
-		b := h & mask
-		buckets[b] = append([]int{i}, buckets[b]...)
-		n := uint32(i + 1)
-		if n/2 <= mask {
-			continue
-		}
-		newMask := hmapMask(n)
-		if newMask <= mask {
-			continue
-		}
-		nb := make([][]int, newMask+1)
-		for _, bucket := range buckets {
-			for _, j := range bucket {
-				k := hashes[j] & newMask
-				nb[k] = append([]int{j}, nb[k]...)
-			}
-		}
-		buckets, mask = nb, newMask
+		m.insert(h, i)
 	}
-	var out []int
-	for _, bucket := range buckets {
-		out = append(out, bucket...)
+	return m.order()
+}
+
+// queueTable is ovs-vswitchd's table of a device's queues (its tc
+// classes), by queue id.
+type queueTable struct{ m hmapModel }
+
+func (q *queueTable) add(id uint32) {
+	if !q.m.has(int(id)) {
+		q.m.insert(ovsHashInt(id), int(id))
+	}
+}
+
+func (q *queueTable) remove(id uint32) { q.m.remove(int(id)) }
+
+// ids is the queues in the order ovs-vswitchd's queue dump lists them.
+func (q *queueTable) ids() []uint32 {
+	var out []uint32
+	for _, v := range q.m.order() {
+		out = append(out, uint32(v))
 	}
 	return out
 }
@@ -121,13 +192,9 @@ func smapOrder(entries []smapEntry) []smapEntry {
 // queueOrder returns queue ids, configured in this order, in the order
 // ovs-vswitchd's queue dump lists them.
 func queueOrder(ids []uint32) []uint32 {
-	hs := make([]uint32, len(ids))
-	for i, id := range ids {
-		hs[i] = ovsHashInt(id)
+	var q queueTable
+	for _, id := range ids {
+		q.add(id)
 	}
-	out := make([]uint32, 0, len(ids))
-	for _, i := range hmapOrder(hs) {
-		out = append(out, ids[i])
-	}
-	return out
+	return q.ids()
 }

@@ -25,3 +25,41 @@ func TestQoSHmapOrder(t *testing.T) {
 		})
 	}
 }
+
+// The orders ovs-vswitchd 3.1 printed in qos/show in the bed (see
+// TestIntegrationQoSTypes) for what it adds in the first order.
+func TestQoSOrdersAsOVS(t *testing.T) {
+	for _, c := range []struct {
+		added, printed []string
+	}{
+		{[]string{"min-rate", "max-rate", "burst", "priority"}, []string{"burst", "priority", "min-rate", "max-rate"}}, // htb queue
+		{[]string{"min-rate", "max-rate"}, []string{"min-rate", "max-rate"}},                                           // hfsc queue
+		{[]string{"quantum", "perturb"}, []string{"quantum", "perturb"}},                                               // sfq
+		{[]string{"target", "limit", "interval"}, []string{"limit", "interval", "target"}},                             // codel
+		{[]string{"target", "limit", "interval", "flows", "quantum"}, []string{"limit", "quantum", "flows", "interval", "target"}},
+		{[]string{"latency", "limit", "loss"}, []string{"limit", "loss", "latency"}}, // netem
+	} {
+		es := make([]smapEntry, len(c.added))
+		for i, k := range c.added {
+			es[i] = smapEntry{key: k}
+		}
+		var got []string
+		for _, e := range smapOrder(es) {
+			got = append(got, e.key)
+		}
+		if !slices.Equal(got, c.printed) {
+			t.Errorf("smap of %v iterates %v, ovs-vswitchd printed %v", c.added, got, c.printed)
+		}
+	}
+	for _, c := range []struct {
+		setUp, listed []uint32
+	}{
+		{[]uint32{0, 1, 2, 7}, []uint32{0, 7, 1, 2}},
+		{[]uint32{1, 2, 0}, []uint32{0, 1, 2}},
+		{[]uint32{1, 3, 0}, []uint32{0, 1, 3}},
+	} {
+		if got := queueOrder(c.setUp); !slices.Equal(got, c.listed) {
+			t.Errorf("queues set up as %v list as %v, ovs-vswitchd listed %v", c.setUp, got, c.listed)
+		}
+	}
+}

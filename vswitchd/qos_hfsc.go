@@ -49,30 +49,34 @@ func hfscClasses(cfg ovsdb.QoSConfig) (hfscClass, map[uint32]hfscClass) {
 	return hfscClass{minRate: uint32(root), maxRate: uint32(root)}, qs
 }
 
-func setupHFSC(dev string, cfg ovsdb.QoSConfig) error {
+// hfscQoS is cfg's hfsc on dev, as classfulQoS.
+func hfscQoS(dev string, cfg ovsdb.QoSConfig) (classfulQoS, error) {
 	l, err := netlink.LinkByName(dev)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	idx := l.Attrs().Index
-	if err := delRootQdisc(dev); err != nil {
-		return err
-	}
-	q := netlink.NewHfsc(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
-	q.Defcls = 1
-	if err := netlink.QdiscAdd(q); err != nil {
-		return fmt.Errorf("adding hfsc qdisc 1: to %s: %w", dev, err)
-	}
 	root, queues := hfscClasses(cfg)
-	if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
-		return err
-	}
-	for _, id := range queueSetupOrder(cfg) {
-		if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
-			return fmt.Errorf("queue %d: %w", id, err)
-		}
-	}
-	return nil
+	return classfulQoS{
+		idx: idx,
+		addQdisc: func() error {
+			q := netlink.NewHfsc(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+			q.Defcls = 1
+			if err := netlink.QdiscAdd(q); err != nil {
+				return fmt.Errorf("adding hfsc qdisc 1: to %s: %w", dev, err)
+			}
+			return nil
+		},
+		setRoot: func() error {
+			return hfscClassSet(idx, dev, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root)
+		},
+		setQueue: func(id uint32) error {
+			if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
+				return fmt.Errorf("queue %d: %w", id, err)
+			}
+			return nil
+		},
+	}, nil
 }
 
 // hfscClassSet creates or changes an hfsc class, as "tc class add dev DEV

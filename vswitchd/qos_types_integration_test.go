@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +22,9 @@ type qosTypeCase struct {
 	config []string
 	queues map[int][]string
 	keep   bool
+	// ovsStale is in tc qdisc show of ovs-vswitchd's, govNew in
+	// govswitchd's, where the two differ on purpose.
+	ovsStale, govNew string
 }
 
 var qosTypeCases = []qosTypeCase{
@@ -32,6 +36,14 @@ var qosTypeCases = []qosTypeCase{
 	{name: "hfsc without queue 0", typ: "linux-hfsc", queues: map[int][]string{3: {"min-rate=1000000"}, 1: nil}},
 	{name: "sfq defaults", typ: "linux-sfq"},
 	{name: "sfq", typ: "linux-sfq", config: []string{"quantum=3000", "perturb=7"}},
+	{name: "sfq to change in place", typ: "linux-sfq", config: []string{"quantum=3000"}, keep: true},
+	// ovs-vswitchd only notes the new settings of a qdisc of the same
+	// type: the kernel keeps quantum 3000. govswitchd sets it up anew.
+	{name: "sfq changed in place", typ: "linux-sfq", config: []string{"quantum=4000"}, ovsStale: "quantum 3000b", govNew: "quantum 4000b"},
+	{name: "htb to change in place", typ: "linux-htb", config: []string{"max-rate=5000000"}, queues: map[int][]string{
+		0: {"min-rate=2000000"}, 1: {"max-rate=1000000"}, 2: nil, 7: {"priority=3"}}, keep: true},
+	{name: "htb changed in place", typ: "linux-htb", config: []string{"max-rate=4000000"}, queues: map[int][]string{
+		2: {"min-rate=1000000"}, 5: nil}},
 	{name: "codel defaults", typ: "linux-codel"},
 	{name: "codel", typ: "linux-codel", config: []string{"target=3000", "limit=500", "interval=50000"}},
 	{name: "fq_codel defaults", typ: "linux-fq_codel"},
@@ -135,6 +147,7 @@ func TestIntegrationQoSTypes(t *testing.T) {
 	addPorts(ovsctl)
 	ovsSnaps := runQoSTypes(t, ovsctl, o.ctl, b.v2)
 	ovsTypes := appctlAt(t, o.ctl, "qos/show-types", b.v2)
+	t.Logf("ovs-vswitchd: qos/show-types:\n%s", ovsTypes.out)
 	o.exitCleanup(t, b.name)
 	exec.Command("tc", "qdisc", "del", "dev", b.v2, "root").Run()
 
@@ -146,6 +159,12 @@ func TestIntegrationQoSTypes(t *testing.T) {
 	for i, c := range qosTypeCases {
 		ov, gv := ovsSnaps[i], govSnaps[i]
 		t.Logf("%s: ovs-vswitchd\ntc qdisc:\n%stc class:\n%sqos/show:\n%safter clear:\n%s", c.name, ov.qdisc, ov.class, ov.show, ov.after)
+		if c.ovsStale != "" {
+			if !strings.Contains(ov.qdisc, c.ovsStale) || !strings.Contains(gv.qdisc, c.govNew) {
+				t.Errorf("%s: ovs-vswitchd's qdisc lacks %q or govswitchd's %q:\n%s%s", c.name, c.ovsStale, c.govNew, ov.qdisc, gv.qdisc)
+			}
+			ov.qdisc, gv.qdisc = "", ""
+		}
 		if ov.masked() != gv.masked() {
 			t.Errorf("%s: govswitchd differs:\ntc qdisc:\n%stc class:\n%sqos/show:\n%safter clear:\n%s", c.name, gv.qdisc, gv.class, gv.show, gv.after)
 		}
@@ -154,10 +173,12 @@ func TestIntegrationQoSTypes(t *testing.T) {
 		t.Errorf("qos/show-types: ovs-vswitchd %+v, govswitchd %+v", ovsTypes, r)
 	}
 	// What the comparison stands on: the kinds really were set up.
-	for i, want := range map[int]string{0: "qdisc htb 1: root", 3: "qdisc sfq 1: root", 5: "qdisc codel 1: root",
-		7: "qdisc fq_codel 1: root", 10: "qdisc netem 1: root", 12: "qdisc htb 1: root"} {
+	for name, want := range map[string]string{"htb, four queues": "qdisc htb 1: root", "sfq defaults": "qdisc sfq 1: root",
+		"codel defaults": "qdisc codel 1: root", "fq_codel defaults": "qdisc fq_codel 1: root", "netem then htb": "qdisc netem 1: root",
+		"htb after netem": "qdisc htb 1: root", "hfsc without queue 0": "qdisc hfsc 1: root"} {
+		i := slices.IndexFunc(qosTypeCases, func(c qosTypeCase) bool { return c.name == name })
 		if !strings.Contains(govSnaps[i].qdisc, want) {
-			t.Errorf("%s: no %q:\n%s", qosTypeCases[i].name, want, govSnaps[i].qdisc)
+			t.Errorf("%s: no %q:\n%s", name, want, govSnaps[i].qdisc)
 		}
 	}
 	for _, want := range []string{"limit 500 delay 20ms loss 10%", "quantum 3000b", "perturb 7sec"} {
@@ -181,29 +202,30 @@ func TestIntegrationQoSTypes(t *testing.T) {
 	}
 
 	// netem's delay on v2 holds each ping to h2 by it.
-	before := pingAvg(t, b)
+	before := pingMin(t, b)
 	vsctl("set", "port", b.v2, "qos=@qos", "--", "--id=@qos", "create", "qos", "type=linux-netem", "other-config:latency=50000")
-	delayed := pingAvg(t, b)
+	delayed := pingMin(t, b)
 	t.Logf("ping round trip through %s: %.2f ms, %.2f ms with netem latency 50 ms", b.v2, before, delayed)
-	if delayed-before < 45 || delayed-before > 80 {
+	if delayed-before < 45 || delayed-before > 70 {
 		t.Errorf("netem latency 50 ms adds %.2f ms to the round trip", delayed-before)
 	}
 	vsctl("clear", "port", b.v2, "qos")
-	if after := pingAvg(t, b); after > before+20 {
+	if after := pingMin(t, b); after > before+20 {
 		t.Errorf("round trip %.2f ms after netem is cleared", after)
 	}
 }
 
-var pingAvgRE = regexp.MustCompile(`= [\d.]+/([\d.]+)/`)
+var pingMinRE = regexp.MustCompile(`= ([\d.]+)/[\d.]+/`)
 
-// pingAvg returns the average round trip of 5 pings from h1 to h2, in ms.
-func pingAvg(t *testing.T, b *bed) float64 {
+// pingMin returns the shortest round trip of 5 pings from h1 to h2, in
+// ms (UML's one CPU stretches some).
+func pingMin(t *testing.T, b *bed) float64 {
 	t.Helper()
 	out, _ := b.h1.Exec("ping", "-c", "5", "-i", "0.2", "-W", "2", "10.0.0.2")
 	if loss := parseLoss(t, out); loss != 0 {
 		t.Fatalf("lost %d of 5 pings:\n%s", loss, out)
 	}
-	m := pingAvgRE.FindStringSubmatch(out)
+	m := pingMinRE.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no round trip in:\n%s", out)
 	}
