@@ -13,9 +13,10 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// qos/show, as ovs-vswitchd 3.1's (bridge.c qos_unixctl_show): the QoS
-// type and settings of an interface, then each queue's settings and the
-// kernel's counters of its tc class.
+// qos/show and qos/show-types, as ovs-vswitchd 3.1's (bridge.c
+// qos_unixctl_show, qos_unixctl_show_types): the QoS type and settings
+// of an interface, then each queue's settings and the kernel's counters
+// of its tc class, in the order of OVS's hash tables (qos_hashorder.go).
 
 // qosState is the QoS SetQoS last applied, by interface, for qos/show
 // (which runs on the unixctl goroutine, not the monitor's).

@@ -110,7 +110,7 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 // does: a classful QoS of the type dev has already keeps its qdisc, gets
 // its root class set anew, loses the classes of the queues the row no
 // longer has and gets each of the row's set; anything else replaces the
-// root qdisc (classless.go, for those types). linux-noop leaves the
+// root qdisc (qos_classless.go for the classless types). linux-noop leaves the
 // device's qdisc as it is, whatever it is. It runs on the goroutine that
 // calls SetQoS.
 func (q *qosState) setUp(dev string, old ovsdb.QoSConfig, had bool, cfg ovsdb.QoSConfig) error {

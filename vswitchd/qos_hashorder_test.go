@@ -63,3 +63,35 @@ func TestQoSOrdersAsOVS(t *testing.T) {
 		}
 	}
 }
+
+// qos/show-types lists the types in the order ovs-vswitchd 3.1 printed.
+func TestQoSShowTypesOrderAsOVS(t *testing.T) {
+	es := make([]smapEntry, len(qosTypeOrder))
+	for i, k := range qosTypeOrder {
+		es[i] = smapEntry{key: k}
+	}
+	var got []string
+	for _, e := range smapOrder(es) {
+		got = append(got, e.key)
+	}
+	want := []string{"linux-netem", "linux-fq_codel", "linux-codel", "linux-hfsc", "linux-noop", "linux-sfq", "linux-htb"}
+	if !slices.Equal(got, want) {
+		t.Errorf("%v, ovs-vswitchd printed %v", got, want)
+	}
+}
+
+// A queue table keeps its order through removals, which never shrink
+// it: the queues of 0, 1, 2, 7 less 1 and 7, then 5, list as OVS did.
+func TestQoSQueueTableRemovals(t *testing.T) {
+	var q queueTable
+	for _, id := range []uint32{0, 1, 2, 7} {
+		q.add(id)
+	}
+	q.remove(1)
+	q.remove(7)
+	q.add(2) // already there: stays where it is
+	q.add(5)
+	if got, want := q.ids(), []uint32{0, 5, 2}; !slices.Equal(got, want) {
+		t.Errorf("%v, ovs-vswitchd listed %v", got, want)
+	}
+}
