@@ -131,8 +131,10 @@ func tcOut(t *testing.T, args ...string) string {
 // ovs-vswitchd's hash order; counters aside) and qos/show-types, and
 // clearing it leaves what ovs-vswitchd leaves, for each switch in turn
 // in one boot. A netem QoS with a loss over 100% fails loudly (a WARN
-// naming the interface) and leaves the default qdisc, as in OVS; a netem
-// delay shows in ping's round trips through govswitchd.
+// naming the interface) and leaves the default qdisc, as in OVS. Traffic
+// agrees: TCP through a 3 Mbit/s htb queue runs at ovs-vswitchd's rate,
+// a netem losing 50% loses about half the pings under either switch, and
+// a netem delay shows in ping's round trips through govswitchd.
 func TestIntegrationQoSTypes(t *testing.T) {
 	b := newBed(t)
 	addPorts := func(vsctl func(args ...string) string) {
@@ -142,10 +144,25 @@ func TestIntegrationQoSTypes(t *testing.T) {
 		}
 	}
 
+	// Traffic under each switch's htb and netem: TCP through a 3 Mbit/s
+	// htb queue, and pings through a netem that loses half.
+	traffic := func(vsctl func(args ...string) string, port string) (rate float64, lost int) {
+		vsctl("set", "port", b.v2, "qos=@qos", "--", "--id=@qos", "create", "qos", "type=linux-htb",
+			"other-config:max-rate=3000000", "queues:0=@q0", "--",
+			"--id=@q0", "create", "queue", "other_config:min-rate=2000000", "other_config:max-rate=3000000")
+		rate = tcpRate(t, b.h1, b.h2, "10.0.0.2:"+port)
+		vsctl("set", "port", b.v2, "qos=@qos", "--", "--id=@qos", "create", "qos", "type=linux-netem", "other-config:loss=50")
+		out, _ := b.h1.Exec("ping", "-c", "60", "-i", "0.05", "-W", "1", "10.0.0.2")
+		lost = parseLoss(t, out)
+		vsctl("clear", "port", b.v2, "qos")
+		return rate, lost
+	}
+
 	o := startOVS(t)
 	ovsctl := func(args ...string) string { return o.must(t, "ovs-vsctl", args...) }
 	addPorts(ovsctl)
 	ovsSnaps := runQoSTypes(t, ovsctl, o.ctl, b.v2)
+	ovsRate, ovsLost := traffic(ovsctl, "7320")
 	ovsTypes := appctlAt(t, o.ctl, "qos/show-types", b.v2)
 	t.Logf("ovs-vswitchd: qos/show-types:\n%s", ovsTypes.out)
 	o.exitCleanup(t, b.name)
@@ -156,6 +173,18 @@ func TestIntegrationQoSTypes(t *testing.T) {
 	vsctl := func(args ...string) string { t.Helper(); return g.vsctl(t, args...) }
 	addPorts(vsctl)
 	govSnaps := runQoSTypes(t, vsctl, g.ctl, b.v2)
+	govRate, govLost := traffic(vsctl, "7321")
+	t.Logf("TCP through htb queue 0 (max-rate 3 Mbit/s): ovs-vswitchd %.2f Mbit/s, govswitchd %.2f Mbit/s; "+
+		"pings lost of 60 through netem loss 50%%: ovs-vswitchd %d, govswitchd %d", ovsRate/1e6, govRate/1e6, ovsLost, govLost)
+	if govRate > 3.6e6 || govRate < 1e6 || govRate < 0.8*ovsRate || govRate > 1.25*ovsRate {
+		t.Errorf("TCP through govswitchd's 3 Mbit/s htb at %.2f Mbit/s, ovs-vswitchd's at %.2f", govRate/1e6, ovsRate/1e6)
+	}
+	// 60 pings each lost at 50%: 30 ± 3.9 (1 sd).
+	for _, l := range []int{ovsLost, govLost} {
+		if l < 15 || l > 45 {
+			t.Errorf("%d of 60 pings lost through a netem losing 50%%", l)
+		}
+	}
 	for i, c := range qosTypeCases {
 		ov, gv := ovsSnaps[i], govSnaps[i]
 		t.Logf("%s: ovs-vswitchd\ntc qdisc:\n%stc class:\n%sqos/show:\n%safter clear:\n%s", c.name, ov.qdisc, ov.class, ov.show, ov.after)
