@@ -5,18 +5,46 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
-// QoSConfig is a port's QoS row as govswitchd applies it: a linux-htb or
-// linux-hfsc queueing discipline with a root rate and queues (OVS's
+// QoSConfig is a port's QoS row as govswitchd applies it, one of the
+// types ovs-vswitchd 3.1 runs on Linux (QoSTypes). linux-htb and
+// linux-hfsc are a queueing discipline with a root rate and queues (OVS's
 // other_config keys, rates in bit/s, burst in bits; hfsc, as OVS's, reads
-// only the rates). A zero MaxRate means the device's own speed. Other
-// types are refused when Build reads them.
+// only the rates); a zero MaxRate means the device's own speed, and queue
+// 0 is there even when the row has none, as ovs-vswitchd configures it
+// with no settings then. linux-sfq, linux-codel, linux-fq_codel and
+// linux-netem are a classless qdisc whose settings are Params (the
+// type's other_config keys that OVS reads, as numbers; a key left out is
+// not in Params) and that has no queues: ovs-vswitchd refuses each queue
+// of theirs, and so they keep none. linux-noop leaves the device's qdisc
+// alone. Other types are refused when Build reads them.
 type QoSConfig struct {
 	Type    string
 	MaxRate uint64
 	Queues  map[uint32]QueueConfig
+	Params  map[string]uint64
+	// Queue0Implicit: the row has no queue 0, so ovs-vswitchd sets it up
+	// after the row's queues (which decides where qos/show lists it).
+	Queue0Implicit bool
 }
+
+// QoSTypes are the QoS types govswitchd runs, with the other_config keys
+// each reads into QoSConfig.Params: ovs-vswitchd 3.1's netdev-linux types
+// but linux-other (which names a qdisc OVS found, never one to set up).
+var QoSTypes = map[string][]string{
+	"linux-htb":      nil,
+	"linux-hfsc":     nil,
+	"linux-sfq":      {"quantum", "perturb"},
+	"linux-codel":    {"target", "limit", "interval"},
+	"linux-fq_codel": {"target", "limit", "interval", "flows", "quantum"},
+	"linux-netem":    {"latency", "limit", "loss"},
+	"linux-noop":     nil,
+}
+
+// HasQueues reports whether QoS of type t has queues (tc classes).
+func HasQueues(t string) bool { return t == "linux-htb" || t == "linux-hfsc" }
 
 // QueueConfig is one Queue row of a linux-htb or linux-hfsc QoS.
 type QueueConfig struct {
@@ -26,13 +54,12 @@ type QueueConfig struct {
 
 // Equal reports whether two configurations are the same.
 func (q QoSConfig) Equal(o QoSConfig) bool {
-	return q.Type == o.Type && q.MaxRate == o.MaxRate && maps.Equal(q.Queues, o.Queues)
+	return q.Type == o.Type && q.Queue0Implicit == o.Queue0Implicit && q.MaxRate == o.MaxRate && maps.Equal(q.Queues, o.Queues) && maps.Equal(q.Params, o.Params)
 }
 
 // buildQoS reads the QoS rows of the ports that have one, by interface
-// name. QoS types other than linux-htb and linux-hfsc are refused, as are
-// queue ids beyond their classes' (0-0xfffd), with a Problem; the port
-// keeps no QoS then.
+// name. QoS types not in QoSTypes are refused, as are queue ids beyond
+// their classes' (0-0xfffd), with a Problem; the port keeps no QoS then.
 func buildQoS(r *Rows, problems *[]string) map[string]QoSConfig {
 	var out map[string]QoSConfig
 	for _, pu := range slices.Sorted(maps.Keys(r.Ports)) {
@@ -45,13 +72,37 @@ func buildQoS(r *Rows, problems *[]string) map[string]QoSConfig {
 			*problems = append(*problems, fmt.Sprintf("port %s refers to missing QoS row %s", p.Name, *p.QoS))
 			continue
 		}
-		if q.Type != "linux-htb" && q.Type != "linux-hfsc" {
-			*problems = append(*problems, fmt.Sprintf("port %s: QoS type %q is not supported by govswitchd (linux-htb and linux-hfsc are)", p.Name, q.Type))
+		keys, known := QoSTypes[q.Type]
+		if !known {
+			*problems = append(*problems, fmt.Sprintf("port %s: QoS type %q is not supported by govswitchd (%s are)", p.Name, q.Type,
+				strings.Join(slices.Sorted(maps.Keys(QoSTypes)), ", ")))
 			continue
 		}
-		cfg := QoSConfig{Type: q.Type, MaxRate: parseU64(q.OtherConfig, "max-rate", p.Name, problems), Queues: map[uint32]QueueConfig{}}
+		cfg := QoSConfig{Type: q.Type}
+		if !HasQueues(q.Type) {
+			for _, k := range keys {
+				if _, set := q.OtherConfig[k]; set {
+					if cfg.Params == nil {
+						cfg.Params = map[string]uint64{}
+					}
+					cfg.Params[k] = parseU64(q.OtherConfig, k, p.Name, problems)
+				}
+			}
+			if len(q.Queues) > 0 && q.Type != "linux-noop" {
+				*problems = append(*problems, fmt.Sprintf("port %s: QoS %s has no queues; its %d are ignored, as ovs-vswitchd refuses them",
+					p.Name, q.Type, len(q.Queues)))
+			}
+		} else {
+			cfg.MaxRate = parseU64(q.OtherConfig, "max-rate", p.Name, problems)
+			cfg.Queues = map[uint32]QueueConfig{0: {}}
+			_, has0 := q.Queues[0]
+			cfg.Queue0Implicit = !has0
+		}
 		ok := true
 		for _, id := range slices.Sorted(maps.Keys(q.Queues)) {
+			if !HasQueues(q.Type) {
+				break
+			}
 			qu := r.Queues[q.Queues[id]]
 			if qu == nil {
 				*problems = append(*problems, fmt.Sprintf("port %s: QoS queue %d refers to a missing Queue row", p.Name, id))

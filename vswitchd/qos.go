@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"github.com/govswitch/govswitch/datapath/dummy"
 	"github.com/govswitch/govswitch/ovsdb"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -81,14 +83,106 @@ func (s *ovsdbSwitch) SetQoS(want map[string]ovsdb.QoSConfig) map[string]error {
 	if s.qos == nil {
 		s.qos = map[string]ovsdb.QoSConfig{}
 	}
-	defer func() { s.d.qos.set(s.qos) }() // for qos/show
-	return applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
+	q := &s.d.qos
+	errs := applyDevSettings(s, s.qos, want, devSetting[ovsdb.QoSConfig]{
 		what:  "QoS",
 		equal: ovsdb.QoSConfig.Equal,
-		set:   setupQoS, // linux-htb or linux-hfsc (qos_hfsc.go)
-		del:   delRootQdisc,
+		set: func(dev string, c ovsdb.QoSConfig) error {
+			old, had := s.qos[dev] // applyDevSettings updates it after
+			return q.setUp(dev, old, had, c)
+		},
+		// linux-noop made nothing, and ovs-vswitchd removes nothing
+		// when it goes.
+		del: func(dev string) error {
+			delete(q.queues, dev)
+			if s.qos[dev].Type == "linux-noop" {
+				return nil
+			}
+			return delRootQdisc(dev)
+		},
 		attrs: func(c ovsdb.QoSConfig) []any { return []any{"type", c.Type, "queues", len(c.Queues)} },
 	})
+	q.set(s.qos, errs) // for qos/show
+	return errs
+}
+
+// setUp gives dev the QoS cfg in place of old (if had), as ovs-vswitchd
+// does: a classful QoS of the type dev has already keeps its qdisc, gets
+// its root class set anew, loses the classes of the queues the row no
+// longer has and gets each of the row's set; anything else replaces the
+// root qdisc (qos_classless.go for the classless types). linux-noop leaves the
+// device's qdisc as it is, whatever it is. It runs on the goroutine that
+// calls SetQoS.
+func (q *qosState) setUp(dev string, old ovsdb.QoSConfig, had bool, cfg ovsdb.QoSConfig) error {
+	table := q.queues[dev]
+	delete(q.queues, dev) // until it is known again
+	var c classfulQoS
+	var err error
+	switch cfg.Type {
+	case "linux-noop":
+		return nil
+	case "linux-htb":
+		c, err = htbQoS(dev, cfg)
+	case "linux-hfsc":
+		c, err = hfscQoS(dev, cfg)
+	default:
+		return setupClassless(dev, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	if !had || old.Type != cfg.Type || table == nil {
+		table = &queueTable{}
+		if err := delRootQdisc(dev); err != nil {
+			return err
+		}
+		if err := c.addQdisc(); err != nil {
+			return err
+		}
+	}
+	if err := c.setRoot(); err != nil {
+		return err
+	}
+	for _, id := range table.ids() {
+		if _, kept := cfg.Queues[id]; kept && (id != 0 || !cfg.Queue0Implicit) {
+			continue
+		}
+		if err := c.delQueue(id); err != nil {
+			return err
+		}
+		table.remove(id)
+	}
+	for _, id := range queueSetupOrder(cfg) {
+		if err := c.setQueue(id); err != nil {
+			return err
+		}
+		table.add(id)
+	}
+	if q.queues == nil {
+		q.queues = map[string]*queueTable{}
+	}
+	q.queues[dev] = table
+	return nil
+}
+
+// classfulQoS is a linux-htb or linux-hfsc QoS on one device as
+// ovs-vswitchd makes it: its root qdisc 1:, its root class 1:fffe, and
+// the class of each queue N, 1:(N+1) under 1:fffe.
+type classfulQoS struct {
+	idx      int // the device's ifindex
+	addQdisc func() error
+	setRoot  func() error
+	setQueue func(id uint32) error
+}
+
+// delQueue deletes queue id's class, as ovs-vswitchd's tc_delete_class.
+func (c classfulQoS) delQueue(id uint32) error {
+	req := nl.NewNetlinkRequest(unix.RTM_DELTCLASS, unix.NLM_F_ACK)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(c.idx), Handle: netlink.MakeHandle(1, uint16(id+1))})
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return fmt.Errorf("delete class 1:%x of queue %d failed (%w)", id+1, id, err)
+	}
+	return nil
 }
 
 // delRootQdisc deletes the device's root qdisc, giving it the default
@@ -138,50 +232,110 @@ func htbClasses(cfg ovsdb.QoSConfig, mtu int) (htbClass, map[uint32]htbClass) {
 	return htbClass{minRate: root, maxRate: root}, qs
 }
 
-func setupHTB(dev string, cfg ovsdb.QoSConfig) error {
+// htbQoS is cfg's htb on dev, as classfulQoS.
+func htbQoS(dev string, cfg ovsdb.QoSConfig) (classfulQoS, error) {
 	l, err := netlink.LinkByName(dev)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	idx, mtu := l.Attrs().Index, l.Attrs().MTU
 	if mtu <= 0 {
-		return fmt.Errorf("cannot set up HTB on device %s that lacks MTU", dev)
-	}
-	if err := delRootQdisc(dev); err != nil {
-		return err
-	}
-	q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
-	q.Defcls = 1
-	q.Rate2Quantum = htbRate2Quantum
-	if err := netlink.QdiscAdd(q); err != nil {
-		return fmt.Errorf("adding htb qdisc 1: to %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("cannot set up HTB on device %s that lacks MTU", dev)
 	}
 	root, queues := htbClasses(cfg, mtu)
-	if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
-		return fmt.Errorf("%s: %w", dev, err)
-	}
-	for _, id := range slices.Sorted(maps.Keys(queues)) {
-		if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
-			return fmt.Errorf("%s: queue %d: %w", dev, id, err)
-		}
-	}
-	return nil
+	return classfulQoS{
+		idx: idx,
+		addQdisc: func() error {
+			q := netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+			q.Defcls = 1
+			q.Rate2Quantum = htbRate2Quantum
+			if err := netlink.QdiscAdd(q); err != nil {
+				return fmt.Errorf("adding htb qdisc 1: to %s: %w", dev, err)
+			}
+			return nil
+		},
+		setRoot: func() error {
+			if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
+				return fmt.Errorf("%s: %w", dev, err)
+			}
+			return nil
+		},
+		setQueue: func(id uint32) error {
+			if err := htbClassReplace(idx, mtu, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
+				return fmt.Errorf("%s: queue %d: %w", dev, id, err)
+			}
+			return nil
+		},
+	}, nil
 }
 
+// htbClassReplace creates or changes an htb class as ovs-vswitchd's
+// htb_setup_class__ does, so that the kernel holds the same class: rate
+// specs with its cell size and a 60-byte minimum packet, rate tables
+// it computes, and buffers in scheduler ticks from tc_calc_buffer: the
+// burst, but at least what the rate sends in a timer tick plus an MTU.
+// The request is built here as netlink.HtbClass sizes its rate tables
+// and buffers for an MTU of 1600, and sends 64-bit rates OVS does not.
 func htbClassReplace(idx, mtu int, handle, parent uint32, c htbClass) error {
-	attrs := netlink.HtbClassAttrs{Rate: c.minRate * 8, Ceil: c.maxRate * 8, Prio: c.prio}
-	if c.burst > 0 {
-		attrs.Buffer, attrs.Cbuffer = uint32(c.burst), uint32(c.burst)
+	ticksPerSec, hz := pschedClock()
+	rate := func(bps uint64) nl.TcRateSpec {
+		return nl.TcRateSpec{CellLog: tcCellLog(mtu), Mpu: 60, Rate: uint32(bps)}
 	}
+	buffer := func(bps uint64) uint32 {
+		return tcBytesToTicks(ticksPerSec, uint32(bps), uint32(max(c.burst, bps/hz+uint64(mtu))))
+	}
+	opt := nl.TcHtbCopt{Rate: rate(c.minRate), Ceil: rate(c.maxRate), Buffer: buffer(c.minRate), Cbuffer: buffer(c.maxRate),
+		Prio: c.prio}
 	if c.minRate/htbRate2Quantum < uint64(mtu) {
-		attrs.Quantum = uint32(mtu)
+		opt.Quantum = uint32(mtu)
 	}
-	cl := netlink.NewHtbClass(netlink.ClassAttrs{LinkIndex: idx, Handle: handle, Parent: parent}, attrs)
-	if err := netlink.ClassReplace(cl); err != nil {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWTCLASS, unix.NLM_F_CREATE|unix.NLM_F_ACK)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(idx), Handle: handle, Parent: parent})
+	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("htb")))
+	opts := nl.NewRtAttr(nl.TCA_OPTIONS, nil)
+	opts.AddRtAttr(nl.TCA_HTB_PARMS, opt.Serialize())
+	opts.AddRtAttr(nl.TCA_HTB_RTAB, tcRateTable(ticksPerSec, opt.Rate))
+	opts.AddRtAttr(nl.TCA_HTB_CTAB, tcRateTable(ticksPerSec, opt.Ceil))
+	req.AddData(opts)
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
 		return fmt.Errorf("failed to replace class %x:%x, parent %x:%x, min_rate=%d max_rate=%d burst=%d prio=%d (%w)",
 			handle>>16, handle&0xffff, parent>>16, parent&0xffff, c.minRate, c.maxRate, c.burst, c.prio, err)
 	}
 	return nil
+}
+
+// tcCellLog is the shift that fits a frame of the MTU (with an Ethernet
+// and a VLAN header; 1500 if none) into a 256-entry rate table.
+func tcCellLog(mtu int) uint8 {
+	if mtu <= 0 {
+		mtu = 1500
+	}
+	n := mtu + 14 + 4
+	var l uint8
+	for ; n >= 256; n >>= 1 {
+		l++
+	}
+	return l
+}
+
+// tcBytesToTicks is the scheduler ticks size bytes take at rate bytes/s
+// (0 at rate 0), in ovs-vswitchd's integer arithmetic.
+func tcBytesToTicks(ticksPerSec float64, rate, size uint32) uint32 {
+	if rate == 0 {
+		return 0
+	}
+	return uint32(uint64(ticksPerSec) * uint64(size) / uint64(rate))
+}
+
+// tcRateTable is the 256-entry table of the ticks each size of packet
+// takes at the spec's rate, in host order.
+func tcRateTable(ticksPerSec float64, r nl.TcRateSpec) []byte {
+	b := make([]byte, 0, 1024)
+	for i := range 256 {
+		size := max(uint32(i+1)<<r.CellLog, uint32(r.Mpu))
+		b = binary.NativeEndian.AppendUint32(b, tcBytesToTicks(ticksPerSec, r.Rate, size))
+	}
+	return b
 }
 
 // Ingress policing, as ovs-vswitchd's netdev_linux_set_policing: an

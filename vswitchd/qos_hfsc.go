@@ -3,8 +3,6 @@ package vswitchd
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/govswitch/govswitch/ovsdb"
 	"github.com/vishvananda/netlink"
@@ -28,7 +26,8 @@ type hfscClass struct{ minRate, maxRate uint32 }
 // hfsc_parse_class_details__): the root at max-rate, or the device's
 // speed (10 Gbit/s for one that reports none, as a veth); a queue's
 // min-rate at least 1 byte/s and at most the root's, its max-rate (the
-// root's when unset) between its min-rate and the root's.
+// root's when unset, as OVS computes it in 32 bits) between its min-rate
+// and the root's.
 func hfscClasses(cfg ovsdb.QoSConfig) (hfscClass, map[uint32]hfscClass) {
 	root := min(cfg.MaxRate/8, 1<<32-1)
 	if root == 0 {
@@ -37,7 +36,10 @@ func hfscClasses(cfg ovsdb.QoSConfig) (hfscClass, map[uint32]hfscClass) {
 	qs := map[uint32]hfscClass{}
 	for id, q := range cfg.Queues {
 		lo := min(max(q.MinRate/8, 1), root)
-		hi := root
+		// An unset max-rate is the root's, which ovs-vswitchd turns
+		// into bit/s and back in 32 bits: 10 Gbit/s wraps to
+		// 1410065408 bit/s.
+		hi := uint64(uint32(root*8)) / 8
 		if q.MaxRate != 0 {
 			hi = q.MaxRate / 8
 		}
@@ -47,30 +49,34 @@ func hfscClasses(cfg ovsdb.QoSConfig) (hfscClass, map[uint32]hfscClass) {
 	return hfscClass{minRate: uint32(root), maxRate: uint32(root)}, qs
 }
 
-func setupHFSC(dev string, cfg ovsdb.QoSConfig) error {
+// hfscQoS is cfg's hfsc on dev, as classfulQoS.
+func hfscQoS(dev string, cfg ovsdb.QoSConfig) (classfulQoS, error) {
 	l, err := netlink.LinkByName(dev)
 	if err != nil {
-		return fmt.Errorf("device %s: %w", dev, err)
+		return classfulQoS{}, fmt.Errorf("device %s: %w", dev, err)
 	}
 	idx := l.Attrs().Index
-	if err := delRootQdisc(dev); err != nil {
-		return err
-	}
-	q := netlink.NewHfsc(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
-	q.Defcls = 1
-	if err := netlink.QdiscAdd(q); err != nil {
-		return fmt.Errorf("adding hfsc qdisc 1: to %s: %w", dev, err)
-	}
 	root, queues := hfscClasses(cfg)
-	if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root); err != nil {
-		return err
-	}
-	for _, id := range slices.Sorted(maps.Keys(queues)) {
-		if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
-			return fmt.Errorf("queue %d: %w", id, err)
-		}
-	}
-	return nil
+	return classfulQoS{
+		idx: idx,
+		addQdisc: func() error {
+			q := netlink.NewHfsc(netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_ROOT, Handle: netlink.MakeHandle(1, 0)})
+			q.Defcls = 1
+			if err := netlink.QdiscAdd(q); err != nil {
+				return fmt.Errorf("adding hfsc qdisc 1: to %s: %w", dev, err)
+			}
+			return nil
+		},
+		setRoot: func() error {
+			return hfscClassSet(idx, dev, netlink.MakeHandle(1, htbRootMinor), netlink.MakeHandle(1, 0), root)
+		},
+		setQueue: func(id uint32) error {
+			if err := hfscClassSet(idx, dev, netlink.MakeHandle(1, uint16(id+1)), netlink.MakeHandle(1, htbRootMinor), queues[id]); err != nil {
+				return fmt.Errorf("queue %d: %w", id, err)
+			}
+			return nil
+		},
+	}, nil
 }
 
 // hfscClassSet creates or changes an hfsc class, as "tc class add dev DEV
@@ -99,12 +105,4 @@ func hfscCurve(rate uint32) []byte {
 	b := make([]byte, 12)
 	binary.NativeEndian.PutUint32(b[8:], rate)
 	return b
-}
-
-// setupQoS sets up the QoS of cfg's type on dev.
-func setupQoS(dev string, cfg ovsdb.QoSConfig) error {
-	if cfg.Type == "linux-hfsc" {
-		return setupHFSC(dev, cfg)
-	}
-	return setupHTB(dev, cfg)
 }

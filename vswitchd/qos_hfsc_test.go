@@ -14,8 +14,10 @@ func TestHFSCClasses(t *testing.T) {
 		root   hfscClass
 		queues map[uint32]hfscClass
 	}{
+		// A queue's unset max-rate is the root's 10 Gbit/s wrapped to
+		// 32 bits, 1410065408 bit/s, as ovs-vswitchd 3.1 computes it.
 		{"no max-rate is 10 Gbit/s", ovsdb.QoSConfig{Type: "linux-hfsc", Queues: map[uint32]ovsdb.QueueConfig{0: {}}},
-			hfscClass{1_250_000_000, 1_250_000_000}, map[uint32]hfscClass{0: {1, 1_250_000_000}}},
+			hfscClass{1_250_000_000, 1_250_000_000}, map[uint32]hfscClass{0: {1, 176_258_176}}},
 		{"queues within the root", ovsdb.QoSConfig{Type: "linux-hfsc", MaxRate: 3_000_000, Queues: map[uint32]ovsdb.QueueConfig{
 			0: {MinRate: 2_000_000, MaxRate: 3_000_000},
 			1: {MaxRate: 1_000_000},

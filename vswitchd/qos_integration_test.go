@@ -95,10 +95,10 @@ func TestIntegrationQoSHTB(t *testing.T) {
 	b.ofctl(t, "del-flows", "tcp")
 
 	// A type govswitchd does not run is refused, and the port keeps none.
-	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-sfq")
-	t.Logf("linux-sfq: %s", out)
+	out, _ := srv.Vsctl(20*time.Second, "set", "port", b.v1, "qos=@q", "--", "--id=@q", "create", "qos", "type=linux-other")
+	t.Logf("linux-other: %s", out)
 	if q := tc("qdisc", "show", "dev", b.v1); strings.Contains(q, "htb") {
-		t.Errorf("%s keeps htb under a refused linux-sfq QoS:\n%s", b.v1, q)
+		t.Errorf("%s keeps htb under a refused linux-other QoS:\n%s", b.v1, q)
 	}
 	must("clear", "port", b.v2, "qos")
 	if q := tc("qdisc", "show", "dev", b.v2); strings.Contains(q, "htb") {
