@@ -1,8 +1,6 @@
 package ofproto
 
 import (
-	"sync/atomic"
-
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 )
@@ -18,20 +16,16 @@ import (
 // first flow then needs no L3/L4 fields in its megaflow, and the second
 // stage has at most 256 flows per input port, one a bucket, whose bytes
 // rebalancing credits to their bucket. Without the hash action
-// (bondDPHash false: the dummy datapath, or a kernel that lacks it) the
+// (dpSupportsHash false: the dummy datapath, or a kernel that lacks it) the
 // 5-tuple is hashed here (bondHash5), the megaflow holding it. Outputs
 // mirrored to a bond, and bridges with mirrors, keep the old form: the
 // mirror's copy is made where the output is.
-
-// bondDPHash is set when the datapath has the hash and recirc actions
-// (noteDatapathFeatures).
-var bondDPHash atomic.Bool
 
 // bondRecirc emits the recirculation form of NORMAL's output to bond
 // member pt, for a balance-tcp bond that may use it, and reports whether
 // it did; ix is the input VLAN, for the output tagging.
 func (c *xctx) bondRecirc(pt *Port, ix *xvlan) bool {
-	if !bondDPHash.Load() || c.ports.mirrors != nil {
+	if !dpSupportsHash.Load() || c.ports.mirrors != nil {
 		return false
 	}
 	st := c.ports.bonds[pt.Bond]

@@ -89,7 +89,7 @@ func (c *xctx) group(id uint32) {
 // translation does not carry the mirrors already served) and the packet
 // has an Ethernet header to recirculate with.
 func (c *xctx) dpHashUsable() bool {
-	return bondDPHash.Load() && c.ports.mirrors == nil && !c.encap.noEth
+	return dpSupportsHash.Load() && c.ports.mirrors == nil && !c.encap.noEth
 }
 
 // bucket runs bucket i of g on a copy of the flow.
