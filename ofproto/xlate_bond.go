@@ -3,6 +3,7 @@ package ofproto
 import (
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // NORMAL over bonds (bond.go): the hooks xlate.go's normal calls. None of
@@ -66,7 +67,36 @@ func (c *xctx) bondResume(bd *Bond, key *flow.Key) {
 	}
 	h := uint8(key.DPHash)
 	c.out.acct = bondAcct{bd, h}
+	if c.out.trace != nil {
+		c.traceBondThaw(key, st.buckets[h])
+	}
 	c.emitOutput(st.buckets[h])
+	// The bond's frozen state has no input port: OVS's thaw leaves
+	// in_port NONE, which its trace's final flow shows.
+	c.flow.InPort = openflow.PortAny
+}
+
+// tableInternal is OVS's TBL_INTERNAL, the hidden table of its bonds'
+// post-recirculation rules.
+const tableInternal = 254
+
+// bondRecircPriority is the priority of OVS's hidden post-recirculation
+// rules of a bond (table 254, one a bucket), which its trace shows.
+const bondRecircPriority = 20
+
+// traceBondThaw writes what OVS's trace says of a bond's second stage:
+// the thaw into its internal table and the hidden rule of the packet's
+// bucket, whose action is the output to member pt.
+func (c *xctx) traceBondThaw(key *flow.Key, pt *Port) {
+	c.trace(traceAction, "thaw")
+	c.trace(8, "Resuming from table %d", tableInternal)
+	c.trace(0, "%d. recirc_id=%s,dp_hash=%s/0xff, priority %d", tableInternal, cHex(uint64(key.RecircID)),
+		cHex(uint64(key.DPHash&(bondBuckets-1))), bondRecircPriority)
+	if pt != nil {
+		c.trace(traceAction, "output:%d", pt.OFPort)
+	} else {
+		c.trace(traceAction, "drop")
+	}
 }
 
 // bondIn is the state of the bond the input port is a member of, nil when
