@@ -20,7 +20,16 @@ func (b *Bridge) Trace(key *flow.Key) string { return b.TraceLearn(key, false) }
 
 // TraceLearn is Trace that lets NORMAL learn the source address when
 // learn is set (ofproto/trace -generate), as a real packet would.
-func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
+func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string { return b.trace(key, learn, false) }
+
+// TraceDatapath is TraceLearn for a flow given in the datapath's syntax
+// (ofproto/trace's odp_flow). As ovs-vswitchd finds the bridge of such a
+// flow, a recirculated one's OpenFlow in_port, which its Flow and
+// Megaflow lines show, is the one its frozen state keeps (ANY after a
+// bond's hash, which keeps none) rather than the datapath port's.
+func (b *Bridge) TraceDatapath(key *flow.Key, learn bool) string { return b.trace(key, learn, true) }
+
+func (b *Bridge) trace(key *flow.Key, learn, odp bool) string {
 	var out Out
 	out.trace = &traceLog{}
 	b.X.Translate(key, time.Now(), learn, &out)
@@ -28,6 +37,14 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	of := *key // the packet in OpenFlow numbering
 	if p := ports.ByDP(key.InPort); p != nil {
 		of.InPort = p.OFPort
+	}
+	if odp && key.RecircID != 0 {
+		if s, ok := recircs.lookup(key.RecircID, time.Now()); ok && s.x == b.X {
+			of.InPort = s.inPort
+			if s.bond != nil {
+				of.InPort = openflow.PortAny
+			}
+		}
 	}
 	var sb strings.Builder
 	sb.WriteString("Flow: ")

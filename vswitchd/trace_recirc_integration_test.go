@@ -50,7 +50,7 @@ func normTrace(s string) string {
 // nature between the switches (each adds the bridge's ports to the
 // datapath in an order of its own), so each of devs, the bridge's
 // devices, is written as its name.
-func traceStages(t *testing.T, who, ctl, br, fl string, devs ...string) [2]string {
+func traceStages(t *testing.T, who, ctl, br, fl, odp string, devs ...string) [3]string {
 	t.Helper()
 	names := map[string]string{}
 	for _, d := range devs {
@@ -71,7 +71,7 @@ func traceStages(t *testing.T, who, ctl, br, fl string, devs ...string) [2]strin
 		}
 		return strings.Join(lines, "\n")
 	}
-	var tr [2]string
+	var tr [3]string
 	r := appctlAt(t, ctl, "ofproto/trace", br, fl)
 	tr[0] = name(r.out + r.err)
 	m := traceRecirc.FindStringSubmatch(r.out)
@@ -81,7 +81,11 @@ func traceStages(t *testing.T, who, ctl, br, fl string, devs ...string) [2]strin
 	}
 	r = appctlAt(t, ctl, "ofproto/trace", br, "recirc_id="+m[1]+",dp_hash="+traceDPHash+","+fl)
 	tr[1] = name(r.out + r.err)
-	t.Logf("%s, first stage:\n%s\n%s, second stage:\n%s", who, tr[0], who, tr[1])
+	// The second stage as a user copies its key from dpctl/dump-flows:
+	// the datapath's syntax, the input port by name, on the datapath.
+	r = appctlAt(t, ctl, "ofproto/trace", "ovs-system", "recirc_id("+m[1]+"),dp_hash("+traceDPHash+"),"+odp)
+	tr[2] = name(r.out + r.err)
+	t.Logf("%s, first stage:\n%s\n%s, second stage:\n%s\n%s, second stage in the datapath's syntax:\n%s", who, tr[0], who, tr[1], who, tr[2])
 	return tr
 }
 
@@ -89,9 +93,9 @@ func traceStages(t *testing.T, who, ctl, br, fl string, devs ...string) [2]strin
 // line once the recirculation ids are normalised, and checks that they
 // trace what the test means: a hash and a recirculation, then a thaw
 // that outputs (want: the second stage's last lines).
-func compareTraces(t *testing.T, what string, ovs, gov [2]string, want string) {
+func compareTraces(t *testing.T, what string, ovs, gov [3]string, want string) {
 	t.Helper()
-	for i, stage := range []string{"first stage", "second stage"} {
+	for i, stage := range []string{"first stage", "second stage", "second stage in the datapath's syntax"} {
 		o, g := strings.Split(normTrace(ovs[i]), "\n"), strings.Split(normTrace(gov[i]), "\n")
 		for j := 0; j < len(o) || j < len(g); j++ {
 			var ol, gl string
@@ -153,19 +157,22 @@ func nsMAC(t *testing.T, ns *testbed.Netns, dev string) net.HardwareAddr {
 // bondTraces learns both ends over the negotiated bond (a ping from the
 // peer to h2) and traces a TCP packet from h2 to the peer, which NORMAL
 // sends to the bond.
-func (b *bondBed) bondTraces(t *testing.T, who, ctl string, peerMAC, h2MAC net.HardwareAddr) [2]string {
+func (b *bondBed) bondTraces(t *testing.T, who, ctl string, peerMAC, h2MAC net.HardwareAddr) [3]string {
 	t.Helper()
 	waitAppctl(t, ctl, bothEnabled, "bond/show", "bond0")
 	if l, out := b.pingLoss(t, 2); l != 0 {
 		t.Errorf("%s: peer->h2 over the bond lost %d of 2:\n%s", who, l, out)
 	}
 	return traceStages(t, who, ctl, b.name, "in_port="+b.port+",tcp,dl_src="+h2MAC.String()+",dl_dst="+peerMAC.String()+
-		",nw_src=10.0.0.2,nw_dst=10.0.0.1,nw_ttl=64,tp_src=40000,tp_dst=80", b.members[0], b.members[1], b.port)
+		",nw_src=10.0.0.2,nw_dst=10.0.0.1,nw_ttl=64,tp_src=40000,tp_dst=80",
+		"in_port("+b.port+"),eth(src="+h2MAC.String()+",dst="+peerMAC.String()+"),eth_type(0x0800),"+
+			"ipv4(src=10.0.0.2,dst=10.0.0.1,proto=6,tos=0,ttl=64,frag=no),tcp(src=40000,dst=80)",
+		b.members[0], b.members[1], b.port)
 }
 
 // groupTraces adds a two-bucket dp_hash select group and a flow to it,
 // and traces a UDP packet from h1 through it.
-func (b *groupBed) groupTraces(t *testing.T, who, ctl, mgmt string) [2]string {
+func (b *groupBed) groupTraces(t *testing.T, who, ctl, mgmt string) [3]string {
 	t.Helper()
 	for _, c := range [][]string{
 		{"-O", "OpenFlow15", "add-group", "group_id=1,type=select,selection_method=dp_hash,bucket=output:2,bucket=output:3"},
@@ -176,7 +183,10 @@ func (b *groupBed) groupTraces(t *testing.T, who, ctl, mgmt string) [2]string {
 		}
 	}
 	return traceStages(t, who, ctl, b.name, "in_port=1,udp,dl_src="+b.macs[0].String()+",dl_dst="+b.macs[1].String()+
-		",nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=64,udp_src=5000,udp_dst=9", b.ports[:]...)
+		",nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=64,udp_src=5000,udp_dst=9",
+		"in_port("+b.ports[0]+"),eth(src="+b.macs[0].String()+",dst="+b.macs[1].String()+"),eth_type(0x0800),"+
+			"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=17,tos=0,ttl=64,frag=no),udp(src=5000,dst=9)",
+		b.ports[:]...)
 }
 
 // TestIntegrationTraceRecirc: ofproto/trace of a packet that NORMAL sends
@@ -203,8 +213,10 @@ func TestIntegrationTraceRecirc(t *testing.T) {
 		vsctl, ctl, _ := startGov(t, b.rundir)
 		b.configure(vsctl, b.lacpArgs()...)
 		gov := b.bondTraces(t, "govswitchd", ctl, peerMAC, h2MAC)
-		ovs[1] = b.normBondMember(t, "ovs-vswitchd", ovs[1])
-		gov[1] = b.normBondMember(t, "govswitchd", gov[1])
+		for i := 1; i < 3; i++ {
+			ovs[i] = b.normBondMember(t, "ovs-vswitchd", ovs[i])
+			gov[i] = b.normBondMember(t, "govswitchd", gov[i])
+		}
 		compareTraces(t, "balance-tcp bond", ovs, gov, ", priority 20\n    output:MEMBER\n")
 	})
 	t.Run("group", func(t *testing.T) {
