@@ -70,7 +70,7 @@ func (b *Bridge) trace(key *flow.Key, learn, odp bool) string {
 		printLines(i + 1)
 	}
 	printLines(len(out.Rules) + 1)
-	if out.Dropped != "" {
+	if out.Dropped != "" && out.trace.failed == "" {
 		fmt.Fprintf(&sb, "    >>>> %s <<<<\n", out.Dropped)
 	}
 	sb.WriteString("\nFinal flow: ")
@@ -93,7 +93,9 @@ func (b *Bridge) trace(key *flow.Key, learn, odp bool) string {
 	}
 	sb.Write(openflow.AppendMatchText(nil, &of, &wc, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
 	fmt.Fprintf(&sb, "\nDatapath actions: %s", datapath.FormatActions(out.Actions))
-	if out.Slow != 0 {
+	if out.trace.failed != "" {
+		fmt.Fprintf(&sb, "\nTranslation failed (%s), packet is dropped.", out.trace.failed)
+	} else if out.Slow != 0 {
 		// As ovs-vswitchd's explain_slow_path.
 		sb.WriteString("\nThis flow is handled by the userspace slow path because it:")
 		for _, why := range datapath.SlowPathExplanations(out.Slow) {

@@ -20,6 +20,9 @@ type traceLog struct {
 	// at the top of its pipeline noted one by one, as OVS prints the
 	// thawed actions (there is no rule line to list them).
 	actions bool
+	// failed, when set, is why the translation failed, in OVS's words
+	// (xlate_strerror): the trace says so in place of the drop reason.
+	failed string
 }
 
 // traceLine is one line of the trace: text, indented as printed, after
