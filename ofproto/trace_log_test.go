@@ -64,3 +64,31 @@ Datapath actions: %d
 		t.Errorf("second stage:\n%s\nwant it to end in:\n%s", second, want)
 	}
 }
+
+// TestTraceBondRecirc: a trace of a balance-tcp bond's second stage, the
+// recirc_id and a dp_hash given, thaws into OVS's hidden table 254 and
+// shows the rule of the hash's bucket, out of its member, and in_port
+// NONE in the final flow, as ovs-vswitchd 3.1's trace does (compared in
+// the bed by vswitchd's TestIntegrationTraceRecirc).
+func TestTraceBondRecirc(t *testing.T) {
+	dpSupportsHash.Store(true)
+	t.Cleanup(func() { dpSupportsHash.Store(false) })
+	b, x, bd := lacpBridge(t, BondBalanceTCP, false)
+	negotiate(t, b, bd)
+	k := tagged(13, 0, 0)
+	k.EthType, k.NwProto, k.TpSrc, k.TpDst = flow.EthTypeIPv4, 6, 1000, 80
+	if first := b.Trace(&k); !strings.Contains(first, "\n     -> no learned MAC for destination, flooding\n") {
+		t.Errorf("first stage does not say NORMAL floods:\n%s", first)
+	}
+	id := bd.recircID(&xctx{xstate: xstate{x: x, now: t0}})
+	k.RecircID, k.DPHash = id, 0x305
+	member := b.Ports.Snapshot().bonds[bd].buckets[5]
+	second := b.Trace(&k)
+	want := fmt.Sprintf("-------------\n    thaw\n        Resuming from table 254\n"+
+		"254. recirc_id=%#x,dp_hash=0x5/0xff, priority 20\n    output:%d\n\nFinal flow: recirc_id=%#x,dp_hash=0x305,",
+		id, member.OFPort, id)
+	if !strings.Contains(second, want) || !strings.Contains(second, ",in_port=ANY,") ||
+		!strings.HasSuffix(second, fmt.Sprintf("\nDatapath actions: %d\n", member.DPPort)) {
+		t.Errorf("second stage:\n%s\nwant it to hold\n%s\nin_port=ANY in its final flow and to end in the output to %s", second, want, member.Name)
+	}
+}
