@@ -132,7 +132,11 @@ func (b *Bridge) traceRule(sb *strings.Builder, out *Out, i int, cur *uint16) {
 		fmt.Fprintf(sb, ", cookie %#x", r.Value.Cookie)
 	}
 	sb.WriteByte('\n')
-	for _, a := range instructionList(&r.Value.Instructions) {
+	acts := instructionList(&r.Value.Instructions)
+	if t := out.trace; t != nil && t.cutRule == i+1 && t.cutActs < len(acts) {
+		acts = acts[:t.cutActs]
+	}
+	for _, a := range acts {
 		fmt.Fprintf(sb, "    %s\n", a)
 	}
 }

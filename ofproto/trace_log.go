@@ -23,6 +23,9 @@ type traceLog struct {
 	// failed, when set, is why the translation failed, in OVS's words
 	// (xlate_strerror): the trace says so in place of the drop reason.
 	failed string
+	// cutRule, when not 0, is the rule (Out.Rules index plus one) whose
+	// actions froze: the trace lists its first cutActs actions only.
+	cutRule, cutActs int
 }
 
 // traceLine is one line of the trace: text, indented as printed, after

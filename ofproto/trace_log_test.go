@@ -14,7 +14,8 @@ import (
 // compares the two in a bed): the first stage names the group and has no
 // bucket yet; the second, given the recirc_id and a dp_hash, thaws the
 // frozen rule (its restored actions, its table and cookie), picks the
-// bucket of the hash and runs the bucket's actions. Tracing allocates,
+// bucket of the hash, runs the bucket's actions and then the action after
+// the group, which the first stage did not list (it was frozen). Tracing allocates,
 // the translation it traces does not (TestXlateGroupDPHash).
 func TestTraceGroupDPHash(t *testing.T) {
 	dpSupportsHash.Store(true)
@@ -23,7 +24,8 @@ func TestTraceGroupDPHash(t *testing.T) {
 	b := &Bridge{Name: "br0", X: x, Ports: x.Ports}
 	addGroup(t, x, 2, openflow.GroupTypeSelect, outBucket(2), outBucket(3))
 	fm := FlowMod{Command: CmdAdd, Table: 0, Match: match(func(k *flow.Key, m *flow.Mask) {}), Priority: 1,
-		Cookie: 0x2a, Instructions: apply(openflow.Action{Type: openflow.ActGroup, Group: 2}), OutPort: openflow.PortAny}
+		Cookie: 0x2a, Instructions: apply(openflow.Action{Type: openflow.ActGroup, Group: 2}, openflow.Output(openflow.PortLocal, 0)),
+		OutPort: openflow.PortAny}
 	if err := x.Tables.Apply(&fm, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -48,17 +50,18 @@ bridge("br0")
 -------------
     thaw
             Resuming from table 0
-        Restoring actions: unroll_xlate(table=0, cookie=42),group:2
+        Restoring actions: unroll_xlate(table=0, cookie=42),group:2,LOCAL
     unroll_xlate(table=0, cookie=42)
     restored state: table=0, cookie=0x2a
     group:2
      -> using bucket %d
     bucket %d
             output:%d
+    LOCAL
 
 Final flow: unchanged
 Megaflow: recirc_id=%#x,dp_hash=0x5/0xf,eth,ip,in_port=1,nw_frag=no
-Datapath actions: %d
+Datapath actions: %d,0
 `, bucket, bucket, 2+bucket, id, 12+bucket)
 	if !strings.HasSuffix(second, want) {
 		t.Errorf("second stage:\n%s\nwant it to end in:\n%s", second, want)

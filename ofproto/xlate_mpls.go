@@ -245,6 +245,15 @@ func (c *xctx) recircFreeze(rest []openflow.Action, in *openflow.Instructions, h
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 	c.encap.freezeNext = false
 	c.exit = true
+	if t := c.out.trace; t != nil && c.out.NRules > 0 {
+		// OVS's trace lists the actions a rule ran: not those frozen.
+		// The group that asked for the hash ran; the action an MPLS
+		// freeze stopped at did not.
+		t.cutRule, t.cutActs = c.out.NRules, s.act
+		if h != nil {
+			t.cutActs++
+		}
+	}
 }
 
 // finishRecircFreeze ends a translation frozen deeper than a rule's own

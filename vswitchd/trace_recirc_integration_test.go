@@ -181,7 +181,10 @@ func (b *groupBed) groupTraces(t *testing.T, who, ctl, mgmt string) [4]string {
 	t.Helper()
 	for _, c := range [][]string{
 		{"-O", "OpenFlow15", "add-group", "group_id=1,type=select,selection_method=dp_hash,bucket=output:2,bucket=output:3"},
-		{"add-flow", "table=0,priority=100,in_port=1,udp,actions=group:1"},
+		// An action after the group: frozen with it, so the first
+		// stage does not list it, and run after the bucket by the
+		// second.
+		{"add-flow", "table=0,priority=100,in_port=1,udp,actions=group:1,LOCAL"},
 	} {
 		if out, err := ofctlAt(mgmt, c...); err != nil {
 			t.Fatalf("%s: ovs-ofctl %v: %v\n%s", who, c, err, out)
@@ -191,7 +194,7 @@ func (b *groupBed) groupTraces(t *testing.T, who, ctl, mgmt string) [4]string {
 		",nw_src=10.0.0.1,nw_dst=10.0.0.2,nw_ttl=64,udp_src=5000,udp_dst=9",
 		"in_port("+b.ports[0]+"),eth(src="+b.macs[0].String()+",dst="+b.macs[1].String()+"),eth_type(0x0800),"+
 			"ipv4(src=10.0.0.1,dst=10.0.0.2,proto=17,tos=0,ttl=64,frag=no),udp(src=5000,dst=9)",
-		b.ports[:]...)
+		append([]string{b.name}, b.ports[:]...)...)
 }
 
 // TestIntegrationTraceRecirc: ofproto/trace of a packet that NORMAL sends
@@ -234,7 +237,7 @@ func TestIntegrationTraceRecirc(t *testing.T) {
 		g := startGovSwitch(t, b.rundir)
 		b.configure(func(args ...string) string { t.Helper(); return g.vsctl(t, args...) })
 		gov := b.groupTraces(t, "govswitchd", g.ctl, g.mgmt(t, b.name))
-		compareTraces(t, "dp_hash select group", ovs, gov, "    bucket 1\n            output:3\n\nFinal flow: unchanged\n"+
-			"Megaflow: recirc_id=ID,dp_hash=0x5/0xf,eth,ip,in_port=1,nw_frag=no\nDatapath actions: "+b.ports[2]+"\n")
+		compareTraces(t, "dp_hash select group", ovs, gov, "    bucket 1\n            output:3\n    LOCAL\n\nFinal flow: unchanged\n"+
+			"Megaflow: recirc_id=ID,dp_hash=0x5/0xf,eth,ip,in_port=1,nw_frag=no\nDatapath actions: "+b.ports[2]+","+b.name+"\n")
 	})
 }
