@@ -71,7 +71,9 @@ func (b *Bridge) trace(key *flow.Key, learn, odp bool) string {
 	}
 	printLines(len(out.Rules) + 1)
 	if out.Dropped != "" && out.trace.failed == "" {
-		fmt.Fprintf(&sb, "    >>>> %s <<<<\n", out.Dropped)
+		// Indented as OVS indents an error under a rule: one level, and
+		// the " >>>> " of its kind.
+		fmt.Fprintf(&sb, "     >>>> %s <<<<\n", out.Dropped)
 	}
 	sb.WriteString("\nFinal flow: ")
 	if final := out.ctx.flow; final == of {
