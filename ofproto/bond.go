@@ -397,7 +397,7 @@ func (b *Bridge) Bonds() []BondStatus {
 			bs.Active, bs.ActiveMAC = st.active.Name, st.active.HWAddr
 		}
 		st.rebalanceStatus(&bs) // bond_rebalance.go
-		if b.X != nil && bondDPHash.Load() && s.mirrors == nil && st.balance() == BondBalanceTCP {
+		if b.X != nil && dpSupportsHash.Load() && s.mirrors == nil && st.balance() == BondBalanceTCP {
 			bs.RecircID = recircs.id(&frozenState{x: b.X, bond: st.bond}, time.Now())
 		}
 		out = append(out, bs)

@@ -2,6 +2,7 @@ package ofproto
 
 import (
 	"math/bits"
+	"sync/atomic"
 
 	"github.com/govswitch/govswitch/datapath"
 )
@@ -26,6 +27,14 @@ import (
 // weight/divisor, divisors rising by two per value won, the first bucket
 // winning ties. A live bucket is found from the packet's own value on,
 // so a dead bucket's share spreads over its neighbours in the table.
+
+// dpSupportsHash is set when the datapath has the hash action (which
+// computes a packet's dp_hash in the kernel) and the recirc action that
+// brings the hashed packet back (noteDatapathFeatures). It gates both
+// users of the kernel's hash: balance-tcp bonds (xlate_bond.go) and select
+// groups that pick by dp_hash (dpHashUsable). False, as on the dummy
+// datapath, both hash in userspace instead.
+var dpSupportsHash atomic.Bool
 
 // maxGroupHashValues is OVS's MAX_SELECT_GROUP_HASH_VALUES.
 const maxGroupHashValues = 256

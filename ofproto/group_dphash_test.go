@@ -69,8 +69,8 @@ func TestGroupHashTable(t *testing.T) {
 // dp_hash in the megaflow), then runs the action after the group. A dead
 // bucket's values go to the next live one. Neither stage allocates.
 func TestXlateGroupDPHash(t *testing.T) {
-	bondDPHash.Store(true)
-	t.Cleanup(func() { bondDPHash.Store(false) })
+	dpSupportsHash.Store(true)
+	t.Cleanup(func() { dpSupportsHash.Store(false) })
 	x := groupBridge(t)
 	addGroup(t, x, 2, openflow.GroupTypeSelect, outBucket(2), outBucket(3))
 	grp := openflow.Action{Type: openflow.ActGroup, Group: 2}
@@ -155,8 +155,8 @@ func TestXlateGroupDPHash(t *testing.T) {
 // action, and for selection_method=hash, the bucket is picked here and
 // the hashed fields join the megaflow, as before.
 func TestXlateGroupDPHashFallback(t *testing.T) {
-	bondDPHash.Store(true)
-	t.Cleanup(func() { bondDPHash.Store(false) })
+	dpSupportsHash.Store(true)
+	t.Cleanup(func() { dpSupportsHash.Store(false) })
 	x := groupBridge(t)
 	addGroup(t, x, 2, openflow.GroupTypeSelect, outBucket(2), outBucket(3))
 	mustAdd(t, x, 0, func(k *flow.Key, m *flow.Mask) {}, 1, apply(openflow.Resubmit(openflow.PortInPort, 1)))
@@ -171,7 +171,7 @@ func TestXlateGroupDPHashFallback(t *testing.T) {
 	if out := translate(xs, pkt(11)); datapath.FormatActions(out.Actions) != "12" && datapath.FormatActions(out.Actions) != "13" {
 		t.Errorf("group in the action set: %s, want a bucket picked here", datapath.FormatActions(out.Actions))
 	}
-	bondDPHash.Store(false)
+	dpSupportsHash.Store(false)
 	x2 := groupBridge(t)
 	addGroup(t, x2, 2, openflow.GroupTypeSelect, outBucket(2), outBucket(3))
 	mustAdd(t, x2, 0, func(k *flow.Key, m *flow.Mask) {}, 1, apply(openflow.Action{Type: openflow.ActGroup, Group: 2}))

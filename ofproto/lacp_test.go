@@ -561,8 +561,8 @@ func TestLACPCurrent(t *testing.T) {
 // member of its dp_hash's bucket, both members taking buckets, with the
 // bucket's bits of dp_hash in the megaflow and the bytes credited to it.
 func TestLACPBalanceTCPRecirc(t *testing.T) {
-	bondDPHash.Store(true)
-	t.Cleanup(func() { bondDPHash.Store(false) })
+	dpSupportsHash.Store(true)
+	t.Cleanup(func() { dpSupportsHash.Store(false) })
 	b, x, bd := lacpBridge(t, BondBalanceTCP, false)
 	negotiate(t, b, bd)
 	var out Out
@@ -607,7 +607,7 @@ func TestLACPBalanceTCPRecirc(t *testing.T) {
 	}
 
 	// Without the hash action: the old form, the 5-tuple hashed here.
-	bondDPHash.Store(false)
+	dpSupportsHash.Store(false)
 	x.Translate(&k, t0, true, &out)
 	if got := datapath.FormatActions(out.Actions); got != "0,11,14" && got != "0,12,14" || out.WC.TpSrc != 0xffff {
 		t.Errorf("without the hash action: %s (mask tp_src %#x), want an output to a member and the 5-tuple in the mask", got, out.WC.TpSrc)

@@ -98,7 +98,7 @@ func TestCtTupleTrace(t *testing.T) {
 	for _, want := range []string{
 		"Flow: ct_state=est|rpl|trk,ct_nw_src=10.1.1.1,ct_nw_dst=10.1.1.2,ct_nw_proto=17,ct_tp_src=1,ct_tp_dst=2,udp,in_port=1,",
 		" 0. ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,udp, priority 10\n",
-		"Megaflow: recirc_id=0,eth,ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,",
+		"Megaflow: recirc_id=0,ct_state=+est+trk,ct_nw_src=10.1.1.0/24,ct_nw_proto=17,ct_tp_dst=2,eth,",
 	} {
 		if !strings.Contains(tr, want) {
 			t.Errorf("trace lacks %q:\n%s", want, tr)

@@ -36,6 +36,9 @@ type frozenState struct {
 	// packet resumes at the lookup in table.
 	instr *openflow.Instructions
 	act   int
+	// cookie is the frozen rule's cookie, restored with its table when
+	// the packet resumes (OVS's unroll_xlate).
+	cookie uint64
 	// cont, when set, is a frozen translation that resumes as a
 	// continuation does (recircEntry.cont, decoded; this is its encoding,
 	// by which equal freezes share an id): a recirculation after pop_mpls

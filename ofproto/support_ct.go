@@ -24,7 +24,7 @@ func noteDatapathFeatures(f datapath.Features) {
 	if f.CtProbed {
 		ctFeatures.Store(&f)
 	}
-	bondDPHash.Store(f.Hash && f.Recirc) // xlate_bond.go
+	dpSupportsHash.Store(f.Hash && f.Recirc) // group_dphash.go
 }
 
 // nxErrorCodes10 is where Nicira's OpenFlow 1.0 error codes start: a

@@ -20,50 +20,60 @@ func (b *Bridge) Trace(key *flow.Key) string { return b.TraceLearn(key, false) }
 
 // TraceLearn is Trace that lets NORMAL learn the source address when
 // learn is set (ofproto/trace -generate), as a real packet would.
-func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
+func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string { return b.trace(key, learn, false) }
+
+// TraceDatapath is TraceLearn for a flow given in the datapath's syntax
+// (ofproto/trace's odp_flow). As ovs-vswitchd finds the bridge of such a
+// flow, a recirculated one's OpenFlow in_port, which its Flow and
+// Megaflow lines show, is the one its frozen state keeps (ANY after a
+// bond's hash, which keeps none) rather than the datapath port's.
+func (b *Bridge) TraceDatapath(key *flow.Key, learn bool) string { return b.trace(key, learn, true) }
+
+func (b *Bridge) trace(key *flow.Key, learn, odp bool) string {
 	var out Out
+	out.trace = &traceLog{}
 	b.X.Translate(key, time.Now(), learn, &out)
 	ports := b.Ports.Snapshot()
 	of := *key // the packet in OpenFlow numbering
 	if p := ports.ByDP(key.InPort); p != nil {
 		of.InPort = p.OFPort
 	}
+	if odp && key.RecircID != 0 {
+		if s, ok := recircs.lookup(key.RecircID, time.Now()); ok && s.x == b.X {
+			of.InPort = s.inPort
+			if s.bond != nil {
+				of.InPort = openflow.PortAny
+			}
+		}
+	}
 	var sb strings.Builder
 	sb.WriteString("Flow: ")
 	sb.Write(appendFlowText(nil, &of))
 	fmt.Fprintf(&sb, "\n\nbridge(%q)\n%s\n", b.Name, strings.Repeat("-", len(b.Name)+10))
-	if out.NRules == 0 && out.Dropped == "" {
+	lines := out.trace.lines
+	if out.NRules == 0 && out.Dropped == "" && len(lines) == 0 {
 		sb.WriteString(" 0. No match.\n    drop\n")
 	}
-	cur := b.X.ID
-	for i := 0; i < out.NRules; i++ {
-		r := out.Rules[i]
-		if isPatchCounter(r) || isCounter(r) {
-			continue // a patch port's, a group's or a bucket's counter
-		}
-		if id := out.RuleBridges[i]; id != cur {
-			// Through a patch port into another bridge, as OVS's trace
-			// heads the peer's part.
-			cur = id
-			if pb := b.Backer.set.Load().byID[id]; pb != nil {
-				fmt.Fprintf(&sb, "\n    bridge(%q)\n    %s\n", pb.Name, strings.Repeat("-", len(pb.Name)+10))
-			}
-		}
-		match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority})
-		if len(match) > 0 {
-			match = append(match, ", "...)
-		}
-		fmt.Fprintf(&sb, " %d. %spriority %d", r.Value.Table, match, r.Priority)
-		if r.Value.Cookie != 0 {
-			fmt.Fprintf(&sb, ", cookie %#x", r.Value.Cookie)
-		}
-		sb.WriteByte('\n')
-		for _, a := range instructionList(&r.Value.Instructions) {
-			fmt.Fprintf(&sb, "    %s\n", a)
+	// The translation's own lines (trace_log.go) go after the rule they
+	// followed: those before any rule (a thaw) first.
+	printLines := func(upto int) {
+		for len(lines) > 0 && lines[0].after <= upto {
+			sb.WriteString(lines[0].text)
+			sb.WriteByte('\n')
+			lines = lines[1:]
 		}
 	}
-	if out.Dropped != "" {
-		fmt.Fprintf(&sb, "    >>>> %s <<<<\n", out.Dropped)
+	printLines(0)
+	cur := b.X.ID
+	for i := 0; i < out.NRules; i++ {
+		b.traceRule(&sb, &out, i, &cur)
+		printLines(i + 1)
+	}
+	printLines(len(out.Rules) + 1)
+	if out.Dropped != "" && out.trace.failed == "" {
+		// Indented as OVS indents an error under a rule: one level, and
+		// the " >>>> " of its kind.
+		fmt.Fprintf(&sb, "     >>>> %s <<<<\n", out.Dropped)
 	}
 	sb.WriteString("\nFinal flow: ")
 	if final := out.ctx.flow; final == of {
@@ -85,7 +95,9 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	}
 	sb.Write(openflow.AppendMatchText(nil, &of, &wc, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true}))
 	fmt.Fprintf(&sb, "\nDatapath actions: %s", datapath.FormatActions(out.Actions))
-	if out.Slow != 0 {
+	if out.trace.failed != "" {
+		fmt.Fprintf(&sb, "\nTranslation failed (%s), packet is dropped.", out.trace.failed)
+	} else if out.Slow != 0 {
 		// As ovs-vswitchd's explain_slow_path.
 		sb.WriteString("\nThis flow is handled by the userspace slow path because it:")
 		for _, why := range datapath.SlowPathExplanations(out.Slow) {
@@ -94,6 +106,41 @@ func (b *Bridge) TraceLearn(key *flow.Key, learn bool) string {
 	}
 	sb.WriteByte('\n')
 	return sb.String()
+}
+
+// traceRule writes rule i of out as OVS's trace heads a table's match,
+// with its actions; cur is the bridge the trace is in, which a rule of
+// another (through a patch port) changes, under a heading of its own.
+// Counters (a patch port's, a group's, a bucket's) write nothing.
+func (b *Bridge) traceRule(sb *strings.Builder, out *Out, i int, cur *uint16) {
+	r := out.Rules[i]
+	if isPatchCounter(r) || isCounter(r) {
+		return
+	}
+	if id := out.RuleBridges[i]; id != *cur {
+		// Through a patch port into another bridge, as OVS's trace
+		// heads the peer's part.
+		*cur = id
+		if pb := b.Backer.set.Load().byID[id]; pb != nil {
+			fmt.Fprintf(sb, "\n    bridge(%q)\n    %s\n", pb.Name, strings.Repeat("-", len(pb.Name)+10))
+		}
+	}
+	match := openflow.AppendMatchText(nil, &r.Match.Key, &r.Match.Mask, openflow.MatchText{Priority: openflow.DefaultPriority})
+	if len(match) > 0 {
+		match = append(match, ", "...)
+	}
+	fmt.Fprintf(sb, "%2d. %spriority %d", r.Value.Table, match, r.Priority)
+	if r.Value.Cookie != 0 {
+		fmt.Fprintf(sb, ", cookie %#x", r.Value.Cookie)
+	}
+	sb.WriteByte('\n')
+	acts := instructionList(&r.Value.Instructions)
+	if t := out.trace; t != nil && t.cutRule == i+1 && t.cutActs < len(acts) {
+		acts = acts[:t.cutActs]
+	}
+	for _, a := range acts {
+		fmt.Fprintf(sb, "    %s\n", a)
+	}
 }
 
 // InstructionsString formats a rule's instructions roughly as ovs-ofctl
@@ -189,6 +236,8 @@ func ActionString(a *openflow.Action) string {
 			return fmt.Sprintf("resubmit(%s,%s)", in, ct)
 		}
 		return fmt.Sprintf("resubmit(%s,%d%s)", in, a.Table, ct)
+	case openflow.ActGroup:
+		return fmt.Sprintf("group:%d", a.Group)
 	case openflow.ActSetNwTTL:
 		return fmt.Sprintf("mod_nw_ttl:%d", a.TTL)
 	case openflow.ActFinTimeout:
@@ -210,5 +259,7 @@ func ActionString(a *openflow.Action) string {
 // writes a match: the trace's "Flow:" and "Final flow:" lines.
 func appendFlowText(b []byte, k *flow.Key) []byte {
 	m := openflow.FlowMask(k)
-	return openflow.AppendMatchText(b, k, &m, openflow.MatchText{Priority: openflow.DefaultPriority})
+	// A packet's flow has its packet type, which OVS prints once the
+	// packet has a recirc_id (as in a megaflow).
+	return openflow.AppendMatchText(b, k, &m, openflow.MatchText{Priority: openflow.DefaultPriority, Megaflow: true})
 }

@@ -184,6 +184,10 @@ type Out struct {
 	// mcastPorts is NORMAL's multicast port list (xlate_mcast.go),
 	// kept for its capacity.
 	mcastPorts []uint32
+
+	// trace is set by ofproto/trace only (trace_log.go); reset leaves
+	// it, so a trace sets it before it translates.
+	trace *traceLog
 }
 
 func (o *Out) reset() {
@@ -508,6 +512,9 @@ func (c *xctx) doActionsIn(list []openflow.Action, in *openflow.Instructions) bo
 			return false
 		}
 		c.groupFreezeOK = in != nil && c.depth == 0 && list[i].Type == openflow.ActGroup && len(list) <= len(in.Apply)
+		if c.out.trace != nil && c.out.trace.actions && c.depth == 0 {
+			c.trace(traceAction, "%s", ActionString(&list[i]))
+		}
 		c.doAction(&list[i])
 		if c.hashFreeze != nil {
 			// A select group asked for the datapath's hash: freeze from
@@ -916,6 +923,9 @@ func (c *xctx) normal() {
 	if mac != nil && c.learn && c.inPort != nil && maclearn.IsLearnable(c.flow.EthSrc) {
 		if mac.Learn(vlan, c.flow.EthSrc, c.learnPort(), c.now) {
 			c.out.Learned = true
+			if c.out.trace != nil {
+				c.trace(traceAction, " -> learned that %s is on port %s in VLAN %d", macText(c.flow.EthSrc), c.bundleName(), vlan)
+			}
 		}
 	}
 	if ms := c.x.mcast.Load(); ms != nil && c.flow.EthDst[0]&1 != 0 && c.flow.EthDst != ones6 &&
@@ -925,13 +935,34 @@ func (c *xctx) normal() {
 	}
 	if mac != nil && c.flow.EthDst[0]&1 == 0 {
 		if p, ok := mac.Lookup(vlan, c.flow.EthDst, c.now); ok {
-			if pt := c.ports.ByOF(p); pt != nil && !c.sameBundle(pt) && pt.VLAN.includesX(&ix) && !c.mirrorOut(pt) {
-				c.normalOutput(pt, vlan, &ix)
+			pt := c.ports.ByOF(p)
+			switch {
+			case pt == nil:
+				if c.out.trace != nil {
+					c.trace(traceAction, " >> learned port is unknown, dropping")
+				}
+			case c.sameBundle(pt):
+				c.traceDetail("learned port is input port, dropping")
+			default:
+				c.traceDetail("forwarding to learned port")
+				if pt.VLAN.includesX(&ix) && !c.mirrorOut(pt) {
+					c.normalOutput(pt, vlan, &ix)
+				}
 			}
 			return
 		}
 	}
+	c.traceDetail("no learned MAC for destination, flooding")
 	c.normalFlood(vlan, &ix)
+}
+
+// bundleName is the name OVS gives the input port's bundle: its bond's
+// port name, or its own.
+func (c *xctx) bundleName() string {
+	if c.inPort.Bond != nil {
+		return c.inPort.Bond.Config.Name
+	}
+	return c.inPort.Name
 }
 
 // normalFlood is NORMAL's flood of a frame of VLAN vlan, internal tags

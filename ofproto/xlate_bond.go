@@ -1,10 +1,9 @@
 package ofproto
 
 import (
-	"sync/atomic"
-
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
+	"github.com/govswitch/govswitch/ofproto/openflow"
 )
 
 // NORMAL over bonds (bond.go): the hooks xlate.go's normal calls. None of
@@ -18,20 +17,16 @@ import (
 // first flow then needs no L3/L4 fields in its megaflow, and the second
 // stage has at most 256 flows per input port, one a bucket, whose bytes
 // rebalancing credits to their bucket. Without the hash action
-// (bondDPHash false: the dummy datapath, or a kernel that lacks it) the
+// (dpSupportsHash false: the dummy datapath, or a kernel that lacks it) the
 // 5-tuple is hashed here (bondHash5), the megaflow holding it. Outputs
 // mirrored to a bond, and bridges with mirrors, keep the old form: the
 // mirror's copy is made where the output is.
-
-// bondDPHash is set when the datapath has the hash and recirc actions
-// (noteDatapathFeatures).
-var bondDPHash atomic.Bool
 
 // bondRecirc emits the recirculation form of NORMAL's output to bond
 // member pt, for a balance-tcp bond that may use it, and reports whether
 // it did; ix is the input VLAN, for the output tagging.
 func (c *xctx) bondRecirc(pt *Port, ix *xvlan) bool {
-	if !bondDPHash.Load() || c.ports.mirrors != nil {
+	if !dpSupportsHash.Load() || c.ports.mirrors != nil {
 		return false
 	}
 	st := c.ports.bonds[pt.Bond]
@@ -72,7 +67,36 @@ func (c *xctx) bondResume(bd *Bond, key *flow.Key) {
 	}
 	h := uint8(key.DPHash)
 	c.out.acct = bondAcct{bd, h}
+	if c.out.trace != nil {
+		c.traceBondThaw(key, st.buckets[h])
+	}
 	c.emitOutput(st.buckets[h])
+	// The bond's frozen state has no input port: OVS's thaw leaves
+	// in_port NONE, which its trace's final flow shows.
+	c.flow.InPort = openflow.PortAny
+}
+
+// tableInternal is OVS's TBL_INTERNAL, the hidden table of its bonds'
+// post-recirculation rules.
+const tableInternal = 254
+
+// bondRecircPriority is the priority of OVS's hidden post-recirculation
+// rules of a bond (table 254, one a bucket), which its trace shows.
+const bondRecircPriority = 20
+
+// traceBondThaw writes what OVS's trace says of a bond's second stage:
+// the thaw into its internal table and the hidden rule of the packet's
+// bucket, whose action is the output to member pt.
+func (c *xctx) traceBondThaw(key *flow.Key, pt *Port) {
+	c.trace(traceAction, "thaw")
+	c.trace(8, "Resuming from table %d", tableInternal)
+	c.trace(0, "%d. recirc_id=%s,dp_hash=%s/0xff, priority %d", tableInternal, cHex(uint64(key.RecircID)),
+		cHex(uint64(key.DPHash&(bondBuckets-1))), bondRecircPriority)
+	if pt != nil {
+		c.trace(traceAction, "output:%d", pt.OFPort)
+	} else {
+		c.trace(traceAction, "drop")
+	}
 }
 
 // bondIn is the state of the bond the input port is a member of, nil when

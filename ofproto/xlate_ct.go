@@ -19,6 +19,12 @@ func (c *xctx) resume(key *flow.Key) bool {
 	s, cont, ok := recircs.lookupCont(key.RecircID, c.now)
 	if !ok || s.x != c.x {
 		c.out.Dropped = "unknown recirculation id"
+		if t := c.out.trace; t != nil {
+			// As OVS's trace reports it: an error, and the translation
+			// failed.
+			c.trace(traceAction, " >>>> Recirculation context not found for ID %x <<<<", key.RecircID)
+			t.failed = "No recirculation context"
+		}
 		return false
 	}
 	if s.bond != nil {

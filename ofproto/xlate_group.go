@@ -58,12 +58,12 @@ func (c *xctx) group(id uint32) {
 			// group counts then, when a bucket is picked.
 			c.hashFreeze = g.hash
 			c.exit = true
+			// As OVS's trace says of the first pass: no bucket yet.
+			c.traceDetail("no live bucket")
 			return
 		}
 		c.note(g.counter)
-		if i := c.dpHashBucket(g); i >= 0 {
-			c.bucket(g, i)
-		}
+		c.pickedBucket(g, c.dpHashBucket(g))
 		return
 	}
 	c.note(g.counter)
@@ -73,14 +73,23 @@ func (c *xctx) group(id uint32) {
 			c.bucket(g, i)
 		}
 	case openflow.GroupTypeFF:
-		if i := c.firstLiveBucket(g, 0); i >= 0 {
-			c.bucket(g, i)
-		}
+		c.pickedBucket(g, c.firstLiveBucket(g, 0))
 	case openflow.GroupTypeSelect:
-		if i := c.selectBucket(g); i >= 0 {
-			c.bucket(g, i)
-		}
+		c.pickedBucket(g, c.selectBucket(g))
 	}
+}
+
+// pickedBucket runs bucket i of a select or fast failover group, none
+// when i is -1, and says which in a trace.
+func (c *xctx) pickedBucket(g *Group, i int) {
+	if i < 0 {
+		c.traceDetail("no live bucket")
+		return
+	}
+	if c.out.trace != nil {
+		c.trace(traceAction, " -> using bucket %d", g.Buckets[i].ID)
+	}
+	c.bucket(g, i)
 }
 
 // dpHashUsable reports whether a dp_hash group may hash in the datapath
@@ -89,7 +98,7 @@ func (c *xctx) group(id uint32) {
 // translation does not carry the mirrors already served) and the packet
 // has an Ethernet header to recirculate with.
 func (c *xctx) dpHashUsable() bool {
-	return bondDPHash.Load() && c.ports.mirrors == nil && !c.encap.noEth
+	return dpSupportsHash.Load() && c.ports.mirrors == nil && !c.encap.noEth
 }
 
 // bucket runs bucket i of g on a copy of the flow.
@@ -98,6 +107,13 @@ func (c *xctx) bucket(g *Group, i int) {
 		return
 	}
 	c.note(g.bucketCounters[i])
+	if c.out.trace != nil {
+		// OVS's trace nests the bucket's actions under it.
+		c.trace(traceAction, "bucket %d", g.Buckets[i].ID)
+		for j := range g.Buckets[i].Actions {
+			c.trace(traceNested, "%s", ActionString(&g.Buckets[i].Actions[j]))
+		}
+	}
 	saved := c.flow
 	c.depth++
 	c.doActions(g.Buckets[i].Actions)

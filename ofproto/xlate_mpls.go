@@ -1,6 +1,9 @@
 package ofproto
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/govswitch/govswitch/datapath"
 	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/openflow"
@@ -228,7 +231,7 @@ func (c *xctx) recircFreeze(rest []openflow.Action, in *openflow.Instructions, h
 	}
 	c.commit()
 	s := frozenState{x: c.x, table: c.table, inPort: c.flow.InPort, metadata: c.flow.OFMetadata, regs: c.flow.Regs,
-		instr: in, act: len(in.Apply) - len(rest)}
+		instr: in, act: len(in.Apply) - len(rest), cookie: c.cookie}
 	id := recircs.id(&s, c.now)
 	if id == 0 {
 		c.out.Actions = c.out.Actions[:0]
@@ -242,6 +245,15 @@ func (c *xctx) recircFreeze(rest []openflow.Action, in *openflow.Instructions, h
 	c.out.Actions = datapath.AppendRecirc(c.out.Actions, id)
 	c.encap.freezeNext = false
 	c.exit = true
+	if t := c.out.trace; t != nil && c.out.NRules > 0 {
+		// OVS's trace lists the actions a rule ran: not those frozen.
+		// The group that asked for the hash ran; the action an MPLS
+		// freeze stopped at did not.
+		t.cutRule, t.cutActs = c.out.NRules, s.act
+		if h != nil {
+			t.cutActs++
+		}
+	}
 }
 
 // finishRecircFreeze ends a translation frozen deeper than a rule's own
@@ -278,13 +290,37 @@ func (c *xctx) finishRecircFreeze(cont *openflow.Continuation) {
 // from action s.act), for a packet back from mplsFreeze's recirculation.
 func (c *xctx) resumeFrozen(s *frozenState) {
 	in := s.instr
-	c.table = s.table
+	c.table, c.cookie = s.table, s.cookie
 	if s.act > len(in.Apply) {
 		return
 	}
+	if t := c.out.trace; t != nil {
+		c.traceThaw(s)
+		t.actions = true
+	}
 	if c.doActionsIn(in.Apply[s.act:], in) && !c.exit && !c.ctrl.pausing {
+		if c.out.trace != nil {
+			c.out.trace.actions = false
+		}
 		c.finishRule(in)
 	}
+	if c.out.trace != nil {
+		c.out.trace.actions = false
+	}
+}
+
+// traceThaw writes what OVS's trace says of a thawed rule: the frozen
+// actions it restores (an unroll_xlate that restores the rule's table
+// and cookie, then what was left of the rule's instructions), and the
+// unroll_xlate run.
+func (c *xctx) traceThaw(s *frozenState) {
+	unroll := fmt.Sprintf("unroll_xlate(table=%d, cookie=%d)", s.table, s.cookie)
+	rest := instructionList(s.instr)[s.act:]
+	c.trace(traceAction, "thaw")
+	c.trace(traceNested, "Resuming from table %d", s.table)
+	c.trace(8, "Restoring actions: %s", strings.Join(append([]string{unroll}, rest...), ","))
+	c.trace(traceAction, "%s", unroll)
+	c.trace(traceAction, "restored state: table=%d, cookie=%s", s.table, cHex(s.cookie))
 }
 
 // mplsCheckAction is the flow_mod check of an MPLS action against the

@@ -107,6 +107,9 @@ func (d *Daemon) trace(args []string) (string, error) {
 		k.InPort = p.DPPort
 		key = k
 	}
+	if isODPFlow(text) {
+		return b.TraceDatapath(&key, learn), nil
+	}
 	return b.TraceLearn(&key, learn), nil
 }
 

@@ -19,8 +19,10 @@ import (
 type MatchText struct {
 	// Priority, when not DefaultPriority, prints first as priority=N.
 	Priority int
-	// Megaflow prints the "eth" packet type after recirc_id, as OVS does
-	// for a datapath flow's match (ofproto/trace's Megaflow line).
+	// Megaflow prints the "eth" packet type of a match with a recirc_id,
+	// after the metadata and conntrack fields, as OVS's match_format
+	// does for a datapath flow's match and a packet's flow
+	// (ofproto/trace's Megaflow, Flow and Final flow lines).
 	Megaflow bool
 	// PortName names an OpenFlow port; nil prints numbers (and LOCAL,
 	// ...).
@@ -44,9 +46,6 @@ func AppendMatchText(b []byte, k *flow.Key, m *flow.Mask, o MatchText) []byte {
 	t.hex32("pkt_mark", k.Mark, m.Mark)
 	if m.RecircID != 0 {
 		t.hex32("recirc_id", k.RecircID, m.RecircID)
-		if o.Megaflow {
-			t.word("eth")
-		}
 	}
 	t.hex32("dp_hash", k.DPHash, m.DPHash)
 	if m.Priority != 0 {
@@ -70,6 +69,9 @@ func AppendMatchText(b []byte, k *flow.Key, m *flow.Mask, o MatchText) []byte {
 		}
 	}
 	t.ctTuple(k, m) // field_ct.go
+	if m.RecircID != 0 && o.Megaflow {
+		t.word("eth")
+	}
 	skipType, skipProto := false, false
 	if m.EthType != 0 {
 		skipType = true
