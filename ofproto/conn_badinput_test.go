@@ -121,8 +121,10 @@ func badInputCases(t *testing.T) []badCase {
 			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadType},
 		{name: "set async with a short property 1.4", v: v14, raw: hdr(v14, 28, 0, 0, 0, 6, 0, 0),
 			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadLen},
-		{name: "packet out matching a register 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
-			0, 1, 0, 12, 0, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0), // OXM NXM_NX_REG0=1
+		// Registers and metadata start a 1.5 packet-out's pipeline
+		// (TestOfctlXRegs15PacketOut); the tunnel fields do not yet.
+		{name: "packet out matching tun_id 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+			0, 1, 0, 16, 0, 1, 0x20, 8, 0, 0, 0, 0, 0, 0, 0, 1), // NXM_NX_TUN_ID=1
 			typ: openflow.Err13TypeBadMatch, code: openflow.BadMatch13BadField},
 		{name: "packet out actions overrun 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0x40, 0, 0,
 			0, 1, 0, 4, 0, 0, 0, 0),

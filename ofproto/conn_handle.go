@@ -521,7 +521,7 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		c.logRefusal("packet-out", err)
 		return c.sendFlowModError(raw, err)
 	}
-	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
+	if err := c.m.b.PacketOutPipeline(m.Data, in, &m.Pipeline, m.Actions); err != nil {
 		if xe := (*ExecuteError)(nil); errors.As(err, &xe) {
 			if warnAllowed(time.Now()) {
 				c.log.Warn(xe.Error())
