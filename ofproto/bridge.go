@@ -466,6 +466,11 @@ func (b *Bridge) PacketOutPipeline(packet []byte, inPort uint32, pipe *openflow.
 	var out Out
 	flow.ExtractNDExt(&key, packet, nil) // for rules on nd_reserved, nd_options_type
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
+	// The rules a resubmit or output:TABLE ran count the packet, as
+	// ovs-vswitchd's do.
+	for r := 0; r < out.NRules; r++ {
+		out.Rules[r].Value.Credit(1, uint64(len(packet)), now)
+	}
 	applyLearns(&out, now)
 	out.applyFinTimeouts(key.TCPFlags) // a resubmit's rules' (xlate_fintimeout.go)
 	if out.Dropped != "" {
