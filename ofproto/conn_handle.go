@@ -353,6 +353,8 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendor
 	case ErrUnsupportedNXAction:
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendorType
+	case ErrBadArgument:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadArgument
 	case ErrInvalidMeter:
 		return openflow.Err13TypeMeterModFailed, openflow.MeterModFailed13InvalidMeter
 	case ErrUnsupportedSetField:

@@ -598,6 +598,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.outputReg(a)
 	case openflow.ActFinTimeout:
 		c.finTimeout(a) // xlate_fintimeout.go
+	case openflow.ActDeleteField:
+		c.deleteTunMD(a.Field) // tun_metadata.go
 	case openflow.ActExit:
 		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
 	case openflow.ActConj:
