@@ -23,7 +23,9 @@ func TestXlateDeleteField(t *testing.T) {
 	var set flow.Key
 	loc := openflow.CurrentTunMDLayout()[0]
 	copy(set.Tunnel.Metadata.Opts[loc.Off:], []byte{0, 0, 0, 0x0c})
-	del := func(n int) openflow.Action { return openflow.DeleteField(openflow.FieldTunMetadata0 + openflow.Field(n)) }
+	del := func(n int) openflow.Action {
+		return openflow.DeleteField(openflow.FieldTunMetadata0 + openflow.Field(n))
+	}
 	out1 := openflow.Output(openflow.PortInPort, 0)
 	for _, tc := range []struct {
 		name string
