@@ -230,11 +230,26 @@ func (c *of15Conn) packetInMatch(t *testing.T) string {
 // match bytes of each entry, hex.
 func (c *of15Conn) flowStatsMatches(t *testing.T) []string {
 	t.Helper()
+	var out []string
+	for _, e := range c.flowStats(t) {
+		out = append(out, e.match)
+	}
+	return out
+}
+
+// flowEntry15 is one OFPMP_FLOW_DESC entry's match and instructions, hex
+// (the statistics between them left out).
+type flowEntry15 struct{ match, instructions string }
+
+// flowStats asks for every flow (OFPMP_FLOW_DESC) and returns the
+// entries.
+func (c *of15Conn) flowStats(t *testing.T) []flowEntry15 {
+	t.Helper()
 	// multipart request: type FLOW_DESC, all tables, any port and group,
 	// no cookie, the empty match.
-	c.write(t, "0612003800000063"+"000100000000000"+"0"+"ff000000ffffffffffffffff00000000"+
+	c.write(t, "0612003800000063"+"0001000000000000"+"ff000000ffffffffffffffff00000000"+
 		"00000000000000000000000000000000"+"0001000400000000")
-	var out []string
+	var out []flowEntry15
 	for {
 		m := c.wait(t, 19, 0x63)
 		for e := m[16:]; len(e) >= 24; {
@@ -242,7 +257,16 @@ func (c *of15Conn) flowStatsMatches(t *testing.T) []string {
 			if n < 24 || n > len(e) {
 				t.Fatalf("flow stats entry of %d bytes in %d: % x", n, len(e), m)
 			}
-			out = append(out, hex.EncodeToString(ofpMatchAt(t, e[:n], 24)))
+			match := ofpMatchAt(t, e[:n], 24)
+			st := 24 + len(match) // ofp_stats: reserved, length, OXS fields, padding
+			if st+4 > n {
+				t.Fatalf("flow stats entry without stats: % x", e[:n])
+			}
+			insts := st + (int(binary.BigEndian.Uint16(e[st+2:]))+7)&^7
+			if insts > n {
+				t.Fatalf("flow stats entry's stats overrun it: % x", e[:n])
+			}
+			out = append(out, flowEntry15{hex.EncodeToString(match), hex.EncodeToString(e[insts:n])})
 			e = e[n:]
 		}
 		if binary.BigEndian.Uint16(m[10:])&1 == 0 {
