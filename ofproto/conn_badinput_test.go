@@ -126,6 +126,11 @@ func badInputCases(t *testing.T) []badCase {
 		{name: "packet out matching tun_id 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
 			0, 1, 0, 16, 0, 1, 0x20, 8, 0, 0, 0, 0, 0, 0, 0, 1), // NXM_NX_TUN_ID=1
 			typ: openflow.Err13TypeBadMatch, code: openflow.BadMatch13BadField},
+		// eth_type is no pipeline field: OFPBRC_PIPELINE_FIELDS_ONLY, as
+		// ovs-vswitchd answers (ovs-ofctl refuses to send it).
+		{name: "packet out matching eth_type 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+			0, 1, 0, 10, 0x80, 0, 0x0a, 2, 8, 0, 0, 0, 0, 0, 0, 0), // OXM_OF_ETH_TYPE=0x800
+			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequest15PipelineFieldsOnly},
 		{name: "packet out actions overrun 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0x40, 0, 0,
 			0, 1, 0, 4, 0, 0, 0, 0),
 			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadLen},

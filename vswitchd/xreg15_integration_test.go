@@ -71,6 +71,9 @@ type xregRun struct {
 	flows15   []string
 	matches15 []string // the ofp_match bytes of each 1.5 flow stats entry, hex, sorted
 	pinMatch  []string // the ofp_match of each 1.5 packet-in, hex, in arrival order
+	// badPipeline is the error type and code (hex) answering a 1.5
+	// packet-out whose match sets eth_type, no pipeline field.
+	badPipeline string
 }
 
 // ofTimes cuts what differs between two runs of the same flows.
@@ -139,7 +142,32 @@ func (b *xregBed) steps(t *testing.T, mgmt string) xregRun {
 	r.flows15 = cut(must("-O", "OpenFlow15", "dump-flows"))
 	r.matches15 = c.flowStatsMatches(t)
 	sort.Strings(r.matches15)
+	// packet-out, xid 0x77, no buffer, no actions, match eth_type=0x800.
+	c.write(t, "060d002000000077ffffffff00000000"+"0001000a80000a020800000000000000")
+	e := c.reply(t, 0x77)
+	if e[1] == 1 && len(e) >= 12 {
+		r.badPipeline = hex.EncodeToString(e[8:12])
+	}
 	return r
+}
+
+// reply returns the next message with xid, whatever its type.
+func (c *of15Conn) reply(t *testing.T, xid uint32) []byte {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m, ok := <-c.msgs:
+			if !ok {
+				t.Fatal("the switch closed the OpenFlow 1.5 connection")
+			}
+			if binary.BigEndian.Uint32(m[4:]) == xid {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("no answer to xid %d within 10 s", xid)
+		}
+	}
 }
 
 // of15Conn is a raw OpenFlow 1.5 connection to a bridge's management
@@ -293,7 +321,8 @@ func ofpMatchAt(t *testing.T, msg []byte, at int) []byte {
 // through ovs-vswitchd 3.1 in the same boot; ovs-ofctl dump-flows prints
 // the same in both versions; and govswitchd's own 1.5 bytes (flow stats
 // and packet-in matches) are ovs-vswitchd's: registers as 64-bit
-// OXM_OF_PKT_REG pairs, no NXM_NX_REG.
+// OXM_OF_PKT_REG pairs, no NXM_NX_REG; and a packet-out matching a field
+// that is no pipeline field gets the same error from both.
 func TestIntegrationXRegs15(t *testing.T) {
 	b := newXRegBed(t)
 
@@ -327,10 +356,14 @@ func TestIntegrationXRegs15(t *testing.T) {
 		{"dump-flows -O OpenFlow15", ovs.flows15, gov.flows15},
 		{"1.5 flow stats matches", ovs.matches15, gov.matches15},
 		{"1.5 packet-in matches", ovs.pinMatch, gov.pinMatch},
+		{"error for a packet-out matching eth_type", []string{ovs.badPipeline}, []string{gov.badPipeline}},
 	} {
 		if strings.Join(c.ovs, "\n") != strings.Join(c.gov, "\n") {
 			t.Errorf("%s differ:\novs-vswitchd:\n%s\ngovswitchd:\n%s", c.what, strings.Join(c.ovs, "\n"), strings.Join(c.gov, "\n"))
 		}
+	}
+	if ovs.badPipeline == "" {
+		t.Error("ovs-vswitchd took a 1.5 packet-out matching eth_type")
 	}
 	if len(ovs.flows15) != len(xregFlows15)+len(xregFlows13) {
 		t.Errorf("ovs-vswitchd dumped %d flows, want %d", len(ovs.flows15), len(xregFlows15)+len(xregFlows13))

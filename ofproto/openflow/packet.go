@@ -368,8 +368,9 @@ func decodeFlowRemoved15(env Envelope, body []byte) (Msg, error) {
 
 // decodePacketOut15 reads a 1.5 packet-out, whose input port travels in a
 // match with the registers and metadata the pipeline starts with
-// (Pipeline). The other pipeline fields 1.5 allows there (tunnel,
-// packet_type) are refused with OFPBMC_BAD_FIELD rather than ignored.
+// (Pipeline). The other pipeline fields 1.5 allows there (tunnel) are
+// refused with OFPBMC_BAD_FIELD rather than ignored; a field that is no
+// pipeline field with OFPBRC_PIPELINE_FIELDS_ONLY, as ovs-vswitchd does.
 func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
 	v := env.Version
 	if len(body) < 8 {
@@ -385,7 +386,15 @@ func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
 	inMask, in := match.Mask.InPort, match.Key.InPort
 	match.Mask.InPort, match.Key.InPort = 0, 0
 	if !packetOutPipeline.Covers(&match.Mask) {
-		return nil, errOf(v, kMatchBadField, "packet out match sets fields other than in_port, registers and metadata")
+		rest := match.Mask
+		rest.Regs, rest.OFMetadata, rest.Tunnel = [16]uint32{}, 0, flow.Tunnel{}
+		if rest != (flow.Mask{}) {
+			// A field that is no pipeline field at all, as
+			// ovs-vswitchd answers it.
+			return nil, &Error{Version: v, Type: ErrTypeBadRequest, Code: BadRequest15PipelineFieldsOnly, Err: ErrUnsupported,
+				Detail: "packet out match sets a field that is no pipeline field"}
+		}
+		return nil, errOf(v, kMatchBadField, "packet out match sets tunnel fields, which govswitchd does not start a pipeline with")
 	}
 	m.Pipeline = match
 	match.Key.InPort = in
