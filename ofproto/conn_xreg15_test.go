@@ -50,7 +50,8 @@ func TestOfctlXRegs15PacketOut(t *testing.T) {
 // TestXlateControllerRegisters: a plain output:CONTROLLER after the
 // pipeline set registers or metadata reports them in the packet-in's match,
 // as ovs-vswitchd does (TestIntegrationXRegs15 holds the bytes to its), so
-// it takes the extended userdata; with none set it keeps the plain form.
+// it takes the extended userdata, without allocating; with none set it
+// keeps the plain form.
 func TestXlateControllerRegisters(t *testing.T) {
 	x := testBridge(t)
 	x.ControllerPID.Store(77)
@@ -74,6 +75,10 @@ func TestXlateControllerRegisters(t *testing.T) {
 	if err := openflow.DecodeNXM(openflow.Version13, ext.Metadata, &md); err != nil ||
 		md.Key.Regs[3] != 5 || md.Key.Regs[14] != 3 || md.Mask.Regs[3] != ^uint32(0) || md.Mask.Regs[2] != 0 || md.Key.InPort != 1 {
 		t.Errorf("metadata %v: %s", err, &md)
+	}
+	// The extended form allocates nothing once the Out has grown.
+	if n := testing.AllocsPerRun(100, func() { k := pkt(11); x.Translate(&k, t0, true, &out) }); n != 0 {
+		t.Errorf("translating output:CONTROLLER with registers allocates %v times", n)
 	}
 	k = pkt(12)
 	x.Translate(&k, t0, true, &out)
