@@ -450,15 +450,34 @@ func (b *Bridge) SetPortVLAN(name string, v PortVLAN) error {
 // as if it had arrived on OpenFlow port inPort (a real port, or a reserved
 // one such as openflow.PortController).
 func (b *Bridge) PacketOut(packet []byte, inPort uint32, acts []openflow.Action) error {
+	return b.PacketOutPipeline(packet, inPort, nil, acts)
+}
+
+// PacketOutPipeline is PacketOut for a packet whose pipeline starts with
+// the registers and metadata of pipe (an OpenFlow 1.5 packet-out's match:
+// openflow.PacketOut.Pipeline), the bits outside its mask zero; nil is
+// PacketOut.
+func (b *Bridge) PacketOutPipeline(packet []byte, inPort uint32, pipe *openflow.Match, acts []openflow.Action) error {
 	now := time.Now()
 	md := flow.Metadata{}
 	if p := b.Ports.Snapshot().ByOF(inPort); p != nil {
 		md.InPort = p.DPPort
 	}
 	key := flow.Extract(packet, md)
+	if pipe != nil {
+		for i := range key.Regs {
+			key.Regs[i] = pipe.Key.Regs[i] & pipe.Mask.Regs[i]
+		}
+		key.OFMetadata = pipe.Key.OFMetadata & pipe.Mask.OFMetadata
+	}
 	var out Out
 	flow.ExtractNDExt(&key, packet, nil) // for rules on nd_reserved, nd_options_type
 	b.X.TranslateActions(&key, inPort, acts, now, &out)
+	// The rules a resubmit or output:TABLE ran count the packet, as
+	// ovs-vswitchd's do.
+	for r := 0; r < out.NRules; r++ {
+		out.Rules[r].Value.Credit(1, uint64(len(packet)), now)
+	}
 	applyLearns(&out, now)
 	out.applyFinTimeouts(key.TCPFlags) // a resubmit's rules' (xlate_fintimeout.go)
 	if out.Dropped != "" {

@@ -121,9 +121,16 @@ func badInputCases(t *testing.T) []badCase {
 			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadType},
 		{name: "set async with a short property 1.4", v: v14, raw: hdr(v14, 28, 0, 0, 0, 6, 0, 0),
 			typ: openflow.Err14TypeBadProperty, code: openflow.BadProperty14BadLen},
-		{name: "packet out matching a register 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
-			0, 1, 0, 12, 0, 1, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0), // OXM NXM_NX_REG0=1
+		// Registers and metadata start a 1.5 packet-out's pipeline
+		// (TestOfctlXRegs15PacketOut); the tunnel fields do not yet.
+		{name: "packet out matching tun_id 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+			0, 1, 0, 16, 0, 1, 0x20, 8, 0, 0, 0, 0, 0, 0, 0, 1), // NXM_NX_TUN_ID=1
 			typ: openflow.Err13TypeBadMatch, code: openflow.BadMatch13BadField},
+		// eth_type is no pipeline field: OFPBRC_PIPELINE_FIELDS_ONLY, as
+		// ovs-vswitchd answers (ovs-ofctl refuses to send it).
+		{name: "packet out matching eth_type 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+			0, 1, 0, 10, 0x80, 0, 0x0a, 2, 8, 0, 0, 0, 0, 0, 0, 0), // OXM_OF_ETH_TYPE=0x800
+			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequest15PipelineFieldsOnly},
 		{name: "packet out actions overrun 1.5", v: v15, raw: hdr(v15, 13, 0xff, 0xff, 0xff, 0xff, 0, 0x40, 0, 0,
 			0, 1, 0, 4, 0, 0, 0, 0),
 			typ: openflow.ErrTypeBadRequest, code: openflow.BadRequestBadLen},

@@ -353,6 +353,8 @@ func flowModError(v uint8, err error) (typ, code uint16) {
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendor
 	case ErrUnsupportedNXAction:
 		return openflow.ErrTypeBadAction, openflow.BadActionBadVendorType
+	case ErrBadArgument:
+		return openflow.ErrTypeBadAction, openflow.BadActionBadArgument
 	case ErrInvalidMeter:
 		return openflow.Err13TypeMeterModFailed, openflow.MeterModFailed13InvalidMeter
 	case ErrUnsupportedSetField:
@@ -521,7 +523,7 @@ func (c *Conn) packetOut(raw []byte, m *openflow.PacketOut) error {
 		c.logRefusal("packet-out", err)
 		return c.sendFlowModError(raw, err)
 	}
-	if err := c.m.b.PacketOut(m.Data, in, m.Actions); err != nil {
+	if err := c.m.b.PacketOutPipeline(m.Data, in, &m.Pipeline, m.Actions); err != nil {
 		if xe := (*ExecuteError)(nil); errors.As(err, &xe) {
 			if warnAllowed(time.Now()) {
 				c.log.Warn(xe.Error())

@@ -130,6 +130,7 @@ const (
 	// nd_reserved or nd_options_type, which the Linux datapath cannot set
 	// (support.go); logged at WARN, as ovs-vswitchd does.
 	ErrNDExtDatapathSet
+	ErrBadArgument // OFPBAC_BAD_ARGUMENT in every version: delete_field of a field other than tun_metadata
 )
 
 // Error is a flow_mod failure with the kind the controller is told.

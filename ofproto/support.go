@@ -110,6 +110,12 @@ func checkSupported(acts []openflow.Action) error {
 		case openflow.ActCT, openflow.ActCTClear:
 			// Checked against the datapath by checkCt.
 		case openflow.ActExit, openflow.ActFinTimeout:
+		case openflow.ActDeleteField:
+			// OVS 3.1 deletes only tun_metadata fields (the codec has
+			// checked that the field is mapped).
+			if !a.Field.IsTunMetadata() {
+				return errorf(ErrBadArgument, "delete_field:%s: only tun_metadata fields can be deleted", a.Field)
+			}
 		case openflow.ActOutputReg:
 			// The port is read at translation; checkActions checks the
 			// source's prerequisites.

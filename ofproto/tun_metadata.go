@@ -304,3 +304,15 @@ func resumeTunMetadata(key *flow.Key, md *openflow.Match) {
 		key.Tunnel.Metadata.Opts[i] = md.Key.Tunnel.Metadata.Opts[i] & md.Mask.Tunnel.Metadata.Opts[i]
 	}
 }
+
+// deleteTunMD carries out delete_field:tun_metadata<n>: the field is no
+// longer present, so a later output to a Geneve port sends no option for
+// it and a later match sees it absent, as OVS's tun_metadata_delete. Metadata
+// still in the datapath's form (no TLV table to read it with) is left as
+// it is, as OVS leaves it.
+func (c *xctx) deleteTunMD(f openflow.Field) {
+	if !f.IsTunMetadata() || c.flow.Tunnel.Flags&flow.TunnelUDPIF != 0 {
+		return
+	}
+	c.flow.Tunnel.Metadata.Present &^= 1 << (f - openflow.FieldTunMetadata0)
+}

@@ -605,6 +605,8 @@ func (c *xctx) doAction(a *openflow.Action) {
 		c.outputReg(a)
 	case openflow.ActFinTimeout:
 		c.finTimeout(a) // xlate_fintimeout.go
+	case openflow.ActDeleteField:
+		c.deleteTunMD(a.Field) // tun_metadata.go
 	case openflow.ActExit:
 		c.exit = true // a group bucket's ends only the bucket (xlate_group.go)
 	case openflow.ActConj:
@@ -860,11 +862,14 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	if pid == 0 {
 		return
 	}
-	if c.inPort != nil && c.inPort.IsPatch() {
+	if c.inPort != nil && c.inPort.IsPatch() || c.pipelineMetadata() {
 		// Rules of a bridge reached through a patch port: the
 		// datapath's input port is another bridge's, so the packet-in
 		// carries its OpenFlow in_port (the patch port) in the
-		// metadata of the extended form (xlate_controller.go).
+		// metadata of the extended form (xlate_controller.go). So
+		// does a packet whose registers or metadata are set: the
+		// packet-in reports them, as ovs-vswitchd's does, and the
+		// datapath's upcall knows nothing of them.
 		ca := openflow.DefaultController
 		ca.Reason, ca.MaxLen = reason, maxLen
 		c.controller2At(&ca, table, cookie)
@@ -878,6 +883,18 @@ func (c *xctx) controller(reason, table uint8, maxLen uint16, cookie uint64) {
 	binary.BigEndian.PutUint64(ud[8:], cookie)
 	c.appendPacketIn(pid, ud[:], openflow.NXCtlrNoMeter) // xlate_controller.go
 	c.out.Controller = true
+}
+
+// pipelineMetadata reports whether the pipeline has set a register or
+// the metadata, which a packet-in's match carries. Both are functions of
+// the fields the translation matched, so the megaflow needs nothing more.
+func (c *xctx) pipelineMetadata() bool {
+	for _, r := range c.flow.Regs {
+		if r != 0 {
+			return true
+		}
+	}
+	return c.flow.OFMetadata != 0
 }
 
 // normal is the NORMAL action: an L2 learning switch per VLAN, with the

@@ -58,6 +58,7 @@ const (
 	ActMultipath      // Hash; Field, Ofs, NBits the destination: NXAST_MULTIPATH (action_multipath.go)
 	ActBundle         // Hash; Field, Ofs, NBits bundle_load's destination: NXAST_BUNDLE(_LOAD) (action_bundle.go)
 	ActFinTimeout     // Ofs idle, NBits hard timeout: NXAST_FIN_TIMEOUT (action_fintimeout.go)
+	ActDeleteField    // Field: NXAST_DELETE_FIELD (action_deletefield.go)
 )
 
 var actionNames = [...]string{
@@ -73,7 +74,7 @@ var actionNames = [...]string{
 	ActClone: "clone", ActOutputTrunc: "output_trunc", ActCheckPktLarger: "check_pkt_larger",
 	ActSetMPLSLabel: "set_mpls_label", ActSetMPLSTC: "set_mpls_tc", ActEncap: "encap", ActDecap: "decap",
 	ActSample: "sample", ActMultipath: "multipath", ActBundle: "bundle",
-	ActFinTimeout: "fin_timeout",
+	ActFinTimeout: "fin_timeout", ActDeleteField: "delete_field",
 }
 
 func (t ActionType) String() string {

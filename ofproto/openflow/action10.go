@@ -182,6 +182,8 @@ func decodeVendorAction(v uint8, act []byte) (Action, error) {
 		return decodeBundle(v, sub, act) // action_bundle.go
 	case NXASTFinTimeout:
 		return decodeFinTimeout(v, act) // action_fintimeout.go
+	case NXASTDeleteField:
+		return decodeDeleteField(v, act) // action_deletefield.go
 	case NXASTExit:
 		if err := need(16); err != nil {
 			return Action{}, err
@@ -374,6 +376,8 @@ func appendAction10(b []byte, a *Action) ([]byte, error) {
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActFinTimeout:
 		return appendFinTimeout(b, a), nil
+	case ActDeleteField:
+		return appendDeleteField(b, a) // action_deletefield.go
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, Version10)
 	case ActEncap, ActDecap:

@@ -221,6 +221,8 @@ func appendAction13(b []byte, a *Action, v uint8) ([]byte, error) {
 		return zeros(nxActionHeader(b, 16, NXASTExit), 6), nil
 	case ActFinTimeout:
 		return appendFinTimeout(b, a), nil
+	case ActDeleteField:
+		return appendDeleteField(b, a) // action_deletefield.go
 	case ActClone, ActOutputTrunc, ActCheckPktLarger:
 		return appendExtAction(b, a, v)
 	case ActEncap, ActDecap:

@@ -53,6 +53,9 @@ const (
 	BadRequest13BadPort     uint16 = 11
 	BadRequest13BadPacket   uint16 = 12
 	BadRequest13MPOverflow  uint16 = 13
+	// BadRequest15PipelineFieldsOnly is OFPBRC_PIPELINE_FIELDS_ONLY
+	// (1.5): a packet-out's match sets a field that is no pipeline field.
+	BadRequest15PipelineFieldsOnly uint16 = 17
 
 	// Nicira codes under OFPET_BAD_REQUEST in OpenFlow 1.0 for NXM
 	// problems (NXBRC_NXM_*).

@@ -214,7 +214,8 @@ func decodeTunMDSetField(v uint8, f Field, h uint32, val []byte) (Action, error)
 	if n > len(a.Value) {
 		return Action{}, errOf(v, kActBadSetLen, "set_field %s: %d bytes, govswitchd sets at most %d", f, n, len(a.Value))
 	}
-	if len(val) == 0 || len(val) > n {
+	// A zero value comes with no bytes at all (tunMDSignificant).
+	if len(val) > n {
 		return Action{}, errOf(v, kActBadSetLen, "set_field %s: %d bytes, mapped %d", f, len(val), n)
 	}
 	copy(a.Value[n-len(val):n], val)
@@ -246,7 +247,7 @@ func decodeRegLoad2(v uint8, act []byte) (Action, error) {
 }
 
 // appendRegLoad2 appends a set_field to a tun_metadata field as OpenFlow
-// 1.0's NXAST_REG_LOAD2, with the field's mapped length.
+// 1.0's NXAST_REG_LOAD2, with the value's significant bytes.
 func appendRegLoad2(b []byte, a *Action) ([]byte, error) {
 	if h, exp, ok := expHeader(a.Field); ok {
 		// An experimenter field (field_erspan.go), as ovs-vswitchd's
@@ -276,11 +277,23 @@ func appendRegLoad2(b []byte, a *Action) ([]byte, error) {
 	if n == 0 || !ok || n > len(a.Value) {
 		return b, fmt.Errorf("openflow: set_field %s: not mapped: %w", a.Field, ErrUnsupported)
 	}
+	val := tunMDSignificant(a.Value[:n])
 	start := len(b)
-	b = nxActionHeader(b, uint16((10+4+n+7)&^7), NXASTRegLoad2)
-	b = be32(b, h)
-	b = append(b, a.Value[:n]...)
+	b = nxActionHeader(b, uint16((10+4+len(val)+7)&^7), NXASTRegLoad2)
+	b = be32(b, h&^0xff|uint32(len(val)))
+	b = append(b, val...)
 	return pad8(b, start), nil
+}
+
+// tunMDSignificant is a tun_metadata set_field's value without its leading
+// zero bytes (none at all for zero), as ovs-ofctl and ovs-vswitchd write
+// it (OVS's mf_field_len of a variable-length field): the decoder puts it
+// back right-aligned in the mapped length.
+func tunMDSignificant(v []byte) []byte {
+	for len(v) > 0 && v[0] == 0 {
+		v = v[1:]
+	}
+	return v
 }
 
 // actionHeaderFits checks the field header of a move, load or stack

@@ -331,6 +331,8 @@ func FuzzEncodeMatch(f *testing.F) {
 		}{
 			{"NXM", AppendNXM, func(b []byte, m *Match) error { return DecodeNXM(Version10, b, m) }},
 			{"OXM", AppendOXM, func(b []byte, m *Match) error { _, err := DecodeOXM(b, m); return err }},
+			{"OXM 1.5 (xregs)", func(b []byte, m *Match) ([]byte, error) { return AppendOXMV(b, Version15, m) },
+				func(b []byte, m *Match) error { _, err := DecodeOXM(b, m); return err }},
 			{"1.0", AppendMatch10, DecodeMatch10},
 		} {
 			b, err := enc.fn(nil, &m)

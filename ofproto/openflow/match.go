@@ -27,8 +27,11 @@ func (m *Match) Set(f Field, k *flow.Key) {
 	f.SetValue(&m.Key, v)
 }
 
-// appendTLVs appends the NXM (nxm true) or OXM TLVs that express m.
-func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
+// appendTLVs appends the NXM (nxm true) or OXM TLVs that express m, in
+// version v's terms: OXM from OpenFlow 1.5 on carries the registers as
+// the 64-bit OXM_OF_PKT_REG pairs (xreg), as ovs-vswitchd encodes them,
+// where NXM and older OXM carry each 32-bit NXM_NX_REG.
+func appendTLVs(b []byte, m *Match, nxm bool, v uint8) ([]byte, error) {
 	want := uint8(encOXM)
 	if nxm {
 		want = encNXM
@@ -44,8 +47,15 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 	// OXM in_port, which OVS accepts inside NXM matches.
 	_, fits := Port32To10(m.Key.InPort)
 	inPortAsOXM := nxm && m.Mask.InPort != 0 && !fits
+	xregs := !nxm && v >= Version15
 	for f := FieldNone + 1; f < numFields; f++ {
 		d := &fields[f]
+		if xregs && f >= FieldReg0 && f <= FieldReg15 {
+			if f == FieldReg0 {
+				b = appendXRegs(b, m, &covered)
+			}
+			continue
+		}
 		emit := d.enc&want != 0
 		switch {
 		case tciAsNXM && f == FieldVLANTCI, inPortAsOXM && f == FieldInPort:
@@ -122,6 +132,32 @@ func appendTLVs(b []byte, m *Match, nxm bool) ([]byte, error) {
 			map[bool]string{true: "NXM", false: "OXM"}[nxm], ErrUnsupported)
 	}
 	return b, nil
+}
+
+// appendXRegs appends the registers of m as OXM_OF_PKT_REG0-7, in their
+// place among the fields: each pair reg(2N):reg(2N+1) whose mask is not
+// zero, masked unless both halves are exact, the value cleared outside
+// the mask.
+func appendXRegs(b []byte, m *Match, covered *flow.Mask) []byte {
+	for i := 0; i < 8; i++ {
+		hi, lo := m.Mask.Regs[2*i], m.Mask.Regs[2*i+1]
+		if hi == 0 && lo == 0 {
+			continue
+		}
+		mask := uint64(hi)<<32 | uint64(lo)
+		val := (uint64(m.Key.Regs[2*i])<<32 | uint64(m.Key.Regs[2*i+1])) & mask
+		h := hdr(ClassPacketRegs, uint8(i))
+		if mask == ^uint64(0) {
+			b = be64(be32(b, h|8), val)
+		} else {
+			b = be64(be64(be32(b, h|1<<8|16), val), mask)
+		}
+		c := (FieldReg0 + Field(2*i)).Cover()
+		covered.Or(&c)
+		c = (FieldReg0 + Field(2*i+1)).Cover()
+		covered.Or(&c)
+	}
+	return b
 }
 
 // decodeTLVs parses a whole NXM/OXM TLV list into m (which it resets).
@@ -209,14 +245,18 @@ func overlaps(a, b *flow.Mask) bool {
 // AppendNXM appends m as an NXM TLV list (no padding), as carried by
 // NXT_FLOW_MOD and NXST_FLOW. It fails for a match that needs a field
 // outside the codec or breaks a prerequisite.
-func AppendNXM(b []byte, m *Match) ([]byte, error) { return appendTLVs(b, m, true) }
+func AppendNXM(b []byte, m *Match) ([]byte, error) { return appendTLVs(b, m, true, Version10) }
 
 // AppendOXM appends m as an OpenFlow 1.3 ofp_match (type OXM, length, TLVs,
 // padding to 8 bytes).
-func AppendOXM(b []byte, m *Match) ([]byte, error) {
+func AppendOXM(b []byte, m *Match) ([]byte, error) { return AppendOXMV(b, Version13, m) }
+
+// AppendOXMV appends m as version v's ofp_match (1.2 and later): from 1.5
+// on the registers go out as xreg pairs (appendTLVs).
+func AppendOXMV(b []byte, v uint8, m *Match) ([]byte, error) {
 	start := len(b)
 	b = append(b, 0, 1, 0, 0)
-	b, err := appendTLVs(b, m, false)
+	b, err := appendTLVs(b, m, false, v)
 	if err != nil {
 		return b[:start], err
 	}

@@ -341,7 +341,7 @@ func TestTLVEncodeRejects(t *testing.T) {
 			var m Match
 			tc.set(&m)
 			for _, nxm := range []bool{true, false} {
-				b, err := appendTLVs([]byte{9}, &m, nxm)
+				b, err := appendTLVs([]byte{9}, &m, nxm, Version13)
 				if !errors.Is(err, ErrUnsupported) || len(b) != 1 {
 					t.Fatalf("nxm=%v: %v, buffer % x", nxm, err, b)
 				}

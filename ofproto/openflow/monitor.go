@@ -328,7 +328,7 @@ func (m *FlowMonitorRequest) Append(b []byte) ([]byte, error) {
 			at := len(b)
 			b = be16(be16(be32(b, fm.ID), monitorToNXFlags(fm.Flags)), 0)
 			b = append(be32(b, fm.OutPort), fm.TableID, 0, 0, 0)
-			if b, err = AppendOXM(b, &fm.Match); err != nil {
+			if b, err = AppendOXMV(b, v, &fm.Match); err != nil {
 				return b[:start], err
 			}
 			n := int(u16(b[at+18:]))
@@ -352,7 +352,7 @@ func (m *FlowMonitorRequest) Append(b []byte) ([]byte, error) {
 		}
 		b = be16(be32(be32(be32(b, fm.ID), fm.OutPort), fm.OutGroup), fm.Flags)
 		b = append(b, fm.TableID, fm.Command)
-		if b, err = AppendOXM(b, &fm.Match); err != nil {
+		if b, err = AppendOXMV(b, v, &fm.Match); err != nil {
 			return b[:start], err
 		}
 	}
@@ -409,7 +409,7 @@ func appendFlowUpdate(b []byte, v uint8, u *FlowUpdate) ([]byte, error) {
 		b = be64(append(b, u.TableID, 0), u.Cookie)
 		if v == Version13 {
 			mat := len(b)
-			if b, err = AppendOXM(b, &u.Match); err != nil {
+			if b, err = AppendOXMV(b, v, &u.Match); err != nil {
 				return b[:at], err
 			}
 			b[at+12], b[at+13] = b[mat+2], b[mat+3] // the ofp_match's own length
@@ -439,7 +439,7 @@ func appendFlowUpdate(b []byte, v uint8, u *FlowUpdate) ([]byte, error) {
 		b = be16(zeros(b, 2), u.Event)
 		b = be16(be16(be16(append(b, u.TableID, u.Reason), u.IdleTimeout), u.HardTimeout), u.Priority)
 		b = be64(zeros(b, 4), u.Cookie)
-		if b, err = AppendOXM(b, &u.Match); err != nil {
+		if b, err = AppendOXMV(b, v, &u.Match); err != nil {
 			return b[:at], err
 		}
 		if b, err = appendInstructions13(b, v, &u.Instructions); err != nil {

@@ -69,7 +69,7 @@ func appendMatchFor(b []byte, v uint8, m *Match) ([]byte, error) {
 	if v == Version11 {
 		return AppendMatch11(b, m)
 	}
-	return AppendOXM(b, m)
+	return AppendOXMV(b, v, m)
 }
 
 // decodeInstructionsFor decodes a 1.1+ instruction list.
@@ -155,7 +155,7 @@ func (m *PacketIn) append11(b []byte) ([]byte, error) {
 	}
 	b = append(be16(b, m.TotalLen), m.Reason, m.TableID)
 	var err error
-	if b, err = AppendOXM(b, &m.Match); err != nil {
+	if b, err = AppendOXMV(b, m.Version, &m.Match); err != nil {
 		return b[:start], err
 	}
 	return finish(append(append(b, 0, 0), m.Data...), start)

@@ -489,13 +489,13 @@ func decodeFlowStats15(v uint8, e []byte, s *FlowStats) error {
 	return decodeInstructionsV(v, e[flowStats15Len+mn+sn:], &s.Instructions)
 }
 
-func appendFlowStats15(b []byte, s *FlowStats) ([]byte, error) {
+func appendFlowStats15(b []byte, v uint8, s *FlowStats) ([]byte, error) {
 	at := len(b)
 	b = append(zeros(b, 4), s.TableID, 0)
 	b = be16(be16(be16(be16(be16(b, s.Priority), s.IdleTimeout), s.HardTimeout), s.Flags), s.Importance)
 	b = be64(b, s.Cookie)
 	var err error
-	if b, err = AppendOXM(b, &s.Match); err != nil {
+	if b, err = AppendOXMV(b, v, &s.Match); err != nil {
 		return b, err
 	}
 	st := oxsStats{durSec: s.DurationSec, durNsec: s.DurationNsec, packets: s.PacketCount, bytes: s.ByteCount}

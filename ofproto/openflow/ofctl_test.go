@@ -524,7 +524,7 @@ func writeCapture(t *testing.T, c capture, raw [][]byte) {
 }
 
 // readCapture loads a checked-in capture.
-func readCapture(t *testing.T, name string) [][]byte {
+func readCapture(t testing.TB, name string) [][]byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "ovs-ofctl", name+".hex"))
 	if err != nil {

@@ -1,6 +1,10 @@
 package openflow
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/govswitch/govswitch/flow"
+)
 
 // Packet-in reasons (OFPR_*).
 const (
@@ -99,7 +103,7 @@ func (m *PacketIn) Append(b []byte) ([]byte, error) {
 		b, start := begin(b, m.Version, TypePacketIn, m.Xid)
 		b = append(be16(be32(b, m.BufferID), m.TotalLen), m.Reason, m.TableID)
 		b = be64(b, m.Cookie)
-		if b, err = AppendOXM(b, &m.Match); err != nil {
+		if b, err = AppendOXMV(b, m.Version, &m.Match); err != nil {
 			return b[:start], err
 		}
 		b = append(append(b, 0, 0), m.Data...)
@@ -122,9 +126,25 @@ type PacketOut struct {
 	Envelope
 	BufferID uint32
 	InPort   uint32
+	// Pipeline holds the pipeline fields other than in_port that a 1.5
+	// packet-out's match starts the packet with: the registers (carried
+	// as xregs) and metadata. Other versions have no room for them
+	// (ovs-ofctl drops them there), so encoders below 1.5 ignore it.
+	Pipeline Match
 	Actions  []Action
 	Data     []byte
 }
+
+// packetOutPipeline is the Mask of the fields a 1.5 packet-out's match may
+// set besides in_port.
+var packetOutPipeline = func() flow.Mask {
+	var m flow.Mask
+	for i := range m.Regs {
+		m.Regs[i] = ^uint32(0)
+	}
+	m.OFMetadata = ^uint64(0)
+	return m
+}()
 
 func decodePacketOut(env Envelope, body []byte) (Msg, error) {
 	v := env.Version
@@ -264,7 +284,7 @@ func (m *FlowRemoved) Append(b []byte) ([]byte, error) {
 		b, start := begin(b, m.Version, TypeFlowRemoved, m.Xid)
 		b = append(b, m.TableID, m.Reason)
 		b = be64(be16(be16(be16(b, m.Priority), m.IdleTimeout), m.HardTimeout), m.Cookie)
-		if b, err = AppendOXM(b, &m.Match); err != nil {
+		if b, err = AppendOXMV(b, m.Version, &m.Match); err != nil {
 			return b[:start], err
 		}
 		st := oxsStats{durSec: m.DurationSec, durNsec: m.DurationNsec, packets: m.PacketCount, bytes: m.ByteCount}
@@ -279,7 +299,7 @@ func (m *FlowRemoved) Append(b []byte) ([]byte, error) {
 		b = append(be16(be64(b, m.Cookie), m.Priority), m.Reason, m.TableID)
 		b = be16(be16(be32(be32(b, m.DurationSec), m.DurationNsec), m.IdleTimeout), m.HardTimeout)
 		b = be64(be64(b, m.PacketCount), m.ByteCount)
-		if b, err = AppendOXM(b, &m.Match); err != nil {
+		if b, err = AppendOXMV(b, m.Version, &m.Match); err != nil {
 			return b[:start], err
 		}
 		return finish(b, start)
@@ -347,9 +367,10 @@ func decodeFlowRemoved15(env Envelope, body []byte) (Msg, error) {
 }
 
 // decodePacketOut15 reads a 1.5 packet-out, whose input port travels in a
-// match. Only in_port may be in it: the other pipeline fields 1.5 allows
-// there (metadata, registers, tunnel) are refused with OFPBMC_BAD_FIELD
-// rather than ignored.
+// match with the registers and metadata the pipeline starts with
+// (Pipeline). The other pipeline fields 1.5 allows there (tunnel) are
+// refused with OFPBMC_BAD_FIELD rather than ignored; a field that is no
+// pipeline field with OFPBRC_PIPELINE_FIELDS_ONLY, as ovs-vswitchd does.
 func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
 	v := env.Version
 	if len(body) < 8 {
@@ -362,11 +383,21 @@ func decodePacketOut15(env Envelope, body []byte) (Msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	inMask := match.Mask.InPort
-	match.Mask.InPort = 0
-	if match.Mask != (Match{}).Mask {
-		return nil, errOf(v, kMatchBadField, "packet out match sets fields other than in_port")
+	inMask, in := match.Mask.InPort, match.Key.InPort
+	match.Mask.InPort, match.Key.InPort = 0, 0
+	if !packetOutPipeline.Covers(&match.Mask) {
+		rest := match.Mask
+		rest.Regs, rest.OFMetadata, rest.Tunnel = [16]uint32{}, 0, flow.Tunnel{}
+		if rest != (flow.Mask{}) {
+			// A field that is no pipeline field at all, as
+			// ovs-vswitchd answers it.
+			return nil, &Error{Version: v, Type: ErrTypeBadRequest, Code: BadRequest15PipelineFieldsOnly, Err: ErrUnsupported,
+				Detail: "packet out match sets a field that is no pipeline field"}
+		}
+		return nil, errOf(v, kMatchBadField, "packet out match sets tunnel fields, which govswitchd does not start a pipeline with")
 	}
+	m.Pipeline = match
+	match.Key.InPort = in
 	if inMask == ^uint32(0) {
 		m.InPort = match.Key.InPort
 	} else if inMask != 0 {
@@ -388,12 +419,13 @@ func (m *PacketOut) append15(b []byte) ([]byte, error) {
 	b = be32(b, m.BufferID)
 	lenAt := len(b)
 	b = zeros(b, 4)
-	var match Match
+	match := m.Pipeline
+	match.Key.InPort, match.Mask.InPort = 0, 0
 	if m.InPort != PortAny {
 		match.Key.InPort, match.Mask.InPort = m.InPort, ^uint32(0)
 	}
 	var err error
-	if b, err = AppendOXM(b, &match); err != nil {
+	if b, err = AppendOXMV(b, m.Version, &match); err != nil {
 		return b[:start], err
 	}
 	return m.appendActionsData(b, start, lenAt)

@@ -89,7 +89,7 @@ func (m *PacketIn2) Append(b []byte) ([]byte, error) {
 	b = appendProp(b, nxpintReason, []byte{m.Reason})
 	ps := len(b)
 	b = zeros(b, 4)
-	if b, err = appendTLVs(b, &m.Metadata, false); err != nil {
+	if b, err = appendTLVs(b, &m.Metadata, false, m.Version); err != nil {
 		return b[:start], err
 	}
 	b = endProp(b, ps, nxpintMetadata)
@@ -461,6 +461,6 @@ func decodeNXAnyVersion(env Envelope, sub uint32, rest []byte) (m Msg, err error
 	return nil, nil, false
 }
 
-// AppendOXMTLVs appends m as bare OXM TLVs, with no ofp_match header or
-// padding, as NXPINT_METADATA carries them.
-func AppendOXMTLVs(b []byte, m *Match) ([]byte, error) { return appendTLVs(b, m, false) }
+// AppendOXMTLVs appends m as bare OXM TLVs in OpenFlow 1.3's terms, with
+// no ofp_match header or padding, as NXPINT_METADATA carries them.
+func AppendOXMTLVs(b []byte, m *Match) ([]byte, error) { return appendTLVs(b, m, false, Version13) }

@@ -128,12 +128,18 @@ func appendSetField(b []byte, a *Action, v uint8) ([]byte, error) {
 	if a.Masked {
 		h, plen = h&^0xff|1<<8|uint32(plen+n), plen+n
 	}
+	val := a.Value[:n]
+	if a.Field.IsTunMetadata() && !a.Masked {
+		// Its significant bytes only, as ovs-vswitchd writes it.
+		val = tunMDSignificant(val)
+		h, plen = h&^0xff|uint32(len(val)), len(val)
+	}
 	start := len(b)
 	b = be32(act13(b, Act13SetField, uint16((8+plen+7)&^7)), h)
 	if isExp {
 		b = be32(b, exp)
 	}
-	b = append(b, a.Value[:n]...)
+	b = append(b, val...)
 	if a.Masked {
 		b = append(b, a.Mask[:n]...)
 	}

@@ -519,7 +519,7 @@ func (m *FlowStatsReply) AppendParts(b []byte, maxLen int) ([]byte, error) {
 
 func appendFlowStats(b []byte, v uint8, nx bool, s *FlowStats) ([]byte, error) {
 	if v >= Version15 {
-		return appendFlowStats15(b, s)
+		return appendFlowStats15(b, v, s)
 	}
 	at := len(b)
 	var err error
