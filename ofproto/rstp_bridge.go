@@ -129,7 +129,7 @@ func (b *Bridge) SetRSTP(cfg *RSTPConfig, log *slog.Logger) error {
 			sb.rt.RemovePort(rp)
 			delete(sb.ports, name)
 			delete(sb.down, name)
-			sb.setPortState(name, rstp.Disabled)
+			sb.leave(name)
 		}
 	}
 	ports := b.Ports.Snapshot()
@@ -193,7 +193,7 @@ func (b *Bridge) stopRSTP() {
 	<-sb.done
 	sb.mu.Lock()
 	for name := range sb.ports {
-		sb.setPortState(name, rstp.Disabled)
+		sb.leave(name)
 		delete(sb.ports, name)
 	}
 	sb.mu.Unlock()
@@ -231,30 +231,58 @@ func (sb *rstpBridge) followCarrier() {
 }
 
 // applyLocked carries the protocol's port state changes onto the ports,
-// flushes the MAC table when the protocol asks, and re-translates the
-// datapath flows if anything changed. all sets every port's state again
-// (after a configuration, or for a port added to the bridge since). The
-// caller holds sb.mu.
+// forgets what the ports the protocol names learned, and re-translates
+// the datapath flows if anything changed. all sets every port's state
+// again (after a configuration, or for a port added to the bridge
+// since). The caller holds sb.mu.
+//
+// As ovs-vswitchd's rstp_run, the MAC table loses only the entries of
+// the ports concerned: a port whose state starts or stops learning, and
+// each port the topology change machine flushes. Where an alternate
+// took over from the root port, the old root port's entries move to the
+// new one instead. The multicast snooping table is kept (ovs-vswitchd
+// flushes it only under STP).
 func (sb *rstpBridge) applyLocked(all bool) {
 	changed := false
+	from, to := sb.rt.RootShift()
+	flush := func(name string) {
+		if from != nil && from.Name == name {
+			return // moved below
+		}
+		if pt := sb.b.Ports.Snapshot().byName(name); pt != nil && sb.b.MAC.FlushPort(pt.OFPort) > 0 {
+			changed = true
+		}
+	}
+	set := func(name string, s rstp.State) {
+		if old, ok := sb.setPortState(name, s); ok {
+			changed = true
+			if old.Learns() != s.Learns() {
+				flush(name)
+			}
+		}
+	}
 	sb.rt.TakeChanged(func(p *rstp.Port) {
 		if sb.ports[p.Name] == p {
-			if sb.setPortState(p.Name, p.State()) {
-				changed = true
-			}
+			set(p.Name, p.State())
 		}
 	})
 	if all {
 		for name, rp := range sb.ports {
-			if sb.setPortState(name, rp.State()) {
-				changed = true
-			}
+			set(name, rp.State())
 		}
 	}
-	if sb.rt.TakeFDBFlush() {
-		sb.b.MAC.Flush()
-		sb.b.flushMcast() // as OVS flushes the mdb with the MAC table (mcast_bridge.go)
-		changed = true
+	sb.rt.TakeFDBFlush(func(p *rstp.Port) {
+		if sb.ports[p.Name] == p {
+			flush(p.Name)
+		}
+	})
+	if from != nil {
+		ports := sb.b.Ports.Snapshot()
+		if f, t := ports.byName(from.Name), ports.byName(to.Name); f != nil && t != nil {
+			sb.b.MAC.MovePort(f.OFPort, t.OFPort)
+			changed = true
+		}
+		sb.rt.ClearRootShift()
 	}
 	if changed {
 		sb.b.Tables.Invalidate()
@@ -262,21 +290,35 @@ func (sb *rstpBridge) applyLocked(all bool) {
 }
 
 // setPortState gives the port called name RSTP state s (rstp.Disabled:
-// no part in the tree) and reports whether that changed it.
-func (sb *rstpBridge) setPortState(name string, s rstp.State) bool {
+// no part in the tree) and reports the state it had and whether that
+// changed.
+func (sb *rstpBridge) setPortState(name string, s rstp.State) (old rstp.State, changed bool) {
 	b := sb.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	pt := b.Ports.Snapshot().byName(name)
 	if pt == nil || pt.RSTP == s {
-		return false
+		return s, false
 	}
+	old = pt.RSTP
 	np := *pt
 	np.RSTP = s
 	if b.Ports.Add(np) == nil && b.OnPortEvent != nil {
 		b.OnPortEvent(PortEvent{Reason: 2, Port: np}) // the OpenFlow 1.0 port state carries it
 	}
-	return true
+	return old, true
+}
+
+// leave takes the port called name out of the tree: its state becomes
+// Disabled (it forwards as a port without RSTP) and, if it learned, its
+// entries go, as ovs-vswitchd's update_rstp_port_state. The caller holds
+// sb.mu.
+func (sb *rstpBridge) leave(name string) {
+	if old, ok := sb.setPortState(name, rstp.Disabled); ok && old.Learns() {
+		if pt := sb.b.Ports.Snapshot().byName(name); pt != nil {
+			sb.b.MAC.FlushPort(pt.OFPort)
+		}
+	}
 }
 
 // send transmits a BPDU of the protocol on its port: an 802.3 frame from

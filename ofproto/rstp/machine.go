@@ -42,6 +42,11 @@ func (b *Bridge) selectRoles() {
 		}
 	}
 	oldRoot := b.rootPort
+	if b.shiftFrom == nil && oldRoot != nil && bestPort != nil && bestPort != oldRoot && bestPort.role == RoleAlternate {
+		// An alternate takes the old root port's place: the addresses
+		// behind the one are behind the other now.
+		b.shiftFrom, b.shiftTo = oldRoot, bestPort
+	}
 	b.root, b.rootPort = best, bestPort
 	if bestPort == nil {
 		b.rootTm = times{maxAge: b.maxAge, hello: HelloTime * 1000, fwdDelay: b.fwdDelay}
@@ -169,21 +174,42 @@ func (p *Port) transitions() {
 			p.edgeWhile = MigrateTime * 1000
 		}
 	}
+	p.detectTC()
+}
+
+// detectTC is the topology change machine's way in and out of ACTIVE
+// (17.29.6) after a port's transitions: one that leaves the root or
+// designated role or turns out an edge goes back to LEARNING; a
+// forwarding port that stops being an edge has changed the topology
+// (DETECTED). setState detects the rest, as the port starts forwarding.
+func (p *Port) detectTC() {
+	switch {
+	case !p.isDesignatedOrRoot() || p.operEdge:
+		p.tcActive = false
+	case !p.tcActive && p.state == Forwarding:
+		p.tcActive = true
+		p.br.topologyChange(p, true, true)
+	}
 }
 
 // topologyChange is the topology change machine (17.29.6) for a port
-// that started forwarding (detected) or received a TC: the bridge's MAC
-// table is flushed (all of it, where 802.1D flushes the other ports'
-// entries), and every other non-edge root or designated port, and a
-// detecting port itself, sends TC for the next hello time plus a second.
-func (b *Bridge) topologyChange(from *Port, detected bool) {
+// that started forwarding (detected) or received a TC: every other
+// non-edge root or designated port, and a detecting port itself, sends
+// TC for the next hello time plus a second. Where flush, the change
+// propagates as setTcPropTree and PROPAGATING (17.21.18) do in
+// ovs-vswitchd: every other active port flushes what it learned; the
+// rest (edges, ports that have not forwarded in their role since they
+// took it) keep theirs, and so does from.
+func (b *Bridge) topologyChange(from *Port, detected, flush bool) {
 	if detected {
 		from.newTcWhile()
 	}
-	b.fdbFlush = true
 	for _, q := range b.ports {
 		if q != from && q.operational && q.isDesignatedOrRoot() && !q.operEdge {
 			q.newTcWhile()
+			if flush && q.tcActive {
+				q.fdbFlush = true
+			}
 		}
 	}
 }
@@ -278,8 +304,10 @@ func (b *Bridge) Receive(p *Port, bpdu []byte) error {
 		b.receiveInfo(p, &m)
 	}
 	b.update()
+	// Only a TC that reaches an active port (NOTIFIED_TC) flushes;
+	// elsewhere the topology change machine drops it (LEARNING).
 	if tc && p.isDesignatedOrRoot() {
-		b.topologyChange(p, false)
+		b.topologyChange(p, false, p.tcActive && !p.operEdge)
 		b.update()
 	}
 	return nil
