@@ -199,6 +199,18 @@ type Port struct {
 	tcActive bool
 	// fdbFlush asks for the addresses learned on the port to go.
 	fdbFlush bool
+	// tcAck is a TC acknowledgement owed to an 802.1D-1998 bridge: the
+	// next Configuration BPDU carries TCA.
+	tcAck bool
+
+	// The port protocol migration machine (17.24): sendSTP is the port
+	// talking 802.1D-1998 to a bridge that sent only that (the zero
+	// value: RST BPDUs); mig its state; rcvdSTP and rcvdRSTP what was
+	// received since it started sensing.
+	mig               migState
+	sendSTP           bool
+	rcvdSTP, rcvdRSTP bool
+	mdelayWhile       int // ms
 
 	rcvdWhile, fdWhile, edgeWhile, tcWhile, helloWhen int // ms; 0: not running
 	txCount                                           int
@@ -319,9 +331,12 @@ func (b *Bridge) BridgeTimes() (hello, maxAge, fwdDelay int) {
 	return HelloTime, b.maxAge / 1000, b.fwdDelay / 1000
 }
 
-// RootTimes are the times in use (the root's), in seconds.
+// RootTimes are the times in use, in seconds, as the root port's
+// designated times hold them (17.21.25): the root's max age and forward
+// delay, and the bridge's own hello time (which is what ovs-vswitchd's
+// rstp/show prints; an 802.1D-1998 root may have another).
 func (b *Bridge) RootTimes() (hello, maxAge, fwdDelay int) {
-	return b.rootTm.hello / 1000, b.rootTm.maxAge / 1000, b.rootTm.fwdDelay / 1000
+	return HelloTime, b.rootTm.maxAge / 1000, b.rootTm.fwdDelay / 1000
 }
 
 // Ports calls fn for each port, by port number.
@@ -497,7 +512,8 @@ func (p *Port) SetOperational(up bool) {
 	p.proposing, p.proposed, p.agree, p.agreed = false, false, false, false
 	p.rcvdWhile, p.fdWhile, p.edgeWhile, p.tcWhile = 0, 0, 0, 0
 	p.resetEdge()
-	p.tcActive = false
+	p.tcActive, p.tcAck = false, false
+	p.checkRSTP()
 	p.UptimeMS = 0
 	if up {
 		p.info = infoAged

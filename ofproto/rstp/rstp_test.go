@@ -591,3 +591,74 @@ func TestDispute(t *testing.T) {
 		t.Errorf("inferior, not learning: %v", p.State())
 	}
 }
+
+// TestMigrationToSTP: a port hearing an 802.1D-1998 bridge's
+// Configuration BPDUs falls back to sending them (17.24), once its
+// migrate time is over, 36 bytes long as ovs-vswitchd's; as designated
+// port it acknowledges a TCN with TCA; an RST BPDU brings it back.
+func TestMigrationToSTP(t *testing.T) {
+	var sent [][]byte
+	b := New("br0", 0x01, func(_ *Port, bpdu []byte) { sent = append(sent, append([]byte(nil), bpdu...)) })
+	b.SetPriority(4096)
+	p := b.AddPort(1)
+	p.SetOperational(true)
+	// An inferior 802.1D bridge, root of its own tree until it hears us.
+	cfg := BPDU{Type: TypeConfig, RootID: 0x8000_0000_0000_00ff, BridgeID: 0x8000_0000_0000_00ff, PortID: 0x8001,
+		MaxAge: 20 * 256, HelloTime: 2 * 256, ForwardDelay: 15 * 256}
+	last := func() BPDU {
+		t.Helper()
+		if len(sent) == 0 {
+			t.Fatal("nothing sent")
+		}
+		m, err := Decode(sent[len(sent)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	b.Receive(p, cfg.Append(nil)) // within the migrate time: ignored for migration
+	if p.SendsSTP() || last().Type != TypeRST {
+		t.Fatalf("falls back within the migrate time (sends type %d)", last().Type)
+	}
+	for i := 0; i < 8; i++ {
+		b.Tick(500)
+		if i%4 == 3 {
+			b.Receive(p, cfg.Append(nil))
+		}
+	}
+	if !p.SendsSTP() {
+		t.Fatal("still RSTP after the old protocol's BPDUs past the migrate time")
+	}
+	sent = nil
+	b.Tick(2000) // a hello
+	if m := last(); m.Type != TypeConfig || m.Version != VersionSTP || len(sent[len(sent)-1]) != RSTLen || m.RootID != b.ID() {
+		t.Fatalf("in STP mode sent %+v (%d bytes)", m, len(sent[len(sent)-1]))
+	}
+	if p.OperEdge() {
+		t.Error("an edge while a bridge talks to it")
+	}
+	for i := 0; i < 16; i++ { // two forward delays: nothing agrees to a proposal now
+		b.Tick(2000)
+	}
+	if p.State() != Forwarding {
+		t.Fatalf("%v %v after two forward delays", p.Role(), p.State())
+	}
+	b.Receive(p, (&BPDU{Type: TypeTCN}).Append(nil))
+	b.Tick(2000)
+	if m := last(); m.Flags&FlagTCA == 0 || m.Flags&FlagTC == 0 {
+		t.Errorf("after a TCN: flags %#x, want TC and TCA", m.Flags)
+	}
+	b.Tick(2000)
+	if m := last(); m.Flags&FlagTCA != 0 {
+		t.Errorf("TCA sent twice for one TCN: flags %#x", m.Flags)
+	}
+	rst := cfg
+	rst.Version, rst.Type, rst.Flags = VersionRSTP, TypeRST, wireRoleDesig<<flagRoleShift
+	for i := 0; i < 8 && p.SendsSTP(); i++ {
+		b.Receive(p, rst.Append(nil))
+		b.Tick(500)
+	}
+	if p.SendsSTP() {
+		t.Error("still STP after RST BPDUs")
+	}
+}

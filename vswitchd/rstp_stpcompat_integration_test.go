@@ -1,0 +1,169 @@
+package vswitchd
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// RSTP's compatibility with 802.1D-1998 (802.1D-2004 17.24, port
+// protocol migration), on the spanning tree's loop (stpBed): one bridge
+// runs RSTP, the other STP. The RSTP bridge's ports fall back to
+// Configuration BPDUs once they hear the STP bridge's, so that the two
+// agree on one tree and the loop blocks. The same steps run against
+// ovs-vswitchd 3.1 and govswitchd in the same boot; rstp/show and
+// stp/show must read the same.
+
+// configureMixed builds A and B, the one running rstpOn RSTP and the
+// other STP, with the same times on both (hello 2 s, the only one RSTP
+// has; max age 6 s; forward delay 4 s). A has the lower priority, so it
+// is the root.
+func (s *stpBed) configureMixed(vsctl func(args ...string) string, rstpOn string) {
+	for i, br := range []string{s.a, s.b} {
+		prio := []string{"4096", "32768"}[i]
+		addr := "00:00:00:00:00:0" + strconv.Itoa(i+1)
+		key := "stp"
+		args := []string{"add-br", br, "--", "set", "Bridge", br}
+		if br == rstpOn {
+			key = "rstp"
+			args = append(args, "rstp_enable=true", "other_config:rstp-address="+addr, "other_config:rstp-priority="+prio,
+				"other_config:rstp-max-age=6", "other_config:rstp-forward-delay=4")
+		} else {
+			args = append(args, "stp_enable=true", "other_config:stp-system-id="+addr, "other_config:stp-priority="+prio,
+				"other_config:stp-hello-time=2", "other_config:stp-max-age=6", "other_config:stp-forward-delay=4")
+		}
+		vsctl(args...)
+		host := []string{s.hostA, s.hostB}[i]
+		for j, p := range []string{s.links[i], s.links[i+2], host} {
+			vsctl("add-port", br, p, "--", "set", "Port", p, "other_config:"+key+"-port-num="+strconv.Itoa(j+1))
+		}
+	}
+}
+
+// mixedRun is what one switch did.
+type mixedRun struct {
+	show   map[string]string // rstp/show or stp/show per bridge
+	rows   []string          // their port rows, sorted
+	frames uint64            // frames on the loop's links while h1 pings h2
+	loss   int
+}
+
+// runMixed configures, waits until both tables have every port settled
+// and stay so, pings h1->h2 from cold ARP caches counting the frames the
+// loop's links carry, and reads the tables.
+func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args ...string) string) mixedRun {
+	t.Helper()
+	s.configureMixed(vsctl, rstpOn)
+	r := mixedRun{show: map[string]string{}}
+	read := func() (settled int, out string) {
+		for _, br := range []string{s.a, s.b} {
+			cmd := "stp/show"
+			if br == rstpOn {
+				cmd = "rstp/show"
+			}
+			x := appctlAt(t, ctl, cmd, br)
+			r.show[br] = x.out
+			out += x.out + x.err
+			if br == rstpOn {
+				n, _ := rstpSettled(x.out)
+				settled += n
+			} else {
+				for _, m := range stpTable.FindAllStringSubmatch(x.out, -1) {
+					if m[3] == "forwarding" || m[3] == "blocking" {
+						settled++
+					}
+				}
+			}
+		}
+		return settled, out
+	}
+	for deadline, stable := time.Now().Add(60*time.Second), 0; stable < 8; time.Sleep(500 * time.Millisecond) {
+		if n, out := read(); n == 6 {
+			stable++
+		} else if stable = 0; time.Now().After(deadline) {
+			t.Fatalf("%s: the mixed tree did not settle within 60 s:\n%s", who, out)
+		}
+	}
+	s.h1.Exec("ip", "neigh", "flush", "all")
+	s.h2.Exec("ip", "neigh", "flush", "all")
+	var before uint64
+	for _, l := range s.links {
+		before += linkCounter(t, l, "tx_packets")
+	}
+	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
+	r.loss = parseLoss(t, out)
+	time.Sleep(time.Second) // a storm, if any, keeps going after the ping
+	for _, l := range s.links {
+		r.frames += linkCounter(t, l, "tx_packets")
+	}
+	r.frames -= before
+	read()
+	for _, br := range []string{s.a, s.b} {
+		re := stpTable
+		if br == rstpOn {
+			re = rstpTable
+		}
+		for _, m := range re.FindAllStringSubmatch(r.show[br], -1) {
+			r.rows = append(r.rows, br+" "+strings.Join(m[1:], " "))
+		}
+	}
+	sort.Strings(r.rows)
+	return r
+}
+
+// TestIntegrationRSTPWithSTPPeer: an RSTP bridge and an STP bridge
+// joined twice settle to one tree with one port blocking the loop, with
+// either as the root, as under ovs-vswitchd; rstp/show and stp/show
+// read the same.
+func TestIntegrationRSTPWithSTPPeer(t *testing.T) {
+	for _, tc := range []struct{ name, rstpOn string }{{"RSTPRoot", "A"}, {"STPRoot", "B"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSTPBed(t)
+			rstpOn := map[string]string{"A": s.a, "B": s.b}[tc.rstpOn]
+			var ovs, gov mixedRun
+			o := startOVS(t)
+			ovs = s.runMixed(t, "ovs-vswitchd", o.ctl, rstpOn,
+				func(args ...string) string { t.Helper(); return strings.TrimSpace(o.must(t, "ovs-vsctl", args...)) })
+			o.exitCleanup(t, s.a)
+			for deadline := time.Now().Add(5 * time.Second); linkExists(s.b) && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			g := startGovSwitch(t, t.TempDir())
+			gov = s.runMixed(t, "govswitchd", g.ctl, rstpOn, func(args ...string) string { t.Helper(); return g.vsctl(t, args...) })
+			for _, r := range []struct {
+				who string
+				r   mixedRun
+			}{{"ovs-vswitchd", ovs}, {"govswitchd", gov}} {
+				t.Logf("%s: %d frames, %d lost:\n%s%s", r.who, r.r.frames, r.r.loss, r.r.show[s.a], r.r.show[s.b])
+				if r.r.loss != 0 {
+					t.Errorf("%s: h1->h2 lost %d of 3 pings", r.who, r.r.loss)
+				}
+				if r.r.frames > 200 {
+					t.Errorf("%s: the loop's links carried %d frames during 3 pings: a broadcast storm", r.who, r.r.frames)
+				}
+				blocking := 0
+				for _, row := range r.r.rows {
+					if regexp.MustCompile(` (blocking|Discarding) `).MatchString(row) {
+						blocking++
+					}
+				}
+				if blocking != 1 {
+					t.Errorf("%s: %d ports block the loop, want 1: %q", r.who, blocking, r.r.rows)
+				}
+			}
+			if strings.Join(gov.rows, "\n") != strings.Join(ovs.rows, "\n") {
+				t.Errorf("port rows differ:\novs-vswitchd:\n%s\ngovswitchd:\n%s", strings.Join(ovs.rows, "\n"),
+					strings.Join(gov.rows, "\n"))
+			}
+			for _, br := range []string{s.a, s.b} {
+				g, o := gov.show[br], ovs.show[br]
+				if i := strings.Index(o, "\n  Interface"); i > 0 && (len(g) < i || g[:i] != o[:i]) {
+					t.Errorf("%s heads differ:\novs-vswitchd:\n%s\ngovswitchd:\n%s", br, o, g)
+				}
+			}
+		})
+	}
+}
