@@ -49,6 +49,9 @@ type RSTPPortConfig struct {
 	// AdminDown keeps the port in the tree with its link taken as down
 	// (rstp-admin-port-state=false): it discards.
 	AdminDown bool
+	// MCheck (rstp-port-mcheck) has the port try RSTP again, where it
+	// fell back to 802.1D-1998, each time the configuration is applied.
+	MCheck bool
 }
 
 // RSTPStatus is what ovs-vswitchd writes to Bridge rstp_status.
@@ -176,6 +179,9 @@ func (sb *rstpBridge) configurePort(pc RSTPPortConfig, ports *PortSet) {
 	sb.down[pc.Name] = pc.AdminDown
 	pt := ports.byName(pc.Name)
 	rp.SetOperational(pt != nil && !pt.LinkDown && !pc.AdminDown)
+	if pc.MCheck {
+		rp.MCheck()
+	}
 }
 
 // RSTPRunning reports whether the bridge runs a rapid spanning tree (SetSTP

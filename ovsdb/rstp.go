@@ -37,8 +37,9 @@ type RSTPPortConfig struct {
 	PathCost    uint32
 	HasPathCost bool
 	// AdminEdge and AutoEdge are rstp-port-admin-edge and
-	// rstp-port-auto-edge; AdminDown is rstp-admin-port-state=false.
-	AdminEdge, AutoEdge, AdminDown bool
+	// rstp-port-auto-edge; AdminDown is rstp-admin-port-state=false;
+	// MCheck is rstp-port-mcheck.
+	AdminEdge, AutoEdge, AdminDown, MCheck bool
 }
 
 // Equal reports whether c and d are the same tree.
@@ -173,9 +174,7 @@ func buildRSTP(br *Bridge, r *Rows, mirrors []MirrorConfig, problems *[]string) 
 		if v, ok := poc["rstp-admin-p2p-mac"]; ok && smapUint(poc, "rstp-admin-p2p-mac", 1) != 1 {
 			*problems = append(*problems, fmt.Sprintf("port %s: rstp-admin-p2p-mac=%s is not supported by govswitchd (every link is point-to-point); ignored", p.Name, v))
 		}
-		if smapGetBool(poc, "rstp-port-mcheck", false) {
-			*problems = append(*problems, fmt.Sprintf("port %s: rstp-port-mcheck is not supported by govswitchd (no STP compatibility); ignored", p.Name))
-		}
+		pc.MCheck = smapGetBool(poc, "rstp-port-mcheck", false)
 		c.Ports = append(c.Ports, pc)
 	}
 	return c

@@ -49,6 +49,12 @@ type mixedRun struct {
 	rows   []string          // their port rows, sorted
 	frames uint64            // frames on the loop's links while h1 pings h2
 	loss   int
+	// mcheckRows are the port rows after rstp-port-mcheck=true on the
+	// RSTP bridge's loop ports and a few hellos (the STP bridge is still
+	// there: they fall back again); mcheckFrames the frames of a ping
+	// then.
+	mcheckRows   []string
+	mcheckFrames uint64
 }
 
 // runMixed configures, waits until both tables have every port settled
@@ -87,30 +93,46 @@ func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args
 			t.Fatalf("%s: the mixed tree did not settle within 60 s:\n%s", who, out)
 		}
 	}
-	s.h1.Exec("ip", "neigh", "flush", "all")
-	s.h2.Exec("ip", "neigh", "flush", "all")
-	var before uint64
-	for _, l := range s.links {
-		before += linkCounter(t, l, "tx_packets")
-	}
-	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
-	r.loss = parseLoss(t, out)
-	time.Sleep(time.Second) // a storm, if any, keeps going after the ping
-	for _, l := range s.links {
-		r.frames += linkCounter(t, l, "tx_packets")
-	}
-	r.frames -= before
-	read()
-	for _, br := range []string{s.a, s.b} {
-		re := stpTable
-		if br == rstpOn {
-			re = rstpTable
+	ping := func() (loss int, frames uint64) {
+		s.h1.Exec("ip", "neigh", "flush", "all")
+		s.h2.Exec("ip", "neigh", "flush", "all")
+		var before uint64
+		for _, l := range s.links {
+			before += linkCounter(t, l, "tx_packets")
 		}
-		for _, m := range re.FindAllStringSubmatch(r.show[br], -1) {
-			r.rows = append(r.rows, br+" "+strings.Join(m[1:], " "))
+		out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
+		time.Sleep(time.Second) // a storm, if any, keeps going after the ping
+		for _, l := range s.links {
+			frames += linkCounter(t, l, "tx_packets")
 		}
+		return parseLoss(t, out), frames - before
 	}
-	sort.Strings(r.rows)
+	rows := func() (rows []string) {
+		read()
+		for _, br := range []string{s.a, s.b} {
+			re := stpTable
+			if br == rstpOn {
+				re = rstpTable
+			}
+			for _, m := range re.FindAllStringSubmatch(r.show[br], -1) {
+				rows = append(rows, br+" "+strings.Join(m[1:], " "))
+			}
+		}
+		sort.Strings(rows)
+		return rows
+	}
+	r.loss, r.frames = ping()
+	r.rows = rows()
+	i := 0
+	if rstpOn == s.b {
+		i = 1
+	}
+	for _, l := range []string{s.links[i], s.links[i+2]} {
+		vsctl("set", "Port", l, "other_config:rstp-port-mcheck=true")
+	}
+	time.Sleep(8 * time.Second)
+	_, r.mcheckFrames = ping()
+	r.mcheckRows = rows()
 	return r
 }
 
@@ -153,6 +175,10 @@ func TestIntegrationRSTPWithSTPPeer(t *testing.T) {
 				if blocking != 1 {
 					t.Errorf("%s: %d ports block the loop, want 1: %q", r.who, blocking, r.r.rows)
 				}
+			}
+			if strings.Join(gov.mcheckRows, "\n") != strings.Join(ovs.mcheckRows, "\n") || gov.mcheckFrames > 200 {
+				t.Errorf("after rstp-port-mcheck: govswitchd %d frames during 3 pings, ovs-vswitchd %d; port rows:\novs-vswitchd:\n%s\ngovswitchd:\n%s",
+					gov.mcheckFrames, ovs.mcheckFrames, strings.Join(ovs.mcheckRows, "\n"), strings.Join(gov.mcheckRows, "\n"))
 			}
 			if strings.Join(gov.rows, "\n") != strings.Join(ovs.rows, "\n") {
 				t.Errorf("port rows differ:\novs-vswitchd:\n%s\ngovswitchd:\n%s", strings.Join(ovs.rows, "\n"),

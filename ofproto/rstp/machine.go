@@ -272,6 +272,16 @@ func (p *Port) migrate() {
 	}
 }
 
+// MCheck makes the port try RSTP again (17.19.13 mcheck): it sends RST
+// BPDUs for the migrate time, and stays with them unless an 802.1D-1998
+// bridge is still there to be heard after it. A port whose link is down
+// starts so anyway when it comes up.
+func (p *Port) MCheck() {
+	if p.operational {
+		p.checkRSTP()
+	}
+}
+
 // SendsSTP reports whether the port talks 802.1D-1998 to its link (the
 // port protocol migration machine fell back to it).
 func (p *Port) SendsSTP() bool { return p.sendSTP }

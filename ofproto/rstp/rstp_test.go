@@ -652,6 +652,19 @@ func TestMigrationToSTP(t *testing.T) {
 	if m := last(); m.Flags&FlagTCA != 0 {
 		t.Errorf("TCA sent twice for one TCN: flags %#x", m.Flags)
 	}
+	p.MCheck() // rstp-port-mcheck: try RSTP again
+	if p.SendsSTP() {
+		t.Fatal("still STP right after mcheck")
+	}
+	for i := 0; i < 10; i++ {
+		b.Tick(500)
+		if i%4 == 3 {
+			b.Receive(p, cfg.Append(nil))
+		}
+	}
+	if !p.SendsSTP() {
+		t.Fatal("back on RSTP after mcheck though the 802.1D bridge is still there")
+	}
 	rst := cfg
 	rst.Version, rst.Type, rst.Flags = VersionRSTP, TypeRST, wireRoleDesig<<flagRoleShift
 	for i := 0; i < 8 && p.SendsSTP(); i++ {
