@@ -93,20 +93,6 @@ func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args
 			t.Fatalf("%s: the mixed tree did not settle within 60 s:\n%s", who, out)
 		}
 	}
-	ping := func() (loss int, frames uint64) {
-		s.h1.Exec("ip", "neigh", "flush", "all")
-		s.h2.Exec("ip", "neigh", "flush", "all")
-		var before uint64
-		for _, l := range s.links {
-			before += linkCounter(t, l, "tx_packets")
-		}
-		out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
-		time.Sleep(time.Second) // a storm, if any, keeps going after the ping
-		for _, l := range s.links {
-			frames += linkCounter(t, l, "tx_packets")
-		}
-		return parseLoss(t, out), frames - before
-	}
 	rows := func() (rows []string) {
 		read()
 		for _, br := range []string{s.a, s.b} {
@@ -121,7 +107,7 @@ func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args
 		sort.Strings(rows)
 		return rows
 	}
-	r.loss, r.frames = ping()
+	r.loss, r.frames = s.pingCounting(t)
 	r.rows = rows()
 	i := 0
 	if rstpOn == s.b {
@@ -131,7 +117,7 @@ func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args
 		vsctl("set", "Port", l, "other_config:rstp-port-mcheck=true")
 	}
 	time.Sleep(8 * time.Second)
-	_, r.mcheckFrames = ping()
+	_, r.mcheckFrames = s.pingCounting(t)
 	r.mcheckRows = rows()
 	return r
 }

@@ -150,21 +150,7 @@ func TestIntegrationRSTPFlushOnTopologyChange(t *testing.T) {
 	s := newSTPBed(t)
 	root := regexp.MustCompile(`(?m)^  ` + s.links[3] + `\s+Root\s+Forwarding\s`)
 	ovs, gov := s.bothSwitches(t, s.configureRSTP, func(who, ctl string) fdbAround {
-		for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-			settled, out := 0, ""
-			for _, br := range []string{s.a, s.b} {
-				x := appctlAt(t, ctl, "rstp/show", br)
-				out += x.out + x.err
-				n, _ := rstpSettled(x.out)
-				settled += n
-			}
-			if settled == 6 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: rapid spanning tree not settled after 40 s:\n%s", who, out)
-			}
-		}
+		s.convergeRSTP(t, ctl, who)
 		return s.fdbAroundFailover(t, who, ctl, "rstp/show", root)
 	})
 	compareFDB(t, ovs, gov)
