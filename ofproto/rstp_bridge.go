@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/govswitch/govswitch/datapath"
-	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/rstp"
-	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
 // Rapid spanning tree on a bridge, as ofproto-dpif runs lib/rstp, wired
@@ -207,23 +204,15 @@ func (b *Bridge) stopRSTP() {
 }
 
 func (sb *rstpBridge) run() {
-	defer close(sb.done)
-	t := time.NewTicker(stpTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-sb.stop:
-			return
-		case now := <-t.C:
-			sb.mu.Lock()
-			ms := now.Sub(sb.last).Milliseconds()
-			sb.last = now
-			sb.followCarrier()
-			sb.rt.Tick(int(ms))
-			sb.applyLocked(true) // a port added since has its state too
-			sb.mu.Unlock()
-		}
-	}
+	runTree(sb.stop, sb.done, func(now time.Time) {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		ms := now.Sub(sb.last).Milliseconds()
+		sb.last = now
+		sb.followCarrier()
+		sb.rt.Tick(int(ms))
+		sb.applyLocked(true) // a port added since has its state too
+	})
 }
 
 // followCarrier tells the tree which ports' devices have carrier, as
@@ -299,20 +288,12 @@ func (sb *rstpBridge) applyLocked(all bool) {
 // no part in the tree) and reports the state it had and whether that
 // changed.
 func (sb *rstpBridge) setPortState(name string, s rstp.State) (old rstp.State, changed bool) {
-	b := sb.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	pt := b.Ports.Snapshot().byName(name)
-	if pt == nil || pt.RSTP == s {
-		return s, false
-	}
-	old = pt.RSTP
-	np := *pt
-	np.RSTP = s
-	if b.Ports.Add(np) == nil && b.OnPortEvent != nil {
-		b.OnPortEvent(PortEvent{Reason: 2, Port: np}) // the OpenFlow 1.0 port state carries it
-	}
-	return old, true
+	changed = sb.b.setTreeState(name, func(p *Port) bool {
+		old = p.RSTP
+		p.RSTP = s
+		return old != s
+	})
+	return old, changed
 }
 
 // leave takes the port called name out of the tree: its state becomes
@@ -331,35 +312,15 @@ func (sb *rstpBridge) leave(name string) {
 // the port's own address, executed on the datapath as output to the
 // port. Called with sb.mu held.
 func (sb *rstpBridge) send(rp *rstp.Port, bpdu []byte) {
-	pt := sb.b.Ports.Snapshot().byName(rp.Name)
-	if pt == nil || !pt.ownsVport() {
-		return
-	}
-	if pt.HWAddr == ([6]byte{}) {
-		if sb.log != nil {
-			sb.log.Warn("cannot send RSTP BPDU on a port which does not have a configured source MAC address",
-				"bridge", sb.b.Name, "port", rp.Name)
-		}
-		return
-	}
-	sb.frame = stp.AppendFrame(sb.frame[:0], pt.HWAddr, bpdu)
-	key := flow.Extract(sb.frame, flow.Metadata{})
-	var acts []byte
-	acts = datapath.AppendOutput(acts, pt.DPPort)
-	if err := sb.b.DP.Execute(sb.frame, &key, acts); err != nil && sb.log != nil {
-		sb.log.Warn("sending RSTP BPDU", "bridge", sb.b.Name, "port", rp.Name, "err", err)
-	}
+	sb.b.sendBPDU(rp.Name, bpdu, &sb.frame, sb.log,
+		"cannot send RSTP BPDU on a port which does not have a configured source MAC address", "sending RSTP BPDU")
 }
 
 // receive feeds a BPDU frame that arrived on datapath port dpPort to the
 // tree. Frames on ports outside the tree are dropped, as ovs-vswitchd
 // does.
 func (sb *rstpBridge) receive(dpPort uint32, frame []byte) {
-	pt := sb.b.Ports.Snapshot().ByDP(dpPort)
-	if pt == nil {
-		return
-	}
-	bpdu, ok := stp.FramePayload(frame)
+	pt, bpdu, ok := sb.b.bpduIn(dpPort, frame)
 	if !ok {
 		return
 	}
