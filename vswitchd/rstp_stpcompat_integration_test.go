@@ -1,6 +1,7 @@
 package vswitchd
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -55,6 +56,10 @@ type mixedRun struct {
 	// then.
 	mcheckRows   []string
 	mcheckFrames uint64
+	// stpErrors is, per loop port of the STP bridge, whether its
+	// stp_error_count is above 0 (ovs-vswitchd's STP counts the 36-byte
+	// TCNs of its RSTP as bad BPDUs).
+	stpErrors map[string]bool
 }
 
 // runMixed configures, waits until both tables have every port settled
@@ -109,9 +114,17 @@ func (s *stpBed) runMixed(t *testing.T, who, ctl, rstpOn string, vsctl func(args
 	}
 	r.loss, r.frames = s.pingCounting(t)
 	r.rows = rows()
-	i := 0
+	i, j := 0, 1
 	if rstpOn == s.b {
-		i = 1
+		i, j = 1, 0
+	}
+	r.stpErrors = map[string]bool{}
+	for _, l := range []string{s.links[j], s.links[j+2]} {
+		for _, kv := range parseOVSMap(vsctl("get", "Port", l, "statistics")) {
+			if kv[0] == "stp_error_count" {
+				r.stpErrors[l] = kv[1] != "0"
+			}
+		}
 	}
 	for _, l := range []string{s.links[i], s.links[i+2]} {
 		vsctl("set", "Port", l, "other_config:rstp-port-mcheck=true")
@@ -145,7 +158,7 @@ func TestIntegrationRSTPWithSTPPeer(t *testing.T) {
 				who string
 				r   mixedRun
 			}{{"ovs-vswitchd", ovs}, {"govswitchd", gov}} {
-				t.Logf("%s: %d frames, %d lost:\n%s%s", r.who, r.r.frames, r.r.loss, r.r.show[s.a], r.r.show[s.b])
+				t.Logf("%s: %d frames, %d lost, STP bad BPDUs %v:\n%s%s", r.who, r.r.frames, r.r.loss, r.r.stpErrors, r.r.show[s.a], r.r.show[s.b])
 				if r.r.loss != 0 {
 					t.Errorf("%s: h1->h2 lost %d of 3 pings", r.who, r.r.loss)
 				}
@@ -165,6 +178,9 @@ func TestIntegrationRSTPWithSTPPeer(t *testing.T) {
 			if strings.Join(gov.mcheckRows, "\n") != strings.Join(ovs.mcheckRows, "\n") || gov.mcheckFrames > 200 {
 				t.Errorf("after rstp-port-mcheck: govswitchd %d frames during 3 pings, ovs-vswitchd %d; port rows:\novs-vswitchd:\n%s\ngovswitchd:\n%s",
 					gov.mcheckFrames, ovs.mcheckFrames, strings.Join(ovs.mcheckRows, "\n"), strings.Join(gov.mcheckRows, "\n"))
+			}
+			if fmt.Sprint(gov.stpErrors) != fmt.Sprint(ovs.stpErrors) || len(ovs.stpErrors) != 2 {
+				t.Errorf("STP bridge's bad BPDU counts above 0: govswitchd %v, ovs-vswitchd %v", gov.stpErrors, ovs.stpErrors)
 			}
 			if strings.Join(gov.rows, "\n") != strings.Join(ovs.rows, "\n") {
 				t.Errorf("port rows differ:\novs-vswitchd:\n%s\ngovswitchd:\n%s", strings.Join(ovs.rows, "\n"),
