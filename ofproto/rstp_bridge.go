@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/govswitch/govswitch/datapath"
-	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/rstp"
-	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
 // Rapid spanning tree on a bridge, as ofproto-dpif runs lib/rstp, wired
@@ -49,6 +46,9 @@ type RSTPPortConfig struct {
 	// AdminDown keeps the port in the tree with its link taken as down
 	// (rstp-admin-port-state=false): it discards.
 	AdminDown bool
+	// MCheck (rstp-port-mcheck) has the port try RSTP again, where it
+	// fell back to 802.1D-1998, each time the configuration is applied.
+	MCheck bool
 }
 
 // RSTPStatus is what ovs-vswitchd writes to Bridge rstp_status.
@@ -129,7 +129,7 @@ func (b *Bridge) SetRSTP(cfg *RSTPConfig, log *slog.Logger) error {
 			sb.rt.RemovePort(rp)
 			delete(sb.ports, name)
 			delete(sb.down, name)
-			sb.setPortState(name, rstp.Disabled)
+			sb.leave(name)
 		}
 	}
 	ports := b.Ports.Snapshot()
@@ -176,6 +176,9 @@ func (sb *rstpBridge) configurePort(pc RSTPPortConfig, ports *PortSet) {
 	sb.down[pc.Name] = pc.AdminDown
 	pt := ports.byName(pc.Name)
 	rp.SetOperational(pt != nil && !pt.LinkDown && !pc.AdminDown)
+	if pc.MCheck {
+		rp.MCheck()
+	}
 }
 
 // RSTPRunning reports whether the bridge runs a rapid spanning tree (SetSTP
@@ -193,7 +196,7 @@ func (b *Bridge) stopRSTP() {
 	<-sb.done
 	sb.mu.Lock()
 	for name := range sb.ports {
-		sb.setPortState(name, rstp.Disabled)
+		sb.leave(name)
 		delete(sb.ports, name)
 	}
 	sb.mu.Unlock()
@@ -201,23 +204,15 @@ func (b *Bridge) stopRSTP() {
 }
 
 func (sb *rstpBridge) run() {
-	defer close(sb.done)
-	t := time.NewTicker(stpTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-sb.stop:
-			return
-		case now := <-t.C:
-			sb.mu.Lock()
-			ms := now.Sub(sb.last).Milliseconds()
-			sb.last = now
-			sb.followCarrier()
-			sb.rt.Tick(int(ms))
-			sb.applyLocked(true) // a port added since has its state too
-			sb.mu.Unlock()
-		}
-	}
+	runTree(sb.stop, sb.done, func(now time.Time) {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		ms := now.Sub(sb.last).Milliseconds()
+		sb.last = now
+		sb.followCarrier()
+		sb.rt.Tick(int(ms))
+		sb.applyLocked(true) // a port added since has its state too
+	})
 }
 
 // followCarrier tells the tree which ports' devices have carrier, as
@@ -231,30 +226,58 @@ func (sb *rstpBridge) followCarrier() {
 }
 
 // applyLocked carries the protocol's port state changes onto the ports,
-// flushes the MAC table when the protocol asks, and re-translates the
-// datapath flows if anything changed. all sets every port's state again
-// (after a configuration, or for a port added to the bridge since). The
-// caller holds sb.mu.
+// forgets what the ports the protocol names learned, and re-translates
+// the datapath flows if anything changed. all sets every port's state
+// again (after a configuration, or for a port added to the bridge
+// since). The caller holds sb.mu.
+//
+// As ovs-vswitchd's rstp_run, the MAC table loses only the entries of
+// the ports concerned: a port whose state starts or stops learning, and
+// each port the topology change machine flushes. Where an alternate
+// took over from the root port, the old root port's entries move to the
+// new one instead. The multicast snooping table is kept (ovs-vswitchd
+// flushes it only under STP).
 func (sb *rstpBridge) applyLocked(all bool) {
 	changed := false
+	from, to := sb.rt.RootShift()
+	flush := func(name string) {
+		if from != nil && from.Name == name {
+			return // moved below
+		}
+		if pt := sb.b.Ports.Snapshot().byName(name); pt != nil && sb.b.MAC.FlushPort(pt.OFPort) > 0 {
+			changed = true
+		}
+	}
+	set := func(name string, s rstp.State) {
+		if old, ok := sb.setPortState(name, s); ok {
+			changed = true
+			if old.Learns() != s.Learns() {
+				flush(name)
+			}
+		}
+	}
 	sb.rt.TakeChanged(func(p *rstp.Port) {
 		if sb.ports[p.Name] == p {
-			if sb.setPortState(p.Name, p.State()) {
-				changed = true
-			}
+			set(p.Name, p.State())
 		}
 	})
 	if all {
 		for name, rp := range sb.ports {
-			if sb.setPortState(name, rp.State()) {
-				changed = true
-			}
+			set(name, rp.State())
 		}
 	}
-	if sb.rt.TakeFDBFlush() {
-		sb.b.MAC.Flush()
-		sb.b.flushMcast() // as OVS flushes the mdb with the MAC table (mcast_bridge.go)
-		changed = true
+	sb.rt.TakeFDBFlush(func(p *rstp.Port) {
+		if sb.ports[p.Name] == p {
+			flush(p.Name)
+		}
+	})
+	if from != nil {
+		ports := sb.b.Ports.Snapshot()
+		if f, t := ports.byName(from.Name), ports.byName(to.Name); f != nil && t != nil {
+			sb.b.MAC.MovePort(f.OFPort, t.OFPort)
+			changed = true
+		}
+		sb.rt.ClearRootShift()
 	}
 	if changed {
 		sb.b.Tables.Invalidate()
@@ -262,56 +285,42 @@ func (sb *rstpBridge) applyLocked(all bool) {
 }
 
 // setPortState gives the port called name RSTP state s (rstp.Disabled:
-// no part in the tree) and reports whether that changed it.
-func (sb *rstpBridge) setPortState(name string, s rstp.State) bool {
-	b := sb.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	pt := b.Ports.Snapshot().byName(name)
-	if pt == nil || pt.RSTP == s {
-		return false
+// no part in the tree) and reports the state it had and whether that
+// changed.
+func (sb *rstpBridge) setPortState(name string, s rstp.State) (old rstp.State, changed bool) {
+	changed = sb.b.setTreeState(name, func(p *Port) bool {
+		old = p.RSTP
+		p.RSTP = s
+		return old != s
+	})
+	return old, changed
+}
+
+// leave takes the port called name out of the tree: its state becomes
+// Disabled (it forwards as a port without RSTP) and, if it learned, its
+// entries go, as ovs-vswitchd's update_rstp_port_state. The caller holds
+// sb.mu.
+func (sb *rstpBridge) leave(name string) {
+	if old, ok := sb.setPortState(name, rstp.Disabled); ok && old.Learns() {
+		if pt := sb.b.Ports.Snapshot().byName(name); pt != nil {
+			sb.b.MAC.FlushPort(pt.OFPort)
+		}
 	}
-	np := *pt
-	np.RSTP = s
-	if b.Ports.Add(np) == nil && b.OnPortEvent != nil {
-		b.OnPortEvent(PortEvent{Reason: 2, Port: np}) // the OpenFlow 1.0 port state carries it
-	}
-	return true
 }
 
 // send transmits a BPDU of the protocol on its port: an 802.3 frame from
 // the port's own address, executed on the datapath as output to the
 // port. Called with sb.mu held.
 func (sb *rstpBridge) send(rp *rstp.Port, bpdu []byte) {
-	pt := sb.b.Ports.Snapshot().byName(rp.Name)
-	if pt == nil || !pt.ownsVport() {
-		return
-	}
-	if pt.HWAddr == ([6]byte{}) {
-		if sb.log != nil {
-			sb.log.Warn("cannot send RSTP BPDU on a port which does not have a configured source MAC address",
-				"bridge", sb.b.Name, "port", rp.Name)
-		}
-		return
-	}
-	sb.frame = stp.AppendFrame(sb.frame[:0], pt.HWAddr, bpdu)
-	key := flow.Extract(sb.frame, flow.Metadata{})
-	var acts []byte
-	acts = datapath.AppendOutput(acts, pt.DPPort)
-	if err := sb.b.DP.Execute(sb.frame, &key, acts); err != nil && sb.log != nil {
-		sb.log.Warn("sending RSTP BPDU", "bridge", sb.b.Name, "port", rp.Name, "err", err)
-	}
+	sb.b.sendBPDU(rp.Name, bpdu, &sb.frame, sb.log,
+		"cannot send RSTP BPDU on a port which does not have a configured source MAC address", "sending RSTP BPDU")
 }
 
 // receive feeds a BPDU frame that arrived on datapath port dpPort to the
 // tree. Frames on ports outside the tree are dropped, as ovs-vswitchd
 // does.
 func (sb *rstpBridge) receive(dpPort uint32, frame []byte) {
-	pt := sb.b.Ports.Snapshot().ByDP(dpPort)
-	if pt == nil {
-		return
-	}
-	bpdu, ok := stp.FramePayload(frame)
+	pt, bpdu, ok := sb.b.bpduIn(dpPort, frame)
 	if !ok {
 		return
 	}

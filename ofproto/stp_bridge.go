@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/govswitch/govswitch/datapath"
-	"github.com/govswitch/govswitch/flow"
 	"github.com/govswitch/govswitch/ofproto/stp"
 )
 
@@ -186,23 +184,15 @@ func (b *Bridge) stopSTP() {
 }
 
 func (sb *stpBridge) run() {
-	defer close(sb.done)
-	t := time.NewTicker(stpTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-sb.stop:
-			return
-		case now := <-t.C:
-			sb.mu.Lock()
-			ms := now.Sub(sb.last).Milliseconds()
-			sb.last = now
-			sb.st.Tick(int(ms))
-			sb.followCarrier()
-			sb.applyLocked(now, true) // a port added since has its state too
-			sb.mu.Unlock()
-		}
-	}
+	runTree(sb.stop, sb.done, func(now time.Time) {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		ms := now.Sub(sb.last).Milliseconds()
+		sb.last = now
+		sb.st.Tick(int(ms))
+		sb.followCarrier()
+		sb.applyLocked(now, true) // a port added since has its state too
+	})
 }
 
 // followCarrier enables the ports whose device has carrier and disables
@@ -273,55 +263,27 @@ func (sb *stpBridge) portState(name string) stp.State {
 // setPortState gives the port called name STP state s (0: no part in the
 // tree).
 func (sb *stpBridge) setPortState(name string, s stp.State) {
-	b := sb.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	pt := b.Ports.Snapshot().byName(name)
-	if pt == nil || pt.STP == s {
-		return
-	}
-	np := *pt
-	np.STP = s
-	if b.Ports.Add(np) == nil && b.OnPortEvent != nil {
-		// The OpenFlow 1.0 port state carries the STP state: a port
-		// status tells the controllers, as ovs-vswitchd's does.
-		b.OnPortEvent(PortEvent{Reason: 2, Port: np})
-	}
+	sb.b.setTreeState(name, func(p *Port) bool {
+		if p.STP == s {
+			return false
+		}
+		p.STP = s
+		return true
+	})
 }
 
 // send transmits a BPDU of the protocol on its port: an 802.3 frame from
 // the port's own address, executed on the datapath as output to the
 // port. Called with sb.mu held.
 func (sb *stpBridge) send(no int, bpdu []byte) {
-	name := sb.names[no]
-	pt := sb.b.Ports.Snapshot().byName(name)
-	if pt == nil || !pt.ownsVport() {
-		return
-	}
-	if pt.HWAddr == ([6]byte{}) {
-		if sb.log != nil {
-			sb.log.Warn("cannot send BPDU on port with unknown MAC", "bridge", sb.b.Name, "port", no+1)
-		}
-		return
-	}
-	sb.frame = stp.AppendFrame(sb.frame[:0], pt.HWAddr, bpdu)
-	key := flow.Extract(sb.frame, flow.Metadata{})
-	var acts []byte
-	acts = datapath.AppendOutput(acts, pt.DPPort)
-	if err := sb.b.DP.Execute(sb.frame, &key, acts); err != nil && sb.log != nil {
-		sb.log.Warn("sending BPDU", "bridge", sb.b.Name, "port", name, "err", err)
-	}
+	sb.b.sendBPDU(sb.names[no], bpdu, &sb.frame, sb.log, "cannot send BPDU on port with unknown MAC", "sending BPDU")
 }
 
 // receive feeds a BPDU frame that arrived on datapath port dpPort to the
 // tree. Frames on ports outside the tree are dropped (sunk), as
 // ovs-vswitchd does.
 func (sb *stpBridge) receive(dpPort uint32, frame []byte) {
-	pt := sb.b.Ports.Snapshot().ByDP(dpPort)
-	if pt == nil {
-		return
-	}
-	bpdu, ok := stp.FramePayload(frame)
+	pt, bpdu, ok := sb.b.bpduIn(dpPort, frame)
 	if !ok {
 		return
 	}

@@ -3,7 +3,6 @@ package ovsdb
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"sort"
 	"strconv"
@@ -37,8 +36,9 @@ type RSTPPortConfig struct {
 	PathCost    uint32
 	HasPathCost bool
 	// AdminEdge and AutoEdge are rstp-port-admin-edge and
-	// rstp-port-auto-edge; AdminDown is rstp-admin-port-state=false.
-	AdminEdge, AutoEdge, AdminDown bool
+	// rstp-port-auto-edge; AdminDown is rstp-admin-port-state=false;
+	// MCheck is rstp-port-mcheck.
+	AdminEdge, AutoEdge, AdminDown, MCheck bool
 }
 
 // Equal reports whether c and d are the same tree.
@@ -173,9 +173,7 @@ func buildRSTP(br *Bridge, r *Rows, mirrors []MirrorConfig, problems *[]string) 
 		if v, ok := poc["rstp-admin-p2p-mac"]; ok && smapUint(poc, "rstp-admin-p2p-mac", 1) != 1 {
 			*problems = append(*problems, fmt.Sprintf("port %s: rstp-admin-p2p-mac=%s is not supported by govswitchd (every link is point-to-point); ignored", p.Name, v))
 		}
-		if smapGetBool(poc, "rstp-port-mcheck", false) {
-			*problems = append(*problems, fmt.Sprintf("port %s: rstp-port-mcheck is not supported by govswitchd (no STP compatibility); ignored", p.Name))
-		}
+		pc.MCheck = smapGetBool(poc, "rstp-port-mcheck", false)
 		c.Ports = append(c.Ports, pc)
 	}
 	return c
@@ -219,47 +217,21 @@ func (m *Monitor) rstpStatusUpdates(c *dbClient, rows *Rows) ([]libovsdb.Operati
 		refresh = DefaultRefresh
 	}
 	full := time.Since(m.rstpStatusAt) >= refresh
-	var ops []libovsdb.Operation
-	for _, br := range rows.Bridges {
-		st, ports, running := ss.RSTPStatus(br.Name)
-		if !running {
-			st = map[string]string{}
-		}
-		if !maps.Equal(st, br.RSTPStatus) && (len(br.RSTPStatus) > 0 || len(st) > 0) {
-			b := &Bridge{UUID: br.UUID, RSTPStatus: st}
-			o, err := c.Update(b, &b.RSTPStatus)
-			if err != nil {
-				return nil, fmt.Errorf("bridge %s: rstp_status: %w", br.Name, err)
-			}
-			ops = append(ops, o...)
-		}
-		for _, pu := range br.Ports {
-			p := rows.Ports[pu]
-			if p == nil {
-				continue
-			}
-			ps := ports[p.Name]
-			if ps.Status == nil {
-				ps.Status = map[string]string{}
-			}
-			if ps.Statistics == nil {
-				ps.Statistics = map[string]int{}
-			}
-			statusSame := maps.Equal(ps.Status, p.RSTPStatus) || len(ps.Status) == 0 && len(p.RSTPStatus) == 0
-			statsSame := maps.Equal(ps.Statistics, p.RSTPStatistics) || len(ps.Statistics) == 0 && len(p.RSTPStatistics) == 0
-			if statusSame && (statsSame || !full && len(p.RSTPStatistics) > 0 && len(ps.Statistics) > 0) {
-				continue
-			}
-			n := &Port{UUID: p.UUID, RSTPStatus: ps.Status, RSTPStatistics: ps.Statistics}
-			o, err := c.Update(n, &n.RSTPStatus, &n.RSTPStatistics)
-			if err != nil {
-				return nil, fmt.Errorf("port %s: rstp_status: %w", p.Name, err)
-			}
-			ops = append(ops, o...)
-		}
-	}
-	if full {
+	ops, err := treeStatusUpdates(c, rows, rstpColumns, full, ss.RSTPStatus)
+	if err == nil && full {
 		m.rstpStatusAt = time.Now()
 	}
-	return ops, nil
+	return ops, err
+}
+
+// rstpColumns are RSTP's: Bridge rstp_status, Port rstp_status and
+// rstp_statistics, the statistics alone waiting.
+var rstpColumns = treeColumns{
+	name:       "rstp_status",
+	bridge:     func(b *Bridge) *map[string]string { return &b.RSTPStatus },
+	portStatus: func(p *Port) *map[string]string { return &p.RSTPStatus },
+	portStats:  func(p *Port) *map[string]int { return &p.RSTPStatistics },
+	waits: func(_, _ map[string]string, statusSame, _, bothStats bool) bool {
+		return statusSame && bothStats
+	},
 }

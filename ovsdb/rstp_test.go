@@ -11,7 +11,7 @@ func TestBuildRSTP(t *testing.T) {
 	r := stpRows(br,
 		stpPort("p2", map[string]string{"rstp-path-cost": "19", "rstp-port-priority": "0x10", "rstp-port-num": "7",
 			"rstp-port-admin-edge": "true"}),
-		stpPort("p1", nil),
+		stpPort("p1", map[string]string{"rstp-port-mcheck": "true"}),
 		stpPort("off", map[string]string{"rstp-enable": "false"}),
 		stpPort("down", map[string]string{"rstp-admin-port-state": "false", "rstp-port-auto-edge": "false"}),
 		stpPort("bad", map[string]string{"rstp-port-num": "4096"}),
@@ -23,7 +23,7 @@ func TestBuildRSTP(t *testing.T) {
 	}
 	want := RSTPConfig{Address: 1, Priority: 4096, MaxAge: 6, ForwardDelay: 4, Ports: []RSTPPortConfig{
 		{Name: "down", Priority: 128, AdminDown: true},
-		{Name: "p1", Priority: 128, AutoEdge: true},
+		{Name: "p1", Priority: 128, AutoEdge: true, MCheck: true},
 		{Name: "p2", Num: 7, Priority: 16, PathCost: 19, HasPathCost: true, AdminEdge: true, AutoEdge: true},
 	}}
 	if !c.Equal(&want) {

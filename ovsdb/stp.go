@@ -3,7 +3,6 @@ package ovsdb
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"sort"
 	"strconv"
@@ -230,56 +229,22 @@ func (m *Monitor) stpStatusUpdates(c *dbClient, rows *Rows) ([]libovsdb.Operatio
 		refresh = DefaultRefresh
 	}
 	full := time.Since(m.stpStatusAt) >= refresh
-	var ops []libovsdb.Operation
-	portByName := map[string]*Port{}
-	for _, p := range rows.Ports {
-		portByName[p.Name] = p
-	}
-	for _, br := range rows.Bridges {
-		st, ports, running := ss.STPStatus(br.Name)
-		if !running {
-			st = map[string]string{}
-		}
-		if !maps.Equal(st, br.Status) && (len(br.Status) > 0 || len(st) > 0) {
-			b := &Bridge{UUID: br.UUID, Status: st}
-			o, err := c.Update(b, &b.Status)
-			if err != nil {
-				return nil, fmt.Errorf("bridge %s: status: %w", br.Name, err)
-			}
-			ops = append(ops, o...)
-		}
-		for _, pu := range br.Ports {
-			p := rows.Ports[pu]
-			if p == nil {
-				continue
-			}
-			ps := ports[p.Name]
-			if ps.Status == nil {
-				ps.Status = map[string]string{}
-			}
-			if ps.Statistics == nil {
-				ps.Statistics = map[string]int{}
-			}
-			statusSame := maps.Equal(ps.Status, p.Status) || len(ps.Status) == 0 && len(p.Status) == 0
-			statsSame := maps.Equal(ps.Statistics, p.Statistics) || len(ps.Statistics) == 0 && len(p.Statistics) == 0
-			if statusSame && statsSame {
-				continue
-			}
-			if !full && statsDiffOnly(ps.Status, p.Status) && (statsSame || len(p.Statistics) > 0 && len(ps.Statistics) > 0) {
-				continue
-			}
-			n := &Port{UUID: p.UUID, Status: ps.Status, Statistics: ps.Statistics}
-			o, err := c.Update(n, &n.Status, &n.Statistics)
-			if err != nil {
-				return nil, fmt.Errorf("port %s: status: %w", p.Name, err)
-			}
-			ops = append(ops, o...)
-		}
-	}
-	if full {
+	ops, err := treeStatusUpdates(c, rows, stpColumns, full, ss.STPStatus)
+	if err == nil && full {
 		m.stpStatusAt = time.Now()
 	}
-	return ops, nil
+	return ops, err
+}
+
+// stpColumns are STP's: Bridge status, Port status and statistics.
+var stpColumns = treeColumns{
+	name:       "status",
+	bridge:     func(b *Bridge) *map[string]string { return &b.Status },
+	portStatus: func(p *Port) *map[string]string { return &p.Status },
+	portStats:  func(p *Port) *map[string]int { return &p.Statistics },
+	waits: func(want, have map[string]string, _, statsSame, bothStats bool) bool {
+		return statsDiffOnly(want, have) && (statsSame || bothStats)
+	},
 }
 
 // statsDiffOnly reports whether two port status maps differ at most in

@@ -56,7 +56,7 @@ func (s *ovsdbSwitch) SetRSTP(bridge string, cfg *ovsdb.RSTPConfig) error {
 			cost = rstp.PathCostForSpeed(linkSpeed(p.Name))
 		}
 		c.Ports = append(c.Ports, ofproto.RSTPPortConfig{Name: p.Name, Num: p.Num, Priority: p.Priority, PathCost: cost,
-			AdminEdge: p.AdminEdge, AutoEdge: p.AutoEdge, AdminDown: p.AdminDown})
+			AdminEdge: p.AdminEdge, AutoEdge: p.AutoEdge, AdminDown: p.AdminDown, MCheck: p.MCheck})
 	}
 	if a, ok := s.rstp[bridge]; ok && a.b == b && rstpConfigEqual(&a.cfg, &c) && b.RSTPRunning() {
 		return nil

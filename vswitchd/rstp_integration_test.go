@@ -62,11 +62,10 @@ func rstpSettled(show string) (settled, ports int) {
 	return settled, ports
 }
 
-func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...string) string, showB func() string) rstpRun {
+// convergeRSTP waits (up to 40 s) until rstp/show says both bridges
+// have all their ports settled.
+func (s *stpBed) convergeRSTP(t *testing.T, ctl, who string) {
 	t.Helper()
-	start := time.Now()
-	s.configureRSTP(vsctl)
-	r := rstpRun{show: map[string]string{}, status: map[string]string{}}
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 		settled, out := 0, ""
 		for _, br := range []string{s.a, s.b} {
@@ -76,26 +75,22 @@ func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...strin
 			settled += n
 		}
 		if settled == 6 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: rapid spanning tree not settled after 40 s:\n%s", who, out)
 		}
 	}
+}
+
+func (s *stpBed) runRSTP(t *testing.T, who, ctl string, vsctl func(args ...string) string, showB func() string) rstpRun {
+	t.Helper()
+	start := time.Now()
+	s.configureRSTP(vsctl)
+	r := rstpRun{show: map[string]string{}, status: map[string]string{}}
+	s.convergeRSTP(t, ctl, who)
 	r.settle = time.Since(start)
-	s.h1.Exec("ip", "neigh", "flush", "all")
-	s.h2.Exec("ip", "neigh", "flush", "all")
-	var before uint64
-	for _, l := range s.links {
-		before += linkCounter(t, l, "tx_packets")
-	}
-	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
-	r.loss = parseLoss(t, out)
-	time.Sleep(time.Second) // a storm, if any, keeps going after the ping
-	for _, l := range s.links {
-		r.frames += linkCounter(t, l, "tx_packets")
-	}
-	r.frames -= before
+	r.loss, r.frames = s.pingCounting(t)
 	for _, br := range []string{s.a, s.b} {
 		r.show[br] = appctlAt(t, ctl, "rstp/show", br).out
 		for _, m := range rstpTable.FindAllStringSubmatch(r.show[br], -1) {

@@ -124,6 +124,25 @@ func (s *stpBed) converge(t *testing.T, ctl, who string) {
 	}
 }
 
+// pingCounting pings h1->h2 three times from cold ARP caches and returns
+// the pings lost and the frames the loop's links carried meanwhile (and
+// for a second after, as a storm keeps going).
+func (s *stpBed) pingCounting(t *testing.T) (loss int, frames uint64) {
+	t.Helper()
+	s.h1.Exec("ip", "neigh", "flush", "all")
+	s.h2.Exec("ip", "neigh", "flush", "all")
+	var before uint64
+	for _, l := range s.links {
+		before += linkCounter(t, l, "tx_packets")
+	}
+	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
+	time.Sleep(time.Second)
+	for _, l := range s.links {
+		frames += linkCounter(t, l, "tx_packets")
+	}
+	return parseLoss(t, out), frames - before
+}
+
 func linkCounter(t *testing.T, dev, name string) uint64 {
 	t.Helper()
 	b, err := os.ReadFile("/sys/class/net/" + dev + "/statistics/" + name)
@@ -151,19 +170,7 @@ func (s *stpBed) run(t *testing.T, who, ctl string, vsctl func(args ...string) s
 			r.ofState = append(r.ofState, port+": "+strings.TrimSpace(st))
 		}
 	}
-	s.h1.Exec("ip", "neigh", "flush", "all")
-	s.h2.Exec("ip", "neigh", "flush", "all")
-	var before uint64
-	for _, l := range s.links {
-		before += linkCounter(t, l, "tx_packets")
-	}
-	out, _ := s.h1.Exec("ping", "-c", "3", "-i", "0.3", "-W", "1", "10.0.0.2")
-	r.loss = parseLoss(t, out)
-	time.Sleep(time.Second) // a storm, if any, keeps going after the ping
-	for _, l := range s.links {
-		r.frames += linkCounter(t, l, "tx_packets")
-	}
-	r.frames -= before
+	r.loss, r.frames = s.pingCounting(t)
 	for _, br := range []string{s.a, s.b} {
 		r.show[br] = appctlAt(t, ctl, "stp/show", br).out
 	}

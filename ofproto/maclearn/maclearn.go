@@ -303,6 +303,27 @@ func (t *Table) FlushPort(port uint32) int {
 	return removed
 }
 
+// MovePort gives every entry on port from to port to, ages kept, and
+// returns how many it moved: what ovs-vswitchd does with the addresses
+// learned on an old RSTP root port when an alternate port takes over
+// (they are behind the new root port now). It counts as no move in
+// Stats, as ovs-vswitchd's does not.
+func (t *Table) MovePort(from, to uint32) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	moved := 0
+	for i := t.head; i != none; i = t.slots[i].next {
+		if s := &t.slots[i]; s.port == from && from != to {
+			s.port = to
+			moved++
+		}
+	}
+	if moved > 0 {
+		t.version.Add(1)
+	}
+	return moved
+}
+
 // Flush removes every entry.
 func (t *Table) Flush() {
 	t.mu.Lock()

@@ -117,6 +117,38 @@ func TestFlushPortAndEntries(t *testing.T) {
 	}
 }
 
+func TestMovePort(t *testing.T) {
+	tb := New(32, time.Hour)
+	for i := 0; i < 6; i++ {
+		tb.Learn(0, mac(i), uint32(i%3), t0.Add(time.Duration(i)*time.Second))
+	}
+	v := tb.Version()
+	if n := tb.MovePort(1, 7); n != 2 { // i = 1, 4
+		t.Errorf("moved %d, want 2", n)
+	}
+	if tb.Version() == v {
+		t.Error("a move left the version as it was")
+	}
+	var got []string
+	tb.Entries(t0.Add(10*time.Second), func(e Entry) {
+		got = append(got, fmt.Sprintf("%d/%d/%v", e.Port, e.MAC[5], e.Age))
+	})
+	want := []string{"2/5/5s", "7/4/6s", "0/3/7s", "2/2/8s", "7/1/9s", "0/0/10s"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("entries\n got %v\nwant %v", got, want)
+	}
+	if p, ok := tb.Lookup(0, mac(4), t0.Add(10*time.Second)); !ok || p != 7 {
+		t.Errorf("lookup after move: %d %v", p, ok)
+	}
+	v = tb.Version()
+	if n := tb.MovePort(3, 1); n != 0 || tb.Version() != v {
+		t.Errorf("moving an empty port: %d, version changed %v", n, tb.Version() != v)
+	}
+	if s := tb.Stats(); s.Moved != 0 {
+		t.Errorf("stats count %d moves, want 0", s.Moved)
+	}
+}
+
 // TestAgainstMap drives random operations against a map-based model.
 func TestAgainstMap(t *testing.T) {
 	type k struct {

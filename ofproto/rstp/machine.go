@@ -42,6 +42,11 @@ func (b *Bridge) selectRoles() {
 		}
 	}
 	oldRoot := b.rootPort
+	if b.shiftFrom == nil && oldRoot != nil && bestPort != nil && bestPort != oldRoot && bestPort.role == RoleAlternate {
+		// An alternate takes the old root port's place: the addresses
+		// behind the one are behind the other now.
+		b.shiftFrom, b.shiftTo = oldRoot, bestPort
+	}
 	b.root, b.rootPort = best, bestPort
 	if bestPort == nil {
 		b.rootTm = times{maxAge: b.maxAge, hello: HelloTime * 1000, fwdDelay: b.fwdDelay}
@@ -169,31 +174,117 @@ func (p *Port) transitions() {
 			p.edgeWhile = MigrateTime * 1000
 		}
 	}
+	p.detectTC()
+}
+
+// detectTC is the topology change machine's way in and out of ACTIVE
+// (17.29.6) after a port's transitions: one that leaves the root or
+// designated role or turns out an edge goes back to LEARNING; a
+// forwarding port that stops being an edge has changed the topology
+// (DETECTED). setState detects the rest, as the port starts forwarding.
+func (p *Port) detectTC() {
+	switch {
+	case !p.isDesignatedOrRoot() || p.operEdge:
+		p.tcActive = false
+	case !p.tcActive && p.state == Forwarding:
+		p.tcActive = true
+		p.br.topologyChange(p, true, true)
+	}
 }
 
 // topologyChange is the topology change machine (17.29.6) for a port
-// that started forwarding (detected) or received a TC: the bridge's MAC
-// table is flushed (all of it, where 802.1D flushes the other ports'
-// entries), and every other non-edge root or designated port, and a
-// detecting port itself, sends TC for the next hello time plus a second.
-func (b *Bridge) topologyChange(from *Port, detected bool) {
+// that started forwarding (detected) or received a TC: every other
+// non-edge root or designated port, and a detecting port itself, sends
+// TC for the next hello time plus a second. Where flush, the change
+// propagates as setTcPropTree and PROPAGATING (17.21.18) do in
+// ovs-vswitchd: every other active port flushes what it learned; the
+// rest (edges, ports that have not forwarded in their role since they
+// took it) keep theirs, and so does from.
+func (b *Bridge) topologyChange(from *Port, detected, flush bool) {
 	if detected {
 		from.newTcWhile()
 	}
-	b.fdbFlush = true
 	for _, q := range b.ports {
 		if q != from && q.operational && q.isDesignatedOrRoot() && !q.operEdge {
 			q.newTcWhile()
+			if flush && q.tcActive {
+				q.fdbFlush = true
+			}
 		}
 	}
 }
 
+// newTcWhile starts signalling TC (17.21.7): for a hello time plus a
+// second, at once, in RST BPDUs; in Configuration BPDUs to an 802.1D-1998
+// bridge, for the bridge's max age plus forward delay, from the next
+// hello on.
 func (p *Port) newTcWhile() {
-	if p.tcWhile == 0 {
+	switch {
+	case p.tcWhile != 0:
+	case p.sendSTP:
+		p.tcWhile = p.br.maxAge + p.br.fwdDelay
+	default:
 		p.tcWhile = HelloTime*1000 + 1000
 		p.newInfo = true
 	}
 }
+
+// migState is a state of the port protocol migration machine (17.24).
+type migState uint8
+
+const (
+	migCheckingRSTP migState = iota
+	migSelectingSTP
+	migSensing
+)
+
+// checkRSTP is CHECKING_RSTP, where a port starts (and starts again when
+// its link comes or goes): it sends RST BPDUs for at least the migrate
+// time, whatever it receives meanwhile.
+func (p *Port) checkRSTP() {
+	p.mig, p.sendSTP, p.mdelayWhile = migCheckingRSTP, false, MigrateTime*1000
+}
+
+// migrate runs the port protocol migration machine after a BPDU or its
+// timer: once its migrate time is over, a port that receives an
+// 802.1D-1998 BPDU while sending RST BPDUs falls back to Configuration
+// BPDUs and TCNs (SELECTING_STP), for at least the migrate time; one
+// that receives an RST BPDU while sending the old ones checks RSTP
+// again.
+func (p *Port) migrate() {
+	for {
+		switch p.mig {
+		case migCheckingRSTP, migSelectingSTP:
+			if p.mdelayWhile != 0 {
+				return
+			}
+			p.mig, p.rcvdSTP, p.rcvdRSTP = migSensing, false, false
+		case migSensing:
+			switch {
+			case p.sendSTP && p.rcvdRSTP:
+				p.checkRSTP()
+			case !p.sendSTP && p.rcvdSTP:
+				p.mig, p.sendSTP, p.mdelayWhile = migSelectingSTP, true, MigrateTime*1000
+				p.operEdge = false
+			}
+			return
+		}
+	}
+}
+
+// MCheck makes the port try RSTP again (17.19.13 mcheck): it sends RST
+// BPDUs for the migrate time, and stays with them unless an 802.1D-1998
+// bridge is still there to be heard after it. A port whose link is down
+// starts so anyway when it comes up.
+func (p *Port) MCheck() {
+	if p.operational {
+		p.checkRSTP()
+	}
+}
+
+// SendsSTP reports whether the port talks 802.1D-1998 to its link (the
+// port protocol migration machine fell back to it).
+func (p *Port) SendsSTP() bool { return p.sendSTP }
 
 // expire advances a running timer (non-zero, in ms) by ms and reports
 // whether it ran out.
@@ -233,7 +324,10 @@ func (b *Bridge) Tick(ms int) {
 			b.reselect = true
 		}
 		expire(&p.fdWhile, ms)
-		if expire(&p.edgeWhile, ms) && p.autoEdge && p.proposing && p.role == RoleDesignated {
+		if expire(&p.mdelayWhile, ms) {
+			p.migrate()
+		}
+		if expire(&p.edgeWhile, ms) && p.autoEdge && !p.sendSTP && p.proposing && p.role == RoleDesignated {
 			p.operEdge = true // nothing answered: no bridge on the link (17.25)
 		}
 		expire(&p.tcWhile, ms)
@@ -268,6 +362,12 @@ func (b *Bridge) Receive(p *Port, bpdu []byte) error {
 		p.edgeWhile = MigrateTime * 1000
 	}
 	tc := m.Flags&FlagTC != 0
+	if m.Type == TypeRST {
+		p.rcvdSTP, p.rcvdRSTP = false, true
+	} else {
+		p.rcvdSTP, p.rcvdRSTP = true, false
+	}
+	p.migrate()
 	switch m.Type {
 	case TypeTCN:
 		tc = true
@@ -278,8 +378,17 @@ func (b *Bridge) Receive(p *Port, bpdu []byte) error {
 		b.receiveInfo(p, &m)
 	}
 	b.update()
+	// Only a TC that reaches an active port (NOTIFIED_TC) flushes;
+	// elsewhere the topology change machine drops it (LEARNING).
 	if tc && p.isDesignatedOrRoot() {
-		b.topologyChange(p, false)
+		active := p.tcActive && !p.operEdge
+		if active && m.Type == TypeTCN {
+			p.newTcWhile() // NOTIFIED_TCN
+		}
+		if active && p.role == RoleDesignated {
+			p.tcAck = true // owed to an 802.1D-1998 bridge's TCN or TC
+		}
+		b.topologyChange(p, false, active)
 		b.update()
 	}
 	return nil
@@ -399,6 +508,35 @@ func (p *Port) transmit() {
 	if p.tcWhile != 0 {
 		m.Flags |= FlagTC
 	}
+	if p.sendSTP {
+		// To an 802.1D-1998 bridge (17.21.19-21): a designated port
+		// sends Configuration BPDUs, with TC and TCA only; the root
+		// port a TCN; the others nothing. As ovs-vswitchd, both are the
+		// RST BPDU's 36 bytes long, the rest zero (which an 802.1D
+		// bridge that wants a 4-byte TCN, ovs-vswitchd's among them,
+		// counts as a bad BPDU).
+		switch p.role {
+		case RoleDesignated:
+			m.Version, m.Type, m.Flags = VersionSTP, TypeConfig, m.Flags&FlagTC
+			if p.tcAck {
+				m.Flags |= FlagTCA
+			}
+			p.tcAck = false
+			b.buf = append(m.Append(b.buf[:0]), 0)
+		case RoleRoot:
+			b.buf = append(b.buf[:0], make([]byte, RSTLen)...)
+			b.buf[3] = TypeTCN
+		default:
+			return
+		}
+		p.txCount++
+		p.TX++
+		if b.Send != nil {
+			b.Send(p, b.buf)
+		}
+		return
+	}
+	p.tcAck = false
 	p.txCount++
 	p.TX++
 	b.buf = m.Append(b.buf[:0])

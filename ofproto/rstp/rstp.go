@@ -192,6 +192,25 @@ type Port struct {
 	agree     bool
 	agreed    bool
 	newInfo   bool
+	// tcActive is the topology change machine in ACTIVE (17.29.6): a
+	// non-edge root or designated port that has forwarded since it
+	// took that role, so a topology change elsewhere flushes what it
+	// learned and is signalled on it.
+	tcActive bool
+	// fdbFlush asks for the addresses learned on the port to go.
+	fdbFlush bool
+	// tcAck is a TC acknowledgement owed to an 802.1D-1998 bridge: the
+	// next Configuration BPDU carries TCA.
+	tcAck bool
+
+	// The port protocol migration machine (17.24): sendSTP is the port
+	// talking 802.1D-1998 to a bridge that sent only that (the zero
+	// value: RST BPDUs); mig its state; rcvdSTP and rcvdRSTP what was
+	// received since it started sensing.
+	mig               migState
+	sendSTP           bool
+	rcvdSTP, rcvdRSTP bool
+	mdelayWhile       int // ms
 
 	rcvdWhile, fdWhile, edgeWhile, tcWhile, helloWhen int // ms; 0: not running
 	txCount                                           int
@@ -221,9 +240,12 @@ type Bridge struct {
 	ports    []*Port // by number
 
 	reselect bool
-	fdbFlush bool
-	txSecMS  int
-	buf      []byte
+	// shiftFrom and shiftTo are an old root port and the alternate that
+	// took its place: what was learned on the first is now behind the
+	// second (ovs-vswitchd's root_changed, old and new root aux).
+	shiftFrom, shiftTo *Port
+	txSecMS            int
+	buf                []byte
 }
 
 // New returns the tree of a bridge whose identifier is priority
@@ -309,9 +331,12 @@ func (b *Bridge) BridgeTimes() (hello, maxAge, fwdDelay int) {
 	return HelloTime, b.maxAge / 1000, b.fwdDelay / 1000
 }
 
-// RootTimes are the times in use (the root's), in seconds.
+// RootTimes are the times in use, in seconds, as the root port's
+// designated times hold them (17.21.25): the root's max age and forward
+// delay, and the bridge's own hello time (which is what ovs-vswitchd's
+// rstp/show prints; an 802.1D-1998 root may have another).
 func (b *Bridge) RootTimes() (hello, maxAge, fwdDelay int) {
-	return b.rootTm.hello / 1000, b.rootTm.maxAge / 1000, b.rootTm.fwdDelay / 1000
+	return HelloTime, b.rootTm.maxAge / 1000, b.rootTm.fwdDelay / 1000
 }
 
 // Ports calls fn for each port, by port number.
@@ -321,13 +346,30 @@ func (b *Bridge) Ports(fn func(*Port)) {
 	}
 }
 
-// TakeFDBFlush reports whether the MAC table must be flushed (a topology
-// change, or a port that stopped learning), and clears the request.
-func (b *Bridge) TakeFDBFlush() bool {
-	f := b.fdbFlush
-	b.fdbFlush = false
-	return f
+// TakeFDBFlush calls fn for every port whose learned addresses must be
+// flushed since the last call, and clears the requests: a port that
+// stopped learning out of a root or designated role (17.29.6 INACTIVE),
+// and every active port a topology change reaches (PROPAGATING), as
+// ovs-vswitchd flushes each such port's entries and no others. The
+// port where the change was detected or received keeps its own, and so
+// do edge ports.
+func (b *Bridge) TakeFDBFlush(fn func(*Port)) {
+	for _, p := range b.ports {
+		if p.fdbFlush {
+			p.fdbFlush = false
+			fn(p)
+		}
+	}
 }
+
+// RootShift returns the old root port and the alternate port that took
+// its place when that happened since ClearRootShift (nil, nil when not):
+// the addresses learned on from are to move to to, not be flushed, as
+// ovs-vswitchd moves them.
+func (b *Bridge) RootShift() (from, to *Port) { return b.shiftFrom, b.shiftTo }
+
+// ClearRootShift forgets the root shift RootShift reported.
+func (b *Bridge) ClearRootShift() { b.shiftFrom, b.shiftTo = nil, nil }
 
 // TakeChanged calls fn for every port whose state changed since the last
 // call.
@@ -380,12 +422,12 @@ func (b *Bridge) RemovePort(p *Port) {
 	for i, q := range b.ports {
 		if q == p {
 			b.ports = append(b.ports[:i], b.ports[i+1:]...)
-			if p.state.Learns() {
-				b.fdbFlush = true
-			}
-			p.state, p.role, p.operational = Disabled, RoleDisabled, false
+			p.state, p.role, p.operational, p.tcActive, p.fdbFlush = Disabled, RoleDisabled, false, false, false
 			if b.rootPort == p {
 				b.rootPort = nil
+			}
+			if b.shiftFrom == p || b.shiftTo == p {
+				b.ClearRootShift()
 			}
 			b.reselect = true
 			b.update()
@@ -470,6 +512,8 @@ func (p *Port) SetOperational(up bool) {
 	p.proposing, p.proposed, p.agree, p.agreed = false, false, false, false
 	p.rcvdWhile, p.fdWhile, p.edgeWhile, p.tcWhile = 0, 0, 0, 0
 	p.resetEdge()
+	p.tcActive, p.tcAck = false, false
+	p.checkRSTP()
 	p.UptimeMS = 0
 	if up {
 		p.info = infoAged
@@ -483,11 +527,14 @@ func (p *Port) setState(s State) {
 	if s == p.state {
 		return
 	}
-	if p.state.Learns() && !s.Learns() {
-		p.br.fdbFlush = true // what it learned is stale (17.29.3 INACTIVE's fdbFlush)
+	if p.state.Learns() && !s.Learns() && !p.isDesignatedOrRoot() {
+		p.fdbFlush = true // what it learned is stale (17.29.6 INACTIVE)
 	}
 	if s == Forwarding && !p.operEdge {
-		p.br.topologyChange(p, true)
+		// DETECTED the first time in the role; ACTIVE already, a
+		// change to signal but not to flush for.
+		p.br.topologyChange(p, true, !p.tcActive)
+		p.tcActive = true
 	}
 	p.state = s
 	p.changed = true

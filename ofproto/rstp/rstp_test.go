@@ -3,6 +3,7 @@ package rstp
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -137,8 +138,8 @@ func TestLoopOfTwoBridges(t *testing.T) {
 	for _, l := range n.links {
 		before += l.frames
 	}
-	a.TakeFDBFlush()
-	b.TakeFDBFlush()
+	flushed(a)
+	flushed(b)
 	n.run(20000, 100)
 	after := 0
 	for _, l := range n.links {
@@ -147,8 +148,8 @@ func TestLoopOfTwoBridges(t *testing.T) {
 	if d := after - before; d < 15 || d > 30 {
 		t.Errorf("%d BPDUs in 20 s on two links, want ~20", d)
 	}
-	if a.TakeFDBFlush() || b.TakeFDBFlush() {
-		t.Error("MAC table flushed in a steady state")
+	if fa, fb := flushed(a), flushed(b); fa != "" || fb != "" {
+		t.Errorf("MAC entries flushed in a steady state: br0 %q br1 %q", fa, fb)
 	}
 	check(t, "steady", []want{{b1, RoleRoot, Forwarding}, {b2, RoleAlternate, Discarding}})
 
@@ -160,12 +161,23 @@ func TestLoopOfTwoBridges(t *testing.T) {
 	check(t, "failover", []want{
 		{b1, RoleDisabled, Discarding}, {b2, RoleRoot, Forwarding}, {a2, RoleDesignated, Forwarding},
 	})
-	if !b.TakeFDBFlush() {
-		t.Error("br1: no MAC flush on the topology change")
+	// The alternate took the root port's place: what br1 learned on b1
+	// moves to b2, and b1's own flush is left to that. The edge port bh
+	// keeps its entries; so does br0's, when b2's TC reaches a2, and a1,
+	// which stopped learning, flushes.
+	if from, to := b.RootShift(); from != b1 || to != b2 {
+		t.Errorf("br1 root shift %v -> %v, want port 1 -> 2", from, to)
+	}
+	b.ClearRootShift()
+	if f := flushed(b); f != "1" {
+		t.Errorf("br1 flushed ports %q, want 1 (b1, stopped learning)", f)
 	}
 	n.run(200, 100)
-	if !a.TakeFDBFlush() {
-		t.Error("br0: the TC did not reach it")
+	if f := flushed(a); f != "1" {
+		t.Errorf("br0 flushed ports %q, want 1 (a1, stopped learning)", f)
+	}
+	if !a2.tcActive || !b2.tcActive || bh.tcActive {
+		t.Errorf("active: a2 %v b2 %v bh %v, want true true false", a2.tcActive, b2.tcActive, bh.tcActive)
 	}
 	// It comes back: b1 is the better root port again.
 	l1.down = false
@@ -175,6 +187,60 @@ func TestLoopOfTwoBridges(t *testing.T) {
 	check(t, "recovered", []want{
 		{a1, RoleDesignated, Forwarding}, {b1, RoleRoot, Forwarding}, {b2, RoleAlternate, Discarding},
 	})
+}
+
+// flushed is the numbers of the ports whose entries b asks to flush.
+func flushed(b *Bridge) string {
+	var s []string
+	b.TakeFDBFlush(func(p *Port) { s = append(s, fmt.Sprint(p.Num())) })
+	return strings.Join(s, ",")
+}
+
+// TestTopologyChangeFlushesActivePorts: a TC received on one port
+// flushes the bridge's other active (non-edge, forwarding root or
+// designated) ports and no others, and is signalled on them.
+func TestTopologyChangeFlushesActivePorts(t *testing.T) {
+	n := &testNet{}
+	a := n.bridge("br0", 0xaa)
+	b := n.bridge("br1", 0xbb)
+	c := n.bridge("br2", 0xcc)
+	a.SetPriority(4096)
+	a1, a2 := a.AddPort(1), a.AddPort(2)
+	b1, b2, bh := b.AddPort(1), b.AddPort(2), b.AddPort(3)
+	c1 := c.AddPort(1)
+	n.join(a1, b1)
+	n.join(b2, c1)
+	a2.SetOperational(true)
+	bh.SetOperational(true) // a host: becomes an edge
+	n.run(8000, 100)
+	check(t, "converged", []want{{b1, RoleRoot, Forwarding}, {b2, RoleDesignated, Forwarding}, {bh, RoleDesignated, Forwarding},
+		{c1, RoleRoot, Forwarding}})
+	if !bh.OperEdge() || b2.OperEdge() {
+		t.Fatalf("edges: bh %v b2 %v", bh.OperEdge(), b2.OperEdge())
+	}
+	n.run(10000, 100) // every TC of the convergence over
+	for _, br := range n.bridges {
+		flushed(br)
+	}
+	tc := BPDU{Version: VersionRSTP, Type: TypeRST, Flags: FlagTC | wireRoleRoot<<flagRoleShift | FlagForwarding | FlagLearning,
+		RootID: a.ID(), RootPathCost: 2 * DefaultPathCost, BridgeID: c.ID(), PortID: c1.PortID(),
+		MaxAge: 20 * 256, HelloTime: 2 * 256, ForwardDelay: 15 * 256}
+	if err := b.Receive(b2, tc.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if f := flushed(b); f != "1" {
+		t.Errorf("br1 flushed ports %q after a TC on port 2, want 1 (not the receiver, not the edge)", f)
+	}
+	if b1.tcWhile == 0 || bh.tcWhile != 0 {
+		t.Errorf("TC signalled: b1 %d bh %d, want on b1, not on the edge", b1.tcWhile, bh.tcWhile)
+	}
+	n.deliver()
+	if f := flushed(a); f != "" {
+		t.Errorf("br0 flushed ports %q after br1's TC, want none (a1 received it, a2 is an edge)", f)
+	}
+	if f := flushed(c); f != "" {
+		t.Errorf("br2 flushed ports %q, want none (its only port sent the TC)", f)
+	}
 }
 
 // TestForwardDelayFallback: a neighbour that never agrees (an 802.1D-1998
@@ -523,5 +589,89 @@ func TestDispute(t *testing.T) {
 	b.Receive(p, inferior.Append(nil))
 	if p.State() != Forwarding {
 		t.Errorf("inferior, not learning: %v", p.State())
+	}
+}
+
+// TestMigrationToSTP: a port hearing an 802.1D-1998 bridge's
+// Configuration BPDUs falls back to sending them (17.24), once its
+// migrate time is over, 36 bytes long as ovs-vswitchd's; as designated
+// port it acknowledges a TCN with TCA; an RST BPDU brings it back.
+func TestMigrationToSTP(t *testing.T) {
+	var sent [][]byte
+	b := New("br0", 0x01, func(_ *Port, bpdu []byte) { sent = append(sent, append([]byte(nil), bpdu...)) })
+	b.SetPriority(4096)
+	p := b.AddPort(1)
+	p.SetOperational(true)
+	// An inferior 802.1D bridge, root of its own tree until it hears us.
+	cfg := BPDU{Type: TypeConfig, RootID: 0x8000_0000_0000_00ff, BridgeID: 0x8000_0000_0000_00ff, PortID: 0x8001,
+		MaxAge: 20 * 256, HelloTime: 2 * 256, ForwardDelay: 15 * 256}
+	last := func() BPDU {
+		t.Helper()
+		if len(sent) == 0 {
+			t.Fatal("nothing sent")
+		}
+		m, err := Decode(sent[len(sent)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	b.Receive(p, cfg.Append(nil)) // within the migrate time: ignored for migration
+	if p.SendsSTP() || last().Type != TypeRST {
+		t.Fatalf("falls back within the migrate time (sends type %d)", last().Type)
+	}
+	for i := 0; i < 8; i++ {
+		b.Tick(500)
+		if i%4 == 3 {
+			b.Receive(p, cfg.Append(nil))
+		}
+	}
+	if !p.SendsSTP() {
+		t.Fatal("still RSTP after the old protocol's BPDUs past the migrate time")
+	}
+	sent = nil
+	b.Tick(2000) // a hello
+	if m := last(); m.Type != TypeConfig || m.Version != VersionSTP || len(sent[len(sent)-1]) != RSTLen || m.RootID != b.ID() {
+		t.Fatalf("in STP mode sent %+v (%d bytes)", m, len(sent[len(sent)-1]))
+	}
+	if p.OperEdge() {
+		t.Error("an edge while a bridge talks to it")
+	}
+	for i := 0; i < 16; i++ { // two forward delays: nothing agrees to a proposal now
+		b.Tick(2000)
+	}
+	if p.State() != Forwarding {
+		t.Fatalf("%v %v after two forward delays", p.Role(), p.State())
+	}
+	b.Receive(p, (&BPDU{Type: TypeTCN}).Append(nil))
+	b.Tick(2000)
+	if m := last(); m.Flags&FlagTCA == 0 || m.Flags&FlagTC == 0 {
+		t.Errorf("after a TCN: flags %#x, want TC and TCA", m.Flags)
+	}
+	b.Tick(2000)
+	if m := last(); m.Flags&FlagTCA != 0 {
+		t.Errorf("TCA sent twice for one TCN: flags %#x", m.Flags)
+	}
+	p.MCheck() // rstp-port-mcheck: try RSTP again
+	if p.SendsSTP() {
+		t.Fatal("still STP right after mcheck")
+	}
+	for i := 0; i < 10; i++ {
+		b.Tick(500)
+		if i%4 == 3 {
+			b.Receive(p, cfg.Append(nil))
+		}
+	}
+	if !p.SendsSTP() {
+		t.Fatal("back on RSTP after mcheck though the 802.1D bridge is still there")
+	}
+	rst := cfg
+	rst.Version, rst.Type, rst.Flags = VersionRSTP, TypeRST, wireRoleDesig<<flagRoleShift
+	for i := 0; i < 8 && p.SendsSTP(); i++ {
+		b.Receive(p, rst.Append(nil))
+		b.Tick(500)
+	}
+	if p.SendsSTP() {
+		t.Error("still STP after RST BPDUs")
 	}
 }
