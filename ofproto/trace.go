@@ -240,6 +240,8 @@ func ActionString(a *openflow.Action) string {
 		return fmt.Sprintf("group:%d", a.Group)
 	case openflow.ActSetNwTTL:
 		return fmt.Sprintf("mod_nw_ttl:%d", a.TTL)
+	case openflow.ActDeleteField:
+		return "delete_field:" + a.Field.String()
 	case openflow.ActFinTimeout:
 		// As ovs-ofctl's format_FIN_TIMEOUT: only the timeouts set.
 		var parts []string

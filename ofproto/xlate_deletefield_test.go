@@ -74,3 +74,12 @@ func TestXlateDeleteField(t *testing.T) {
 		t.Errorf("delete_field:reg0: %v (%d,%d), want OFPBAC_BAD_ARGUMENT", err, typ, code)
 	}
 }
+
+// TestDeleteFieldText: bridge/dump-flows and ofproto/trace name the
+// field, as ovs-ofctl prints delete_field.
+func TestDeleteFieldText(t *testing.T) {
+	a := openflow.DeleteField(openflow.FieldTunMetadata0 + 3)
+	if got, want := ActionString(&a), "delete_field:tun_metadata3"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
